@@ -1,0 +1,135 @@
+"""Multi-head attention in NumPy: the reference implementation.
+
+Shape legend, used in every docstring and comment below:
+
+    B    batch size
+    H    number of heads
+    T    query length (seq_q)
+    S    key/value length (seq_k)
+    D    model width (d_model)
+    d_k  width of one head, D // H
+
+Everything is plain NumPy. Matrices are applied on the right (``x @ W``), so a
+projection maps a ``(B, T, D)`` array to another ``(B, T, D)`` array.
+"""
+
+import numpy as np
+
+
+def softmax(x):
+    """Numerically stable softmax over the last axis.
+
+    Args:
+        x: array of any shape ``(..., N)`` with real entries; ``-inf`` entries
+            are allowed as long as a row has at least one finite entry.
+
+    Returns:
+        An array of the same shape whose rows (last axis) are non-negative and
+        sum to 1. The input is left unchanged.
+    """
+    # TODO: implement softmax.
+    # TODO：实现 softmax。
+    # Hint: subtract each row's own maximum (keepdims=True) before np.exp, then divide by the row sums.
+    # 提示：先减去每一行自己的最大值（keepdims=True）再做 np.exp，然后除以每行的和。
+    raise NotImplementedError("softmax: not implemented yet / 尚未实现")
+
+
+def scaled_dot_product_attention(Q, K, V):
+    """Attention of every query over every key, per batch entry and head.
+
+    Args:
+        Q: queries, ``(B, H, T, d_k)``.
+        K: keys, ``(B, H, S, d_k)``.
+        V: values, ``(B, H, S, d_k)``.
+
+    Returns:
+        ``(out, weights)``: ``out`` is ``(B, H, T, d_k)``, the weighted sum of
+        the values for each query; ``weights`` is ``(B, H, T, S)``, the softmax
+        of ``Q K^T / sqrt(d_k)`` over the keys (each row sums to 1).
+    """
+    # TODO: implement scaled_dot_product_attention.
+    # TODO：实现 scaled_dot_product_attention。
+    # Hint: scores = Q @ K^T over the last two axes only (np.swapaxes(K, -1, -2)), divided by sqrt(d_k); softmax over the keys; out = weights @ V.
+    # 提示：只交换 K 的最后两个轴（np.swapaxes(K, -1, -2)）计算 Q @ K^T，再除以 sqrt(d_k)；对键所在的轴做 softmax；out = weights @ V。
+    raise NotImplementedError("scaled_dot_product_attention: not implemented yet / 尚未实现")
+
+
+class MultiHeadAttention:
+    """Multi-head attention with four ``(D, D)`` projection matrices.
+
+    Args:
+        d_model: model width D.
+        num_heads: number of heads H; must divide D.
+
+    Attributes:
+        W_Q, W_K, W_V, W_O: ``(D, D)`` arrays, applied as ``x @ W``.
+        num_heads: H.
+        d_k: D // H, the width of one head.
+    """
+
+    def __init__(self, d_model=8, num_heads=2):
+        # TODO: implement __init__.
+        # TODO：实现 __init__。
+        # Hint: heads split the model width evenly, so raise ValueError when d_model % num_heads != 0.
+        # 提示：各个头平分模型宽度，所以当 d_model % num_heads != 0 时要抛出 ValueError。
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.d_k = d_model // num_heads
+        # Small random weights keep the initial scores in softmax's soft range.
+        rng = np.random.default_rng(0)
+        scale = 1.0 / np.sqrt(d_model)
+        self.W_Q = rng.normal(0.0, scale, (d_model, d_model))  # (D, D)
+        self.W_K = rng.normal(0.0, scale, (d_model, d_model))  # (D, D)
+        self.W_V = rng.normal(0.0, scale, (d_model, d_model))  # (D, D)
+        self.W_O = rng.normal(0.0, scale, (d_model, d_model))  # (D, D)
+
+    def split_heads(self, x):
+        """Give each head its own contiguous block of features.
+
+        Args:
+            x: ``(B, T, D)``.
+
+        Returns:
+            ``(B, H, T, d_k)``, where head ``i`` holds features
+            ``i*d_k:(i+1)*d_k`` of every position.
+        """
+        # TODO: implement split_heads.
+        # TODO：实现 split_heads。
+        # Hint: reshape to (B, T, H, d_k) using x's own batch and length, then move the head axis before the sequence axis.
+        # 提示：先用 x 自己的 batch 和长度 reshape 成 (B, T, H, d_k)，再把 head 轴移到序列轴前面。
+        raise NotImplementedError("split_heads: not implemented yet / 尚未实现")
+
+    def combine_heads(self, x):
+        """Undo ``split_heads``: concatenate the heads' features again.
+
+        Args:
+            x: ``(B, H, T, d_k)``.
+
+        Returns:
+            ``(B, T, D)``, head ``i`` in features ``i*d_k:(i+1)*d_k``.
+        """
+        # TODO: implement combine_heads.
+        # TODO：实现 combine_heads。
+        # Hint: move the head axis back after the sequence axis first, then reshape to (B, T, D).
+        # 提示：先把 head 轴移回序列轴之后，再 reshape 成 (B, T, D)。
+        raise NotImplementedError("combine_heads: not implemented yet / 尚未实现")
+
+    def forward(self, Q, K, V, return_weights=False):
+        """Project, split into heads, attend, combine, project the output.
+
+        Args:
+            Q: query inputs, ``(B, T, D)``.
+            K: key inputs, ``(B, S, D)``.
+            V: value inputs, ``(B, S, D)``; K and V share their length S.
+            return_weights: also return the attention weights.
+
+        Returns:
+            ``out``, ``(B, T, D)``; or ``(out, weights)`` when
+            ``return_weights`` is true, ``weights`` being ``(B, H, T, S)``
+            (one map per head, not averaged).
+        """
+        # TODO: implement forward.
+        # TODO：实现 forward。
+        # Hint: project with Q @ W_Q, K @ W_K and V @ W_V, split each into heads, attend, combine the heads, then multiply by W_O.
+        # 提示：用 Q @ W_Q、K @ W_K、V @ W_V 做投影，分别拆成多个头，做注意力，再合并各头，最后乘以 W_O。
+        raise NotImplementedError("forward: not implemented yet / 尚未实现")

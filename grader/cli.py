@@ -1,0 +1,80 @@
+"""The ``mha`` command: the root group and the map of verbs.
+
+Each verb lives in its own module under ``grader.verbs`` and is imported only
+when it runs, so ``mha check`` does not pay for matplotlib or nbformat.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+
+import click
+
+from grader import __version__
+from grader.errors import MhaError
+
+# verb name -> "module:attribute" of its click command, in the order of --help.
+VERBS: dict[str, str] = {
+    "check": "grader.verbs.check:command",
+    "grade": "grader.verbs.grade:command",
+    "merge": "grader.verbs.merge:command",
+    "audit": "grader.verbs.audit:command",
+    "release": "grader.verbs.release:command",
+    "quiz": "grader.verbs.quiz:command",
+    "drill": "grader.verbs.drill:command",
+    "viz": "grader.verbs.viz:command",
+    "demo": "grader.verbs.demo:command",
+}
+
+
+class LazyVerbs(click.Group):
+    """A group whose verbs are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [name for name in VERBS if _available(name)]
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in VERBS or not _available(name):
+            return None
+        module_name, attribute = VERBS[name].split(":")
+        return getattr(importlib.import_module(module_name), attribute)
+
+
+def _available(name: str) -> bool:
+    module_name = VERBS[name].split(":")[0]
+    return importlib.util.find_spec(module_name) is not None
+
+
+@click.group(cls=LazyVerbs, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mha")
+def root() -> None:
+    """mha-lab: learn and grade multi-head attention in NumPy.
+
+    Students: `mha check` checks exercises/multihead_attention.py.
+    Instructors: `mha grade SUBMISSIONS --out DIR` grades a class.
+    """
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; the only place where errors become exit codes."""
+    try:
+        root.main(args=argv, prog_name="mha", standalone_mode=False)
+    except MhaError as error:
+        if str(error):
+            click.echo(f"mha: {error}", err=True)
+        return error.exit_code
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        return 130
+    except click.ClickException as error:
+        error.show()
+        return 2
+    except click.exceptions.Exit as done:
+        return done.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

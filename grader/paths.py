@@ -1,0 +1,42 @@
+"""Where the project's parts live: exercises, solutions, suites, content.
+
+In a checkout (or an editable install) the project folder sits above the
+``grader`` package. ``MHA_SOLUTIONS`` may point elsewhere, e.g. to an
+instructor's private copy of the solutions beside a student release.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+PROJECT_DIR = PACKAGE_DIR.parent
+CONTENT_DIR = PACKAGE_DIR / "content"
+SUITES_DIR = PACKAGE_DIR / "suites"
+DEFAULT_ASSIGNMENT = "multihead_attention"
+
+
+def exercises_dir() -> Path:
+    """The folder of student stubs (in a checkout: ``exercises/``)."""
+    return Path(os.environ.get("MHA_EXERCISES", PROJECT_DIR / "exercises"))
+
+
+def solutions_dir() -> Path | None:
+    """The folder of reference solutions, or None where they are not installed."""
+    folder = Path(os.environ.get("MHA_SOLUTIONS", PROJECT_DIR / "solutions"))
+    return folder if folder.is_dir() else None
+
+
+def solution_path(assignment: str = DEFAULT_ASSIGNMENT) -> Path | None:
+    """The reference module of ``assignment``, or None where solutions are absent."""
+    folder = solutions_dir()
+    if folder is None:
+        return None
+    path = folder / f"{assignment}.py"
+    return path if path.is_file() else None
+
+
+def exercise_path(assignment: str = DEFAULT_ASSIGNMENT) -> Path:
+    """The stub module a student fills in for ``assignment``."""
+    return exercises_dir() / f"{assignment}.py"
