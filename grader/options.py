@@ -1,0 +1,30 @@
+"""Click options shared by several verbs, each defined once with one help string."""
+
+from __future__ import annotations
+
+import click
+
+from grader.i18n import LANGUAGES
+from grader.paths import DEFAULT_ASSIGNMENT
+
+lang_option = click.option(
+    "--lang",
+    type=click.Choice(LANGUAGES),
+    default=None,
+    help="Language of the feedback: en or zh (default: from the locale; zh_* gives Chinese).",
+)
+
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Print machine-readable JSON instead of a table."
+)
+
+assignment_option = click.option(
+    "--assignment",
+    default=DEFAULT_ASSIGNMENT,
+    show_default=True,
+    help="Which exercise: the stem of its module, e.g. multihead_attention or kv_cache.",
+)
+
+seed_option = click.option(
+    "--seed", type=int, default=None, help="Seed for drawn numbers, printed so a run can be repeated."
+)
