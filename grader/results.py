@@ -1,0 +1,121 @@
+"""What grading produces: plain frozen dataclasses, the result JSON contract.
+
+Renderers read these and never compute scores. ``to_dict``/``from_dict``
+give exactly the JSON of DESIGN.md; the extra fields (``visibility``,
+``feedback``, ``notes``...) are optional additions that readers may ignore.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+
+OUTCOMES = ("passed", "failed", "error", "timeout")
+GENERIC_OUTCOMES = (
+    "not-implemented",
+    "wrong-type",
+    "wrong-shape",
+    "numeric-mismatch",
+    "error",
+    "timeout",
+    "load-error",
+)
+
+
+@dataclass(frozen=True)
+class TestResult:
+    """One check of one function."""
+
+    __test__ = False  # not a pytest test class
+
+    name: str
+    function: str
+    outcome: str
+    score: float
+    max_score: float
+    misconception: str | None = None
+    message: str = ""
+    visibility: str = "public"
+    root_cause: str | None = None  # the function where the mistake really is
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> TestResult:
+        known = {f.name for f in fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in known})
+
+
+@dataclass(frozen=True)
+class SubmissionResult:
+    """The result of grading one submission."""
+
+    student: str
+    status: str  # "graded" or "error"
+    error: str | None
+    score: float
+    max_score: float
+    misconceptions: tuple[str, ...] = ()
+    tests: tuple[TestResult, ...] = ()
+    assignment: str = "multihead_attention"
+    notes: tuple[str, ...] = ()  # loading notes: skipped magics, cells that raised
+    isolation: str = ""
+    seed: int | None = None
+    duration: float = 0.0
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["misconceptions"] = list(self.misconceptions)
+        data["tests"] = [test.to_dict() for test in self.tests]
+        data["notes"] = list(self.notes)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> SubmissionResult:
+        known = {f.name for f in fields(cls)}
+        values = {key: value for key, value in data.items() if key in known}
+        values["misconceptions"] = tuple(values.get("misconceptions", ()))
+        values["tests"] = tuple(TestResult.from_dict(t) for t in values.get("tests", ()))
+        values["notes"] = tuple(values.get("notes", ()))
+        return cls(**values)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "graded" and all(t.outcome == "passed" for t in self.tests)
+
+
+def summarize(
+    *,
+    student: str,
+    tests: list[TestResult],
+    max_score: float,
+    assignment: str,
+    catalog_ids: frozenset[str],
+    **extra,
+) -> SubmissionResult:
+    """Build a graded result: scores add up, misconceptions sorted and unique."""
+    found = sorted({t.misconception for t in tests if t.misconception in catalog_ids})
+    return SubmissionResult(
+        student=student,
+        status="graded",
+        error=None,
+        score=round(sum(t.score for t in tests), 6),
+        max_score=max_score,
+        misconceptions=tuple(found),
+        tests=tuple(tests),
+        assignment=assignment,
+        **extra,
+    )
+
+
+def load_failure(*, student: str, error: str, max_score: float, assignment: str, **extra) -> SubmissionResult:
+    """The result of a submission that could not be loaded at all."""
+    return SubmissionResult(
+        student=student,
+        status="error",
+        error=error,
+        score=0.0,
+        max_score=max_score,
+        assignment=assignment,
+        **extra,
+    )

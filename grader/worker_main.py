@@ -1,0 +1,221 @@
+"""The worker: the only process that runs student code.
+
+Runs as its own script (``python -I worker_main.py READ_FD WRITE_FD``) and
+imports nothing but the standard library and NumPy, so it can live behind a
+filesystem sandbox that hides the grader, the suites and the solutions. It
+only evaluates calls; the trusted side checks everything it sends back.
+
+Wire format, both ways: a 4-byte big-endian length, a UTF-8 JSON header, then
+the binary blobs the header lists (``"blobs": [n1, n2, ...]``). Arrays travel
+as ``.npy`` bytes; in the JSON tree an array is ``{"__array__": i}``, a tuple
+``{"__tuple__": [...]}``, anything that is not plain data
+``{"__object__": "<description>"}``.
+"""
+
+import io
+import json
+import os
+import struct
+import sys
+import traceback
+import types
+
+HEADER_LIMIT = 1 << 20
+MESSAGE_LIMIT = 1 << 30
+TEXT_LIMIT = 2000
+
+
+def read_message(stream, limit=MESSAGE_LIMIT):
+    """Read one framed message; return (header, blobs) or None at end of stream."""
+    prefix = _read_exactly(stream, 4)
+    if prefix is None:
+        return None
+    (size,) = struct.unpack(">I", prefix)
+    if size > HEADER_LIMIT:
+        raise ValueError(f"message header of {size} bytes exceeds {HEADER_LIMIT}")
+    header = json.loads(_read_exactly(stream, size, strict=True).decode("utf-8"))
+    lengths = header.get("blobs", [])
+    if not isinstance(lengths, list) or sum(lengths) > limit:
+        raise ValueError("message blobs are malformed or too large")
+    blobs = [_read_exactly(stream, n, strict=True) for n in lengths]
+    return header, blobs
+
+
+def write_message(stream, header, blobs=()):
+    header = dict(header, blobs=[len(b) for b in blobs])
+    data = json.dumps(header).encode("utf-8")
+    stream.write(struct.pack(">I", len(data)) + data)
+    for blob in blobs:
+        stream.write(blob)
+    stream.flush()
+
+
+def _read_exactly(stream, size, strict=False):
+    chunks, remaining = [], size
+    while remaining:
+        chunk = stream.read(remaining)
+        if not chunk:
+            if strict or chunks:
+                raise EOFError("stream ended inside a message")
+            return None
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def encode(value, blobs, numpy):
+    """Turn a value into a JSON tree, appending array bytes to ``blobs``."""
+    if value is None or isinstance(value, (bool, int, float, str)) and type(value) in (bool, int, float, str):
+        if isinstance(value, str):
+            return value[:TEXT_LIMIT]
+        return value
+    if type(value) is numpy.ndarray:
+        if value.dtype.kind not in "biuf":
+            return {"__object__": f"array of dtype {value.dtype}"}
+        buffer = io.BytesIO()
+        numpy.save(buffer, numpy.ascontiguousarray(value), allow_pickle=False)
+        blobs.append(buffer.getvalue())
+        return {"__array__": len(blobs) - 1}
+    if isinstance(value, numpy.generic) and type(value).__module__ == "numpy" and value.dtype.kind in "biuf":
+        return {"__scalar__": value.item(), "dtype": str(value.dtype)}
+    if type(value) in (tuple, list) and len(value) <= 16:
+        items = [encode(item, blobs, numpy) for item in value]
+        return {"__tuple__": items} if type(value) is tuple else items
+    return {"__object__": _describe(value)}
+
+
+def _describe(value):
+    kind = type(value)
+    name = f"{kind.__module__}.{kind.__qualname__}"
+    try:
+        import numpy
+
+        if isinstance(value, numpy.ndarray):
+            return f"an ndarray subclass ({name})"
+    except Exception:  # the student may have broken numpy; the name is enough
+        pass
+    return name
+
+
+def decode(tree, blobs, numpy):
+    """Inverse of ``encode`` for what the trusted side sends (plain data only)."""
+    if isinstance(tree, dict):
+        if "__array__" in tree:
+            return numpy.load(io.BytesIO(blobs[tree["__array__"]]), allow_pickle=False)
+        if "__tuple__" in tree:
+            return tuple(decode(item, blobs, numpy) for item in tree["__tuple__"])
+        return {key: decode(item, blobs, numpy) for key, item in tree.items()}
+    if isinstance(tree, list):
+        return [decode(item, blobs, numpy) for item in tree]
+    return tree
+
+
+def describe_error(error, filenames):
+    """A plain description of an exception, located in the student's file."""
+    frames = traceback.extract_tb(error.__traceback__)
+    own = [frame for frame in frames if frame.filename in filenames]
+    where = own[-1] if own else None
+    if isinstance(error, SyntaxError) and error.filename in filenames:
+        line, text, function = error.lineno, (error.text or "").strip(), None
+    elif where is not None:
+        line, text, function = where.lineno, (where.line or "").strip(), where.name
+    else:
+        line, text, function = None, "", None
+    try:
+        message = str(error)
+    except Exception:  # a hostile __str__
+        message = "<unprintable message>"
+    return {
+        "type": type(error).__name__,
+        "message": message[:TEXT_LIMIT],
+        "line": line,
+        "source_line": text[:200],
+        "function": function,
+        "file": where.filename if where is not None else getattr(error, "filename", None),
+    }
+
+
+class Worker:
+    def __init__(self, numpy):
+        self.numpy = numpy
+        self.module = types.ModuleType("submission")
+        self.filenames = set()
+
+    def load(self, request):
+        namespace = self.module.__dict__
+        cell_errors = []
+        for cell in request["cells"]:
+            self.filenames.add(cell["filename"])
+            try:
+                code = compile(cell["source"], cell["filename"], "exec")
+                exec(code, namespace)
+            except BaseException as error:  # noqa: BLE001 - any failure is the student's to read
+                if isinstance(error, KeyboardInterrupt):
+                    raise
+                described = describe_error(error, self.filenames)
+                described["cell"] = cell.get("label")
+                if request.get("mode") == "module":
+                    return {"ok": False, "error": described}
+                cell_errors.append(described)
+        names = sorted(name for name in namespace if not name.startswith("__"))[:500]
+        return {"ok": True, "names": names, "cell_errors": cell_errors}
+
+    def call(self, request, blobs):
+        numpy = self.numpy
+        args = list(decode(request.get("args", []), blobs, numpy))
+        kwargs = decode(request.get("kwargs", {}), blobs, numpy)
+        target = request["target"]
+        namespace = self.module.__dict__
+        try:
+            if "class" in target:
+                cls = namespace[target["class"]]
+                instance = cls(*decode(target.get("init", []), blobs, numpy))
+                for name, value in decode(target.get("attributes", {}), blobs, numpy).items():
+                    setattr(instance, name, value)
+                function = getattr(instance, target["method"]) if target.get("method") else None
+            else:
+                function = namespace[target["function"]]
+            value = function(*args, **kwargs) if function is not None else None
+        except BaseException as error:  # noqa: BLE001
+            if isinstance(error, KeyboardInterrupt):
+                raise
+            if isinstance(error, KeyError) and not error.__traceback__.tb_next:
+                return {"ok": False, "error": {"type": "MissingName", "message": str(error)[:200]}}
+            return {"ok": False, "error": describe_error(error, self.filenames)}, []
+        out_blobs = []
+        try:
+            encoded = encode(value, out_blobs, numpy)
+            after = [encode(arg, out_blobs, numpy) for arg in args]
+        except BaseException as error:  # noqa: BLE001 - a hostile object may fail to encode
+            return {"ok": False, "error": {"type": "UnencodableResult", "message": repr(type(error))}}, []
+        return {"ok": True, "value": encoded, "args_after": after}, out_blobs
+
+
+def main():
+    read_fd, write_fd = int(sys.argv[1]), int(sys.argv[2])
+    incoming = os.fdopen(read_fd, "rb", buffering=0)
+    outgoing = os.fdopen(write_fd, "wb")
+    import numpy  # paid once, before any student code runs
+
+    worker = Worker(numpy)
+    while True:
+        message = read_message(incoming)
+        if message is None:
+            return
+        header, blobs = message
+        operation = header.get("op")
+        if operation == "load":
+            reply, reply_blobs = worker.load(header), []
+        elif operation == "call":
+            reply = worker.call(header, blobs)
+            reply, reply_blobs = reply if isinstance(reply, tuple) else (reply, [])
+        elif operation == "ping":
+            reply, reply_blobs = {"ok": True}, []
+        else:
+            reply, reply_blobs = {"ok": False, "error": {"type": "Protocol", "message": str(operation)}}, []
+        sys.stdout.flush()
+        write_message(outgoing, reply, reply_blobs)
+
+
+if __name__ == "__main__":
+    main()
