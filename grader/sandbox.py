@@ -150,8 +150,9 @@ class Sandbox:
             reply, reply_blobs = self._exchange(header, blobs, timeout=self.limits.call_timeout)
         except WorkerGone as gone:
             self._kill()
-            return CallOutcome(error=CallError("Timeout" if gone.timed_out else "WorkerGone", str(gone)),
-                               timed_out=gone.timed_out)
+            if gone.timed_out:
+                return CallOutcome(error=CallError("Timeout", f"{self.limits.call_timeout:g}"), timed_out=True)
+            return CallOutcome(error=CallError("WorkerGone", str(gone)))
         if not reply.get("ok"):
             return CallOutcome(error=_call_error(reply.get("error")))
         try:

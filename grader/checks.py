@@ -1,0 +1,202 @@
+"""What a suite's checks assert, and how a failure is explained.
+
+A failing check raises ``CheckFailure`` carrying bilingual messages, the
+misconception it matched (a catalog id or a generic outcome) and the
+function where the mistake really is. Diagnosis first compares the student's
+value with what every catalogued mistake produces on the same input; only when
+none matches does it fall back to a generic outcome.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grader.cases import Case, Raised, same_value
+from grader.catalog import load_catalog
+from grader.messages import Message
+from grader.sandbox import CallError, CallOutcome, ForeignObject
+from grader.student import StudentCode
+
+LEGENDS = {
+    "softmax": "x.shape",
+    "scaled_dot_product_attention": ("(B, H, T, d_k)", "(B, H, T, S)"),
+    "split_heads": "(B, H, T, d_k)",
+    "combine_heads": "(B, T, D)",
+    "forward": "(B, T, D)",
+    "forward+weights": ("(B, T, D)", "(B, H, T, S)"),
+}
+MUTATION_IDS = {
+    "softmax": "softmax-mutates-input",
+    "scaled_dot_product_attention": "attention-mutates-input",
+    "split_heads": "mha-mutates-input",
+    "combine_heads": "mha-mutates-input",
+    "forward": "mha-mutates-input",
+}
+ARGUMENT_NAMES = {
+    "softmax": ("x",), "scaled_dot_product_attention": ("Q", "K", "V"),
+    "split_heads": ("x",), "combine_heads": ("x",), "forward": ("Q", "K", "V"),
+}
+
+
+class CheckFailure(AssertionError):
+    """A check that did not pass, with its explanation."""
+
+    def __init__(self, *messages: Message, misconception: str | None = None,
+                 root_cause: str | None = None, outcome: str = "failed"):
+        super().__init__(messages[0].key if messages else "failed")
+        self.messages = messages
+        self.misconception = misconception
+        self.root_cause = root_cause
+        self.outcome = outcome
+
+
+def expect_value(student: StudentCode, case: Case):
+    """The student's value for ``case``; raises CheckFailure unless it is right."""
+    outcome = student.invoke(case)
+    if outcome.error is not None:
+        raise failure_from_error(case.function, outcome, case)
+    if same_value(outcome.value, case.expected):
+        return outcome.value
+    raise failure_from_value(case, outcome.value)
+
+
+def expect_unchanged(student: StudentCode, case: Case) -> None:
+    """The call of ``case`` must leave its inputs as they were."""
+    outcome = student.invoke(case)
+    if outcome.error is not None:
+        raise failure_from_error(case.function, outcome, case)
+    names = ARGUMENT_NAMES.get(case.function, ())
+    for position, (before, after) in enumerate(zip(case.args, outcome.args_after)):
+        if not isinstance(after, np.ndarray) or before.shape != after.shape or not np.array_equal(
+                before, after, equal_nan=True):
+            name = names[position] if position < len(names) else f"#{position + 1}"
+            raise CheckFailure(Message("mutated", {"function": case.function, "argument": name}),
+                               misconception=MUTATION_IDS.get(case.function))
+
+
+def failure_from_error(function: str, outcome: CallOutcome, case: Case | None = None) -> CheckFailure:
+    """Explain an exception raised by (or instead of) the student's call."""
+    error: CallError = outcome.error
+    if error.type == "Timeout":
+        return CheckFailure(Message("timeout", {"function": function, "limit": _limit(error)}),
+                            misconception="timeout", outcome="timeout")
+    if error.type in ("WorkerGone", "LoadError", "BadReply", "UnencodableResult", "Protocol"):
+        return CheckFailure(Message("worker_gone", {"function": function, "reason": error.message}),
+                            misconception="error", outcome="error")
+    if error.type == "MissingName":
+        return CheckFailure(Message("missing_name", {"name": error.message.strip("'\"")}),
+                            misconception="not-implemented", outcome="error")
+    if error.type == "NotImplementedError":
+        return CheckFailure(Message("not_implemented", {"function": function}), misconception="not-implemented")
+    raised = Message("raised", {"function": function, "type": error.type, "message": error.message,
+                                "location": _location(error)})
+    match = _match_raised(case, error) if case is not None else None
+    if match is not None:
+        misconception, label = match
+        return _diagnosed(case, misconception, label, raised)
+    return CheckFailure(raised, misconception=_error_heuristic(function, error), outcome="error")
+
+
+def failure_from_value(case: Case, got) -> CheckFailure:
+    """Explain a value that differs from the expected one."""
+    what = _what(case)
+    for misconception, label, value in case.twins:
+        if not isinstance(value, Raised) and same_value(got, value):
+            return _diagnosed(case, misconception, label, Message("matches_mistake", {"what": what, "label": label}))
+    return generic_failure(case, got)
+
+
+def generic_failure(case: Case, got) -> CheckFailure:
+    """A failure with no catalogued explanation: type, shape, NaN or numbers."""
+    expected, what = case.expected, _what(case)
+    legends = LEGENDS["forward+weights"] if case.function == "forward" and isinstance(expected, tuple) \
+        else LEGENDS.get(case.function)
+    if isinstance(expected, tuple):
+        if not isinstance(got, tuple) or len(got) != len(expected):
+            misconception = "mha-wrong-weights-returned" if case.function == "forward" else "wrong-type"
+            return CheckFailure(Message("wrong_tuple", {"what": what, "count": len(expected), "got": _describe(got)}),
+                                misconception=misconception)
+        for position, (got_item, expected_item) in enumerate(zip(got, expected)):
+            if not same_value(got_item, expected_item):
+                part_what = f"{what}[{position}]"
+                legend = legends[position] if isinstance(legends, tuple) else legends
+                failure = _compare_array(case, got_item, expected_item, part_what, legend)
+                if case.function == "forward" and position == 1 and failure.misconception in ("wrong-shape",
+                                                                                               "wrong-type"):
+                    failure.misconception = "mha-wrong-weights-returned"
+                return failure
+    return _compare_array(case, got, expected, what, legends if isinstance(legends, str) else legends[0])
+
+
+def _compare_array(case: Case, got, expected: np.ndarray, what: str, legend: str) -> CheckFailure:
+    if not isinstance(got, np.ndarray):
+        return CheckFailure(Message("wrong_type", {"what": what, "got": _describe(got)}), misconception="wrong-type")
+    if got.shape != expected.shape:
+        legend = legend if legend != "x.shape" else "x.shape"
+        return CheckFailure(Message("wrong_shape", {"what": what, "got": got.shape, "expected": expected.shape,
+                                                    "legend": legend}), misconception="wrong-shape")
+    got64 = got.astype(np.float64)
+    if not np.isfinite(got64).all() and np.isfinite(expected).all():
+        misconception = "numeric-mismatch"
+        if case.function == "softmax" and np.abs(case.args[0][np.isfinite(case.args[0])]).max(initial=0) > 80:
+            misconception = "softmax-unstable"  # overflow, in float32 or another style than the twin's
+        return CheckFailure(Message("non_finite", {"what": what}), misconception=misconception)
+    difference = np.abs(np.nan_to_num(got64 - expected, nan=np.inf))
+    index = np.unravel_index(int(np.argmax(difference)), difference.shape) if difference.size else ()
+    return CheckFailure(Message("mismatch", {"what": what, "difference": f"{float(difference.max(initial=0)):.3g}",
+                                             "index": tuple(int(i) for i in index)}),
+                        misconception="numeric-mismatch")
+
+
+def _diagnosed(case: Case, misconception: str, label: str, first: Message) -> CheckFailure:
+    entry = load_catalog().get(misconception)
+    root = entry.function if entry is not None and entry.function not in (None, "__init__") else case.function
+    messages = [first]
+    if root != case.function:
+        messages.append(Message("root_cause", {"root": root, "function": case.function}))
+    return CheckFailure(*messages, misconception=misconception, root_cause=root)
+
+
+def _match_raised(case: Case, error: CallError):
+    for misconception, label, value in case.twins:
+        if isinstance(value, Raised) and value.type == error.type and value.message == error.message:
+            return misconception, label
+    return None
+
+
+def _error_heuristic(function: str, error: CallError) -> str:
+    text = f"{error.message} {error.source_line}"
+    if function == "softmax" and "broadcast" in error.message:
+        return "softmax-no-keepdims"
+    if function == "scaled_dot_product_attention" and "matmul" in error.message and (
+            ".T" in error.source_line or "transpose" in error.source_line or "swapaxes" in error.source_line):
+        return "attention-wrong-transpose"
+    if function == "split_heads" and "reshape" in text:
+        return "split-heads-hardcoded-shape" if "cannot reshape" in error.message else "error"
+    return "error"
+
+
+def _what(case: Case) -> str:
+    return {"softmax": "softmax(x)", "scaled_dot_product_attention": "scaled_dot_product_attention(Q, K, V)",
+            "split_heads": "split_heads(x)", "combine_heads": "combine_heads(x)"}.get(
+        case.function, "forward(Q, K, V, return_weights=True)" if case.kwargs.get("return_weights")
+        else "forward(Q, K, V)")
+
+
+def _describe(value) -> str:
+    if isinstance(value, ForeignObject):
+        return value.description
+    if isinstance(value, tuple):
+        return f"a tuple of {len(value)}"
+    if isinstance(value, np.ndarray):
+        return f"an array of shape {value.shape}"
+    return type(value).__name__ if value is not None else "None"
+
+
+def _location(error: CallError) -> str:
+    place = error.location()
+    return f" ({place})" if place else ""
+
+
+def _limit(error: CallError) -> str:
+    return error.message

@@ -1,0 +1,48 @@
+"""Bilingual message templates of the checks (``content/messages.toml``)."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+from grader.catalog import load_toml
+from grader.errors import ContentError
+from grader.i18n import LANGUAGES
+from grader.paths import CONTENT_DIR
+
+MESSAGES_FILE = CONTENT_DIR / "messages.toml"
+
+
+@dataclass(frozen=True)
+class Message:
+    """A message key and its parameters, rendered late in the reader's language."""
+
+    key: str
+    params: dict = field(default_factory=dict)
+
+    def render(self, lang: str) -> str:
+        return render(self.key, self.params, lang)
+
+
+@functools.cache
+def templates() -> dict[str, dict[str, str]]:
+    data = load_toml(MESSAGES_FILE)
+    if data.get("schema_version") != 1:
+        raise ContentError(f"{MESSAGES_FILE}: schema_version must be 1")
+    table = data.get("message", {})
+    for key, texts in table.items():
+        for lang in LANGUAGES:
+            if not isinstance(texts, dict) or not texts.get(lang):
+                raise ContentError(f"{MESSAGES_FILE}: message.{key} lacks the {lang} text")
+    return table
+
+
+def render(key: str, params: dict, lang: str) -> str:
+    try:
+        texts = templates()[key]
+    except KeyError:
+        raise ContentError(f"{MESSAGES_FILE}: no message.{key}") from None
+    try:
+        return texts.get(lang, texts["en"]).format(**params)
+    except (KeyError, IndexError) as bad:
+        raise ContentError(f"{MESSAGES_FILE}: message.{key} ({lang}) uses an unknown field {bad}") from None

@@ -1,0 +1,65 @@
+"""Public checks of scaled_dot_product_attention."""
+
+import numpy as np
+import pytest
+
+from grader.checks import CheckFailure, expect_unchanged, expect_value, failure_from_error, failure_from_value
+from grader.messages import Message
+
+pytestmark = pytest.mark.mha(function="scaled_dot_product_attention", visibility="public")
+
+
+def _pair(student, case):
+    """The student's (out, weights), or the failure that explains why there is none."""
+    outcome = student.invoke(case)
+    if outcome.error is not None:
+        raise failure_from_error(case.function, outcome, case)
+    value = outcome.value
+    shapes_right = isinstance(value, tuple) and len(value) == 2 and all(
+        isinstance(item, np.ndarray) and item.shape == expected.shape for item, expected in zip(value, case.expected))
+    if not shapes_right:
+        raise failure_from_value(case, value)
+    return value
+
+
+@pytest.mark.mha(points=2)
+def test_attention_shapes_for_cross_attention(student, cases):
+    _pair(student, cases["attention/cross"])
+
+
+@pytest.mark.mha(points=4, probes=("attention-no-scale", "attention-wrong-scale", "attention-wrong-transpose",
+                                   "attention-softmax-wrong-axis", "attention-returns-scores",
+                                   "attention-wrong-value-product"))
+def test_attention_values(student, cases):
+    expect_value(student, cases["attention/cross"])
+    expect_value(student, cases["attention/self"])
+
+
+@pytest.mark.mha(points=1)
+def test_attention_weights_sum_to_one_over_keys(student, cases):
+    case = cases["attention/cross"]
+    _, weights = _pair(student, case)
+    sums = weights.astype(np.float64).sum(axis=-1)
+    if not np.allclose(sums, 1.0, atol=1e-5):
+        failure = failure_from_value(case, student.invoke(case).value)
+        worst = sums.flat[int(np.argmax(np.abs(sums - 1)))]
+        failure.messages = (Message("rows_not_normalized", {"what": "weights", "value": f"{worst:.4g}"}),
+                            *failure.messages)
+        raise failure
+
+
+@pytest.mark.mha(points=1)
+def test_identical_keys_get_equal_weights(student, cases):
+    case = cases["attention/identical-keys"]
+    _, weights = _pair(student, case)
+    keys = weights.shape[-1]
+    if not np.allclose(weights, 1.0 / keys, atol=1e-5):
+        failure = failure_from_value(case, student.invoke(case).value)
+        worst = weights.flat[int(np.argmax(np.abs(weights - 1.0 / keys)))]
+        failure.messages = (Message("not_uniform", {"count": keys, "value": f"{worst:.4g}"}), *failure.messages)
+        raise failure
+
+
+@pytest.mark.mha(points=1, probes=("attention-mutates-input",))
+def test_attention_leaves_its_inputs_unchanged(student, cases):
+    expect_unchanged(student, cases["attention/cross"])

@@ -1,0 +1,77 @@
+"""Public checks of MultiHeadAttention: the constructor and forward."""
+
+import numpy as np
+import pytest
+
+from grader.checks import CheckFailure, expect_unchanged, expect_value, failure_from_error, failure_from_value
+from grader.messages import Message
+
+pytestmark = pytest.mark.mha(visibility="public")
+
+
+@pytest.mark.mha(points=2, function="__init__", probes=("mha-no-divisibility-check",))
+def test_constructor_rejects_a_width_the_heads_do_not_divide(student, cases):
+    for d_model, heads in ((10, 3), (12, 5)):
+        outcome = student.construct(d_model, heads)
+        if outcome.error is None:
+            forward = student.invoke(cases["forward/cross"])
+            if forward.error is not None and forward.error.type == "NotImplementedError":
+                # the class is still the stub: say so rather than blame a missing check
+                raise CheckFailure(Message("not_implemented", {"function": "MultiHeadAttention"}),
+                                   misconception="not-implemented")
+            raise CheckFailure(Message("not_rejected", {"d_model": d_model, "num_heads": heads}),
+                               misconception="mha-no-divisibility-check")
+        if outcome.error.type in ("Timeout", "WorkerGone"):
+            raise failure_from_error("__init__", outcome)
+    outcome = student.construct(12, 3)
+    if outcome.error is not None:
+        if outcome.error.type in ("Timeout", "WorkerGone", "MissingName"):
+            raise failure_from_error("__init__", outcome)
+        raise CheckFailure(Message("rejected_valid", {"d_model": 12, "num_heads": 3, "type": outcome.error.type,
+                                                      "message": outcome.error.message}), misconception="error",
+                           outcome="error")
+
+
+@pytest.mark.mha(points=1, function="forward")
+def test_forward_shape_for_cross_attention(student, cases):
+    case = cases["forward/cross"]
+    outcome = student.invoke(case)
+    if outcome.error is not None:
+        raise failure_from_error("forward", outcome, case)
+    if not isinstance(outcome.value, np.ndarray) or outcome.value.shape != case.expected.shape:
+        raise failure_from_value(case, outcome.value)
+
+
+@pytest.mark.mha(points=4, function="forward",
+                 probes=("mha-no-output-projection", "mha-wrong-projection", "mha-ignores-key-value"))
+def test_forward_values_for_cross_attention(student, cases):
+    expect_value(student, cases["forward/cross"])
+
+
+@pytest.mark.mha(points=2, function="forward", probes=("mha-wrong-weights-returned",))
+def test_forward_returns_per_head_weights_when_asked(student, cases):
+    expect_value(student, cases["forward/cross-weights"])
+
+
+@pytest.mark.mha(points=1, function="forward")
+def test_forward_for_self_attention(student, cases):
+    expect_value(student, cases["forward/self-weights"])
+
+
+@pytest.mark.mha(points=1, function="forward")
+def test_one_head_is_plain_attention_of_the_projections(student, cases):
+    case = cases["forward/one-head"]
+    try:
+        expect_value(student, case)
+    except CheckFailure as failure:
+        value = student.invoke(case).value
+        if isinstance(value, tuple) and value and isinstance(value[0], np.ndarray) \
+                and value[0].shape == case.expected[0].shape:
+            difference = f"{np.abs(value[0] - case.expected[0]).max():.3g}"
+            failure.messages = (Message("single_head", {"difference": difference}), *failure.messages)
+        raise
+
+
+@pytest.mark.mha(points=1, function="forward", probes=("mha-mutates-input",))
+def test_forward_leaves_its_inputs_unchanged(student, cases):
+    expect_unchanged(student, cases["forward/cross"])

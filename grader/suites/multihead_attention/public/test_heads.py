@@ -1,0 +1,83 @@
+"""Public checks of split_heads and combine_heads, the inverse pair."""
+
+import numpy as np
+import pytest
+
+from grader.checks import CheckFailure, expect_unchanged, expect_value, failure_from_error, failure_from_value
+from grader.messages import Message
+
+pytestmark = pytest.mark.mha(visibility="public")
+
+
+def _expect_shape(student, case):
+    outcome = student.invoke(case)
+    if outcome.error is not None:
+        raise failure_from_error(case.function, outcome, case)
+    if not isinstance(outcome.value, np.ndarray) or outcome.value.shape != case.expected.shape:
+        raise failure_from_value(case, outcome.value)
+
+
+@pytest.mark.mha(points=1, function="split_heads")
+def test_split_heads_shape(student, cases):
+    _expect_shape(student, cases["split/cross"])
+
+
+@pytest.mark.mha(points=3, function="split_heads",
+                 probes=("split-heads-no-transpose", "split-heads-interleaved", "split-heads-wrong-axes"))
+def test_split_heads_gives_each_head_a_contiguous_block(student, cases):
+    expect_value(student, cases["split/cross"])
+
+
+@pytest.mark.mha(points=1, function="split_heads", probes=("split-heads-hardcoded-shape",))
+def test_split_heads_works_for_any_batch_and_length(student, cases):
+    usual = cases["split/cross"]
+    for name in ("split/one", "split/long"):
+        case = cases[name]
+        try:
+            expect_value(student, case)
+        except CheckFailure as failure:
+            right_on_usual = student.invoke(usual).error is None and failure.misconception in (
+                "wrong-shape", "error", "numeric-mismatch", "split-heads-hardcoded-shape")
+            try:
+                expect_value(student, usual)
+            except CheckFailure:
+                right_on_usual = False
+            if right_on_usual:
+                raise CheckFailure(Message("hardcoded_shape", {"shape": case.args[0].shape}), *failure.messages,
+                                   misconception="split-heads-hardcoded-shape") from None
+            raise
+
+
+@pytest.mark.mha(points=1, function="combine_heads")
+def test_combine_heads_shape(student, cases):
+    _expect_shape(student, cases["combine/cross"])
+
+
+@pytest.mark.mha(points=3, function="combine_heads",
+                 probes=("combine-heads-no-transpose", "combine-heads-wrong-order"))
+def test_combine_heads_concatenates_heads_in_order(student, cases):
+    expect_value(student, cases["combine/cross"])
+    expect_value(student, cases["combine/long"])
+
+
+@pytest.mark.mha(points=1, function="combine_heads")
+def test_combine_heads_undoes_split_heads(student, cases):
+    case = cases["split/cross"]
+    split = student.invoke(case)
+    if split.error is not None or not isinstance(split.value, np.ndarray):
+        expect_value(student, case)  # explains why split_heads gave nothing usable
+    outcome = student.call("combine_heads", split.value, d_model=case.d_model, heads=case.heads)
+    if outcome.error is not None:
+        raise failure_from_error("combine_heads", outcome)
+    back = outcome.value
+    x = case.args[0]
+    difference = np.abs(back - x).max() if isinstance(back, np.ndarray) and back.shape == x.shape else np.inf
+    if not difference < 1e-6:
+        raise CheckFailure(Message("not_inverse", {"difference": f"{difference:.3g}"}),
+                           misconception="numeric-mismatch")
+
+
+@pytest.mark.mha(points=1, function="split_heads", probes=("mha-mutates-input",))
+def test_split_and_combine_leave_their_input_unchanged(student, cases):
+    expect_unchanged(student, cases["split/cross"])
+    expect_unchanged(student, cases["combine/cross"])

@@ -1,0 +1,1 @@
+"""One module per ``mha`` verb: parse options, call one core function, render."""

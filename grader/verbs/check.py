@@ -1,0 +1,65 @@
+"""``mha check``: a student's instant check of their exercise file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from grader.assignments import get_assignment
+from grader.errors import ChecksFailed, UsageError
+from grader.i18n import resolve_language
+from grader.options import assignment_option, json_option, lang_option
+from grader.paths import exercise_path
+
+
+@click.command("check")
+@click.argument("file", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--function", "functions", multiple=True, metavar="NAME",
+              help="Check only this function (repeatable), e.g. --function split_heads.")
+@click.option("--all", "run_all", is_flag=True, help="Also run the hidden checks, where they are installed.")
+@json_option
+@lang_option
+@assignment_option
+def command(file: Path | None, functions: tuple[str, ...], run_all: bool, as_json: bool, lang: str | None,
+            assignment: str) -> None:
+    """Check FILE (default: exercises/<assignment>.py) and explain every failure.
+
+    Exit status: 0 when every check passes, 1 when one fails, 2 for a usage error.
+    """
+    from grader.grading import grade_submission
+    from grader.messages import render
+
+    exercise = get_assignment(assignment)
+    lang = resolve_language(lang)
+    file = file or _default_file(assignment)
+    if not file.exists():
+        raise UsageError(f"{file} does not exist; run `mha check path/to/{assignment}.py`")
+    unknown = [name for name in functions if name not in exercise.functions]
+    if unknown:
+        raise UsageError(f"unknown function {unknown[0]!r}; choose from: {', '.join(exercise.functions)}")
+    visibility = "public"
+    notice = None
+    if run_all:
+        if (exercise.suites_dir / "hidden").is_dir():
+            visibility = "all"
+        else:
+            notice = render("report_no_hidden", {}, lang)
+    result = grade_submission(path=file, assignment=assignment, visibility=visibility,
+                              functions=functions or None, lang=lang)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        from grader.render_terminal import print_result
+
+        if notice:
+            click.echo(notice)
+        print_result(result, file=str(file), lang=lang)
+    if not result.passed:
+        raise ChecksFailed()
+
+
+def _default_file(assignment: str) -> Path:
+    local = Path("exercises") / f"{assignment}.py"
+    return local if local.exists() else exercise_path(assignment)
