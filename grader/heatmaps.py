@@ -175,9 +175,8 @@ def _draw_similarity(maps: HeadMaps, *, fonts: FontChoice, texts):
 def _colour_map(name: str):
     from matplotlib import colormaps
 
-    colour_map = colormaps[name].copy()
-    colour_map.set_bad("#bbbbbb")  # NaN cells: a neutral grey outside the colour scale
-    return colour_map
+    # NaN cells (a submission's invalid head): a neutral grey outside the colour scale.
+    return colormaps[name].with_extremes(bad="#bbbbbb")
 
 
 def _annotate(axis, values: np.ndarray) -> None:

@@ -1,0 +1,257 @@
+"""`mha viz`: per-head heatmaps, head similarity, flagged submission heads, texts."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from grader.attention_maps import HeadMaps, find_head_problems, head_entropy, head_similarity, most_alike_pair
+from grader.cli import main, root
+from grader.errors import ChecksFailed, ContentError, UsageError
+from grader.paths import solution_path
+from grader.trace import trace_sentence
+from grader.viz import compute_head_maps, draw_attention, make_figures, show_heads
+from grader.viz_texts import load_viz_texts
+
+SENTENCE = "the cat chases the mouse"
+HAS_SANDBOX = importlib.util.find_spec("grader.sandbox") is not None
+
+
+def heatmap_axes(figure):
+    """The axes that show a head (colour bars have no tick labels on both axes)."""
+    return [axis for axis in figure.axes if axis.get_visible() and axis.images and axis.get_xticklabels()
+            and axis.get_yticklabels() and axis.get_label() != "<colorbar>"]
+
+
+@pytest.fixture(scope="module")
+def reference_maps() -> HeadMaps:
+    maps, _ = compute_head_maps(sentence=SENTENCE, num_heads=4)
+    return maps
+
+
+def test_figure_has_one_fixed_scale_heatmap_per_head_titled_with_entropy(reference_maps):
+    weights_figure, similarity_figure, warned = make_figures(reference_maps, sentence=SENTENCE, subset=None, lang="en")
+    axes = heatmap_axes(weights_figure)
+    assert len(axes) == 4 and warned == ()
+    trace = trace_sentence(sentence=SENTENCE, num_heads=4)
+    entropies = head_entropy(trace.head_weights())
+    for head, axis in enumerate(axes):
+        image = axis.images[0]
+        assert image.get_clim() == (0.0, 1.0)
+        assert image.get_cmap().name.startswith("viridis")
+        np.testing.assert_allclose(image.get_array(), trace.head_weights()[head])
+        assert [label.get_text() for label in axis.get_xticklabels()] == SENTENCE.split()
+        assert (axis.get_xlabel(), axis.get_ylabel()) == ("key", "query")
+        assert axis.get_title() == f"head {head + 1}\nentropy {entropies[head]:.2f} bits"
+    similarity_image = similarity_figure.axes[0].images[0]
+    assert similarity_image.get_array().shape == (4, 4)
+
+
+def test_entropy_is_mean_row_entropy_in_bits():
+    uniform = np.full((1, 3, 4), 0.25)
+    one_hot = np.zeros((1, 3, 4))
+    one_hot[..., 2] = 1.0
+    np.testing.assert_allclose(head_entropy(np.concatenate([uniform, one_hot])), [2.0, 0.0])
+
+
+def test_similarity_is_one_for_identical_heads_zero_for_disjoint_and_nan_for_invalid():
+    first = np.zeros((2, 3))
+    first[:, 0] = 1.0
+    second = np.zeros((2, 3))
+    second[:, 2] = 1.0
+    invalid = np.full((2, 3), 0.5)  # rows sum to 1.5
+    similarity = head_similarity(np.stack([first, first, second, invalid]))
+    np.testing.assert_allclose(similarity[:3, :3], [[1, 1, 0], [1, 1, 0], [0, 0, 1]], atol=1e-12)
+    assert np.isnan(similarity[3]).all() and np.isnan(similarity[:, 3]).all()
+    assert most_alike_pair(similarity) == {"first": 1, "second": 2, "similarity": 1.0}
+
+
+def test_head_problems_name_what_is_wrong():
+    good = np.full((1, 4, 3, 3), 1 / 3)  # (B, H, T, S)
+    bad = good.copy()
+    bad[0, 0, 1, 1] = np.nan
+    bad[0, 1, 0] = [1.5, -0.5, 0.0]
+    bad[0, 2] *= 2.0
+    reference = good[0].copy()
+    reference[3, 0] = [0.5, 0.25, 0.25]
+    problems, maps = find_head_problems(bad, expected_shape=(1, 4, 3, 3), reference=reference)
+    assert [problem.kind for problem in problems] == ["not_finite", "negative", "rows_not_normalized", "differs"]
+    assert problems[2].fields == {"low": "2", "high": "2"}
+    assert maps.shape == (4, 3, 3)
+    problems, maps = find_head_problems(good[:, :, 0], expected_shape=(1, 4, 3, 3))
+    assert {problem.kind for problem in problems} == {"wrong_shape"} and len(problems) == 4
+    assert np.isnan(maps).all()
+    texts = load_viz_texts()
+    assert problems[0].describe(texts, "en") == "weights have shape (1, 4, 3); expected (B, H, T, S) = (1, 4, 3, 3)"
+    assert find_head_problems(good, expected_shape=(1, 4, 3, 3), reference=good[0])[0] == (None,) * 4
+
+
+def test_flagged_heads_are_marked_in_the_figure():
+    weights = np.full((1, 2, 3, 3), 1 / 3)
+    weights[0, 1] *= 3.0
+    problems, maps = find_head_problems(weights, expected_shape=(1, 2, 3, 3))
+    head_maps = HeadMaps(("a", "b", "c"), maps, "alice.py", problems)
+    figure, _, _ = make_figures(head_maps, sentence="a b c", subset=None, lang="en")
+    good_axis, flagged_axis = heatmap_axes(figure)
+    assert not good_axis.get_title().startswith("[!]")
+    assert flagged_axis.get_title().startswith("[!] head 2\nrows do not sum to 1")
+    assert flagged_axis.spines["left"].get_linewidth() == 3
+    assert "submission alice.py" in figure.get_suptitle()
+    assert head_maps.to_dict()["entropy_bits"][1] is None
+
+
+def test_chinese_sentence_uses_a_cjk_font_without_missing_glyphs(tmp_path):
+    from grader.heatmaps import find_cjk_font
+
+    if find_cjk_font() is None:
+        pytest.skip("no CJK font installed (Debian: fonts-noto-cjk); the fallback is tested below")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = draw_attention(sentence="猫 追 老鼠", num_heads=2, out=tmp_path / "zh.png", lang="zh")
+    assert not [str(warning.message) for warning in caught if "missing from" in str(warning.message)]
+    assert result.warnings == ()
+    assert result.maps.tokens == ("猫", "追", "老鼠")
+    figure, _, _ = make_figures(result.maps, sentence="猫 追 老鼠", subset=None, lang="zh")
+    axis = heatmap_axes(figure)[0]
+    assert [label.get_text() for label in axis.get_yticklabels()] == ["猫", "追", "老鼠"]
+    assert axis.get_ylabel() == "查询" and axis.get_title().startswith("头 1")
+
+
+def test_without_a_cjk_font_tokens_fall_back_to_positions(monkeypatch, reference_maps):
+    monkeypatch.setattr("grader.heatmaps.find_cjk_font", lambda: None)
+    maps, _ = compute_head_maps(sentence="猫 追 老鼠", num_heads=2)
+    figure, _, warned = make_figures(maps, sentence="猫 追 老鼠", subset=None, lang="zh")
+    axis = heatmap_axes(figure)[0]
+    assert [label.get_text() for label in axis.get_xticklabels()] == ["#1", "#2", "#3"]
+    assert axis.get_ylabel() == "query"  # Chinese texts cannot be drawn either
+    assert len(warned) == 1 and "fonts-noto-cjk" in warned[0]
+    assert any("positions only" in text.get_text() for text in figure.texts)
+
+
+def test_png_svg_and_exported_numbers(tmp_path):
+    result = draw_attention(sentence=SENTENCE, num_heads=2, out=tmp_path / "heads.svg", export=tmp_path / "data.json")
+    assert [path.name for path in result.files] == ["heads.svg", "heads-similarity.svg", "data.json"]
+    assert "<svg" in (tmp_path / "heads.svg").read_text()[:2000]
+    data = json.loads((tmp_path / "data.json").read_text())
+    trace = trace_sentence(sentence=SENTENCE, num_heads=2)
+    np.testing.assert_allclose(data["maps"]["weights"], trace.head_weights())
+    np.testing.assert_allclose(data["maps"]["entropy_bits"], head_entropy(trace.head_weights()))
+    assert [stage["name"] for stage in data["trace"]["stages"]][-1] == "output"
+    result = draw_attention(sentence=SENTENCE, num_heads=2, out=tmp_path / "heads.png", export=tmp_path / "data.npz")
+    assert (tmp_path / "heads-similarity.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    with np.load(tmp_path / "data.npz", allow_pickle=False) as archive:
+        np.testing.assert_allclose(archive["weights"], trace.head_weights())
+        assert list(archive["tokens"]) == SENTENCE.split()
+
+
+def test_heads_subset_and_refusals(reference_maps):
+    maps, _ = compute_head_maps(sentence=SENTENCE, num_heads=8)
+    figure, _, _ = make_figures(maps, sentence=SENTENCE, subset=(1, 3), lang="en")
+    assert [axis.get_title().split("\n")[0] for axis in heatmap_axes(figure)] == ["head 2", "head 4"]
+    with pytest.raises(UsageError, match="at most 16"):
+        draw_attention(sentence=SENTENCE, d_model=32, num_heads=32)
+    with pytest.raises(UsageError, match="between 1 and 4"):
+        draw_attention(sentence=SENTENCE, num_heads=4, heads_subset="2-7")
+    with pytest.raises(UsageError, match="readable up to 20"):
+        draw_attention(sentence=" ".join(f"w{index}" for index in range(21)))
+    with pytest.raises(UsageError, match=r"\.png, \.svg or \.pdf"):
+        draw_attention(out=Path("heads.gif"))
+
+
+def test_notebook_helper_returns_both_figures():
+    weights_figure, similarity_figure = show_heads("a b c", heads=2)
+    assert len(heatmap_axes(weights_figure)) == 2
+    assert similarity_figure.axes[0].images[0].get_array().shape == (2, 2)
+
+
+def test_cli_writes_figures_and_reports_json(tmp_path):
+    result = CliRunner().invoke(root, ["viz", "--heads", "2", "--out", str(tmp_path / "h.png"), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["num_heads"] == 2 and data["seed"] == 0
+    assert data["files"] == [str(tmp_path / "h.png"), str(tmp_path / "h-similarity.png")]
+
+
+def test_cli_refuses_heads_that_do_not_divide_d_model(capsys):
+    assert main(["viz", "--heads", "3"]) == 2
+    assert "Valid head counts for D = 16: 1, 2, 4, 8, 16" in capsys.readouterr().err
+
+
+def test_viz_help():
+    result = CliRunner().invoke(root, ["viz", "--help"])
+    assert result.exit_code == 0 and "--heads-subset" in result.output
+
+
+@pytest.mark.slow
+def test_installed_command_draws_the_heads(tmp_path):
+    command = shutil.which("mha")
+    assert command, "the mha command is not installed (pip install -e .)"
+    done = subprocess.run([command, "viz", "--heads", "2", "--lang", "en", "--out", str(tmp_path / "h.png")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "wrote" in done.stdout and (tmp_path / "h-similarity.png").is_file()
+
+
+def test_a_malformed_text_file_is_named(tmp_path):
+    bad = tmp_path / "viz.toml"
+    bad.write_text('schema_version = 1\n[figure]\nquery.en = "query {x}"\nquery.zh = "查询"\n', encoding="utf-8")
+    with pytest.raises(ContentError, match=r"viz\.toml: figure\.query: placeholders differ"):
+        load_viz_texts(bad)
+    bad.write_text('schema_version = 1\n[figure]\nquery.en = "query"\n', encoding="utf-8")
+    with pytest.raises(ContentError, match="figure.query must have exactly the languages"):
+        load_viz_texts(bad)
+
+
+# ---- a student's submission, run in the sandboxed worker ------------------------
+
+def submission(tmp_path: Path, name: str, old: str = "", new: str = "") -> Path:
+    """The reference with one line replaced: a named, controlled mistake."""
+    source = solution_path().read_text(encoding="utf-8")
+    if old:
+        assert old in source, f"the reference no longer contains {old!r}"
+        source = source.replace(old, new)
+    path = tmp_path / f"{name}.py"
+    path.write_text(source, encoding="utf-8")
+    return path
+
+
+SOFTMAX_LINE = "weights = softmax(scores)  # (B, H, T, S), rows sum to 1 over S"
+
+
+@pytest.mark.skipif(not HAS_SANDBOX, reason="grader.sandbox is not importable yet")
+def test_submission_heads_are_checked_against_the_reference(tmp_path):
+    good, _ = compute_head_maps(sentence=SENTENCE, num_heads=4, file=submission(tmp_path, "good"))
+    assert good.problems == (None,) * 4 and good.source == "good.py"
+    np.testing.assert_allclose(good.weights, trace_sentence(sentence=SENTENCE).head_weights(), atol=1e-12)
+    wrong_axis = submission(tmp_path, "wrong_axis", SOFTMAX_LINE,
+                            "weights = np.exp(scores) / np.exp(scores).sum(axis=-2, keepdims=True)")
+    maps, _ = compute_head_maps(sentence=SENTENCE, num_heads=4, file=wrong_axis)
+    assert {problem.kind for problem in maps.problems} == {"rows_not_normalized"}
+    scores = submission(tmp_path, "scores", SOFTMAX_LINE, "weights = scores")
+    assert "negative" in {problem.kind for problem in compute_head_maps(
+        sentence=SENTENCE, num_heads=4, file=scores)[0].problems}
+    unscaled = submission(tmp_path, "unscaled", "/ np.sqrt(d_k)", "")
+    assert {problem.kind for problem in compute_head_maps(
+        sentence=SENTENCE, num_heads=4, file=unscaled)[0].problems} == {"differs"}
+
+
+@pytest.mark.skipif(not HAS_SANDBOX, reason="grader.sandbox is not importable yet")
+def test_submission_without_weights_or_that_fails_is_reported(tmp_path, capsys):
+    no_weights = submission(tmp_path, "no_weights", "if return_weights:", "if False:")
+    maps, _ = compute_head_maps(sentence=SENTENCE, num_heads=2, file=no_weights)
+    assert [problem.kind for problem in maps.problems] == ["wrong_shape", "wrong_shape"]
+    assert maps.problems[0].fields["got"] == (1, 5, 16)
+    broken = tmp_path / "broken.py"
+    broken.write_text("def softmax(x:\n", encoding="utf-8")
+    with pytest.raises(ChecksFailed, match="SyntaxError"):
+        compute_head_maps(sentence=SENTENCE, file=broken)
+    assert main(["viz", str(no_weights), "--heads", "2", "--out", str(tmp_path / "s.png")]) == 0
+    assert "head 1: weights have shape (1, 5, 16)" in capsys.readouterr().out
