@@ -42,12 +42,14 @@ class CheckFailure(AssertionError):
     """A check that did not pass, with its explanation."""
 
     def __init__(self, *messages: Message, misconception: str | None = None,
-                 root_cause: str | None = None, outcome: str = "failed"):
+                 root_cause: str | None = None, outcome: str = "failed", alternatives: tuple = ()):
         super().__init__(messages[0].key if messages else "failed")
         self.messages = messages
         self.misconception = misconception
         self.root_cause = root_cause
         self.outcome = outcome
+        # other mistakes that explain the same value: [(misconception, root function, failure)]
+        self.alternatives = alternatives
 
 
 def expect_value(student: StudentCode, case: Case):
@@ -90,20 +92,29 @@ def failure_from_error(function: str, outcome: CallOutcome, case: Case | None = 
         return CheckFailure(Message("not_implemented", {"function": function}), misconception="not-implemented")
     raised = Message("raised", {"function": function, "type": error.type, "message": error.message,
                                 "location": _location(error)})
-    match = _match_raised(case, error) if case is not None else None
-    if match is not None:
-        misconception, label = match
-        return _diagnosed(case, misconception, label, raised)
+    matches = [(misconception, label) for misconception, label, value in (case.twins if case else ())
+               if isinstance(value, Raised) and value.type == error.type and value.message == error.message]
+    if matches:
+        return _best([_diagnosed(case, misconception, label, raised) for misconception, label in matches], case)
     return CheckFailure(raised, misconception=_error_heuristic(function, error), outcome="error")
 
 
 def failure_from_value(case: Case, got) -> CheckFailure:
     """Explain a value that differs from the expected one."""
     what = _what(case)
-    for misconception, label, value in case.twins:
-        if not isinstance(value, Raised) and same_value(got, value):
-            return _diagnosed(case, misconception, label, Message("matches_mistake", {"what": what, "label": label}))
-    return generic_failure(case, got)
+    matches = [_diagnosed(case, misconception, label, Message("matches_mistake", {"what": what, "label": label}))
+               for misconception, label, value in case.twins
+               if not isinstance(value, Raised) and same_value(got, value)]
+    return _best(matches, case) if matches else generic_failure(case, got)
+
+
+def _best(matches: list[CheckFailure], case: Case) -> CheckFailure:
+    """A mistake in the function itself comes first; the runner may prefer an
+    upstream one once it knows that the upstream function fails its own checks."""
+    matches.sort(key=lambda failure: failure.root_cause != case.function)
+    first = matches[0]
+    first.alternatives = tuple(matches)
+    return first
 
 
 def generic_failure(case: Case, got) -> CheckFailure:
@@ -155,13 +166,6 @@ def _diagnosed(case: Case, misconception: str, label: str, first: Message) -> Ch
     if root != case.function:
         messages.append(Message("root_cause", {"root": root, "function": case.function}))
     return CheckFailure(*messages, misconception=misconception, root_cause=root)
-
-
-def _match_raised(case: Case, error: CallError):
-    for misconception, label, value in case.twins:
-        if isinstance(value, Raised) and value.type == error.type and value.message == error.message:
-            return misconception, label
-    return None
 
 
 def _error_heuristic(function: str, error: CallError) -> str:

@@ -85,11 +85,20 @@ def run_tests(tests: list[SuiteTest], *, fixtures: dict[str, dict], assignment: 
     return [_result(test, failure, failed, assignment, lang) for test, failure in outcomes]
 
 
+def _confirmed(failure: CheckFailure, failed: set[str]) -> CheckFailure:
+    """Among mistakes that explain the same value, prefer one whose function fails its own checks."""
+    for alternative in failure.alternatives:
+        if alternative.root_cause in failed:
+            return alternative
+    return failure
+
+
 def _result(test: SuiteTest, failure: CheckFailure | None, failed: set[str], assignment: Assignment,
             lang: str) -> TestResult:
     if failure is None:
         return TestResult(name=test.name, function=test.function, outcome="passed", score=test.points,
                           max_score=test.points, visibility=test.visibility)
+    failure = _confirmed(failure, failed - {test.function})
     messages = list(failure.messages)
     root = failure.root_cause
     if failure.misconception in GENERIC:

@@ -163,8 +163,12 @@ class Parts:
     combine: Callable = combine_reference
 
 
+def _right_product(x, W):
+    return x @ W
+
+
 def forward_pipeline(Q, K, V, weights, heads, parts=Parts(), return_weights=False, *,
-                     project=lambda x, W: x @ W, use_output=True, key_value_from_query=False,
+                     project=_right_product, project_output=None, use_output=True, key_value_from_query=False,
                      returned=None):
     W_Q, W_K, W_V, W_O = (weights[name] for name in ("W_Q", "W_K", "W_V", "W_O"))
     if key_value_from_query:
@@ -175,7 +179,7 @@ def forward_pipeline(Q, K, V, weights, heads, parts=Parts(), return_weights=Fals
     heads_out, attention_weights = parts.attention(queries, keys, values, parts.softmax)
     out = parts.combine(heads_out)  # (B, T, D)
     if use_output:
-        out = project(out, W_O)
+        out = (project_output or project)(out, W_O)
     if returned is not None:
         return returned(out, attention_weights, return_weights)
     return (out, attention_weights) if return_weights else out
@@ -251,6 +255,9 @@ TWINS: tuple[Twin, ...] = (
     Twin("combine-heads-wrong-order", "combine", "heads interleaved", combine_interleaved),
     Twin("mha-no-output-projection", "forward", "no W_O", forward_with(use_output=False)),
     Twin("mha-wrong-projection", "forward", "x @ W.T", forward_with(project=lambda x, W: x @ W.T)),
+    Twin("mha-wrong-projection", "forward", "x @ W.T for Q, K and V",
+         forward_with(project=lambda x, W: x @ W.T, project_output=_right_product)),
+    Twin("mha-wrong-projection", "forward", "x @ W_O.T at the output", forward_with(project_output=lambda x, W: x @ W.T)),
     Twin("mha-wrong-projection", "forward", "W @ x", forward_with(project=lambda x, W: W @ x)),
     Twin("mha-wrong-projection", "forward", "W_Q for every input", _swap_weights({"W_K": "W_Q", "W_V": "W_Q"})),
     Twin("mha-wrong-projection", "forward", "W_Q and W_K swapped", _swap_weights({"W_Q": "W_K", "W_K": "W_Q"})),
