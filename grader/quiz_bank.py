@@ -23,8 +23,7 @@ from grader import quiz_formulas
 from grader.errors import ContentError
 from grader.i18n import LANGUAGES
 from grader.paths import CONTENT_DIR
-from grader.quiz_schema import (  # noqa: F401  (KINDS, LEVELS, CATALOG_IDS are public here)
-    CATALOG_IDS,
+from grader.quiz_schema import (  # noqa: F401  (KINDS, LEVELS, UNLOCKABLE are public here)
     FILE_KEYS,
     Choice,
     KINDS,
@@ -75,17 +74,34 @@ class Question:
     def draw_values(self, rng: np.random.Generator) -> dict[str, Any]:
         """Fresh numbers for a template (empty for a fixed question)."""
         for _ in range(_DRAW_ATTEMPTS):
-            values = {name: options[int(rng.integers(len(options)))]
+            chosen = {name: options[int(rng.integers(len(options)))]
                       for name, options in self.variables.items()}
-            for name, expression in self.derived.items():
-                values[name] = quiz_formulas.evaluate(expression, values)
-            if all(quiz_formulas.evaluate(rule, values) for rule in self.require):
+            values = self.complete_values(chosen)
+            if values is not None:
                 return values
         raise ContentError(f"{self.source}: question {self.id!r}: 'require' is never met")
 
-    def pose(self, rng: np.random.Generator) -> PosedQuestion:
-        """This question with numbers drawn and options shuffled, ready to ask."""
-        values = self.draw_values(rng)
+    def complete_values(self, chosen: Mapping[str, Any]) -> dict[str, Any] | None:
+        """``chosen`` plus the derived values, or None where a ``require`` rule fails."""
+        values = dict(chosen)
+        for name, expression in self.derived.items():
+            values[name] = quiz_formulas.evaluate(expression, values)
+        if all(quiz_formulas.evaluate(rule, values) for rule in self.require):
+            return values
+        return None
+
+    def pose(self, rng: np.random.Generator, *, values: Mapping[str, Any] | None = None) -> PosedQuestion:
+        """This question with numbers drawn and options shuffled, ready to ask.
+
+        ``values`` fixes a template's variables instead of drawing them (they
+        must satisfy its ``require`` rules).
+        """
+        if values is None:
+            values = self.draw_values(rng)
+        else:
+            values = self.complete_values(values)
+            if values is None:
+                raise ValueError(f"{self.id}: the given values break its 'require' rules")
         answer = self.answer
         if isinstance(answer, str):
             answer = quiz_formulas.evaluate(answer, values)

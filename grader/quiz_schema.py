@@ -33,27 +33,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from grader import quiz_formulas
+from grader.catalog import misconception_ids
 from grader.errors import ContentError
 from grader.i18n import LANGUAGES
 
 SCHEMA_VERSION = 1
 KINDS = ("single-choice", "multiple-choice", "numeric", "shape", "ordering", "true-false")
 LEVELS = ("basic", "intermediate", "advanced")
-# The misconception catalog ids of DESIGN.md (a contract); a question may link only these.
-CATALOG_IDS = frozenset({
-    "softmax-unstable", "softmax-wrong-axis", "softmax-global-max", "softmax-no-keepdims",
-    "softmax-mutates-input", "attention-no-scale", "attention-wrong-scale",
-    "attention-wrong-transpose", "attention-softmax-wrong-axis", "attention-returns-scores",
-    "attention-wrong-value-product", "split-heads-no-transpose", "split-heads-interleaved",
-    "split-heads-wrong-axes", "split-heads-hardcoded-shape", "combine-heads-no-transpose",
-    "combine-heads-wrong-order", "mha-no-divisibility-check", "mha-no-output-projection",
-    "mha-wrong-projection", "mha-ignores-key-value", "mha-wrong-weights-returned",
-    "attention-mutates-input", "mha-mutates-input",
-})
-# Names a question may unlock (``mha check --unlock``): the parts of the student API.
+# Names a question may unlock (``mha check --unlock``): the graded functions of the
+# student API, as ``grader.assignments`` names them (the constructor is ``__init__``).
 UNLOCKABLE = frozenset({
-    "softmax", "scaled_dot_product_attention", "MultiHeadAttention",
-    "split_heads", "combine_heads", "forward",
+    "softmax", "scaled_dot_product_attention", "split_heads", "combine_heads", "__init__", "forward",
 })
 FILE_KEYS = {"schema_version", "topic", "title", "questions"}
 QUESTION_KEYS = {
@@ -88,7 +78,7 @@ def question_fields(entry: Mapping[str, Any], *, where: str) -> dict[str, Any]:
     if not isinstance(code, str):
         raise ContentError(f"{where}: 'code' must be a string")
     fields["code"] = code.strip("\n")
-    fields["misconceptions"] = _ids(entry, "misconceptions", CATALOG_IDS, where)
+    fields["misconceptions"] = _ids(entry, "misconceptions", misconception_ids(), where)
     fields["unlocks"] = _ids(entry, "unlocks", UNLOCKABLE, where)
     for key in ("relative_tolerance", "absolute_tolerance"):
         if key in entry:

@@ -1,0 +1,255 @@
+"""The question bank: coverage, validation of content files, posing, answer reading."""
+
+from __future__ import annotations
+
+import collections
+import textwrap
+
+import numpy as np
+import pytest
+
+from grader import quiz_answers, quiz_formulas
+from grader.catalog import misconception_ids
+from grader.errors import ContentError
+from grader.quiz_bank import (
+    KINDS,
+    LEVELS,
+    QUESTIONS_DIR,
+    UNLOCKABLE,
+    default_bank,
+    load_bank,
+    questions_for_misconception,
+)
+
+REQUIRED_TOPICS = {
+    "qkv-roles", "dot-product-attention", "scaling", "softmax", "heads", "split-combine",
+    "parameters", "complexity", "self-cross", "masks", "positions", "heatmaps", "kv-cache",
+    "grouped-query", "memory-efficient", "bugs",
+}
+
+
+def test_bank_size_and_coverage():
+    bank = default_bank()
+    assert len(bank.questions) >= 80
+    assert set(bank.titles) == REQUIRED_TOPICS
+    assert {path.stem for path in QUESTIONS_DIR.glob("*.toml")} == REQUIRED_TOPICS
+    assert set(collections.Counter(q.kind for q in bank.questions)) == set(KINDS)
+    assert set(collections.Counter(q.level for q in bank.questions)) == set(LEVELS)
+    assert sum(q.is_template for q in bank.questions) >= 20
+    assert all(len([q for q in bank.questions if q.topic == topic]) >= 5 for topic in REQUIRED_TOPICS)
+
+
+def test_every_question_and_title_is_bilingual():
+    bank = default_bank()
+    for question in bank.questions:
+        assert question.languages == ("en", "zh"), question.id
+        assert question.explanation["zh"] != question.explanation["en"], question.id
+    for title in bank.titles.values():
+        assert title["en"] and title["zh"]
+
+
+def test_every_catalog_misconception_has_a_question():
+    for misconception in misconception_ids():
+        linked = questions_for_misconception(misconception)
+        assert linked, misconception
+        assert all(misconception in question.misconceptions for question in linked)
+        levels = [LEVELS.index(question.level) for question in linked]
+        assert levels == sorted(levels)
+
+
+def test_questions_for_unknown_misconception_is_empty():
+    assert questions_for_misconception("no-such-mistake") == []
+
+
+def test_no_scale_links_to_the_sqrt_question():
+    assert "scaling-why-sqrt" in [q.id for q in questions_for_misconception("attention-no-scale")]
+
+
+def test_every_graded_function_can_be_unlocked():
+    unlocking = {name for question in default_bank().questions for name in question.unlocks}
+    assert unlocking == UNLOCKABLE
+
+
+@pytest.mark.parametrize("question", default_bank().questions, ids=lambda question: question.id)
+def test_expected_answer_as_typed_is_accepted(question):
+    for seed in range(3):
+        posed = question.pose(np.random.default_rng(seed))
+        for lang in ("en", "zh"):
+            typed = quiz_answers.expected_text(posed, lang)
+            assert quiz_answers.check(posed, typed).correct, (typed, posed.expected)
+        assert "{" not in posed.prompt["en"] or question.code, "a placeholder was left unfilled"
+
+
+def test_templates_draw_fresh_numbers_and_repeat_for_a_seed():
+    question = default_bank().get("split-heads-shape")
+    first = question.pose(np.random.default_rng(7))
+    again = question.pose(np.random.default_rng(7))
+    drawn = {question.pose(np.random.default_rng(seed)).expected for seed in range(20)}
+    assert first.expected == again.expected and first.prompt == again.prompt
+    assert len(drawn) > 5
+
+
+def test_choices_are_shuffled_but_the_answer_follows():
+    question = default_bank().get("scaling-why-sqrt")
+    right = next(choice.text for choice in question.choices if choice.correct)
+    positions = set()
+    for seed in range(12):
+        posed = question.pose(np.random.default_rng(seed))
+        assert posed.options[posed.expected] == right
+        positions.add(posed.expected)
+    assert len(positions) > 1
+
+
+def test_ordering_is_never_shown_in_order():
+    question = default_bank().get("attention-order-of-steps")
+    for seed in range(20):
+        posed = question.pose(np.random.default_rng(seed))
+        assert posed.expected != tuple(range(len(posed.options)))
+        assert [posed.options[i] for i in posed.expected] == list(question.steps)
+
+
+@pytest.mark.parametrize("typed", [
+    "(2, 8, 10, 64)", "2,8,10,64", "[2 8 10 64]", "2x8x10x64", "2 × 8 × 10 × 64",
+    "（2，8，10，64）", "torch.Size([2, 8, 10, 64])", " (2,8,10,64,) ",
+])
+def test_shapes_are_read_leniently(typed):
+    assert quiz_answers.parse_shape(typed) == (2, 8, 10, 64)
+
+
+@pytest.mark.parametrize("typed", ["", "(B, H, T, d_k)", "(2, 8, -1)", "(2.5, 3)", "two by three"])
+def test_non_shapes_are_refused(typed):
+    assert quiz_answers.parse_shape(typed) is None
+
+
+@pytest.mark.parametrize("typed,value", [
+    ("1,048,576", 1048576), ("1_048_576", 1048576), ("1.05e6", 1.05e6), ("2.4M", 2.4e6),
+    ("12 k", 12000), ("８", 8), ("-0.5", -0.5), (".25", 0.25),
+])
+def test_numbers_are_read_leniently(typed, value):
+    assert quiz_answers.parse_number(typed) == pytest.approx(value)
+
+
+@pytest.mark.parametrize("typed", ["", "abc", "1.2.3", "1e", "M"])
+def test_non_numbers_are_refused(typed):
+    assert quiz_answers.parse_number(typed) is None
+
+
+def test_letters_orders_and_truth_values():
+    assert quiz_answers.parse_letters("b", 4) == [1]
+    assert quiz_answers.parse_letters("A, c", 4) == [0, 2]
+    assert quiz_answers.parse_letters("ac", 4) == [0, 2]
+    assert quiz_answers.parse_letters("Ｂ", 4) == [1]
+    assert quiz_answers.parse_letters("e", 4) is None
+    assert quiz_answers.parse_order("3 1 2", 3) == [2, 0, 1]
+    assert quiz_answers.parse_order("312", 3) == [2, 0, 1]
+    assert quiz_answers.parse_order("3 1 1", 3) is None
+    assert quiz_answers.parse_truth("对") is True and quiz_answers.parse_truth("False.") is False
+    assert quiz_answers.parse_truth("maybe") is None
+
+
+def test_numeric_tolerance_comes_from_the_question():
+    question = default_bank().get("scaling-factor-value")
+    posed = question.pose(np.random.default_rng(0), values={"d_model": 512, "num_heads": 8})
+    assert posed.expected == pytest.approx(8.0)
+    assert quiz_answers.check(posed, "8.03").correct
+    assert not quiz_answers.check(posed, "8.2").correct
+    exact = default_bank().get("parameters-no-bias").pose(
+        np.random.default_rng(0), values={"d_model": 64, "num_heads": 4})
+    assert quiz_answers.check(exact, "16,384").correct
+    assert not quiz_answers.check(exact, "16385").correct
+
+
+def test_single_choice_with_two_letters_is_invalid_not_wrong():
+    posed = default_bank().get("scaling-why-sqrt").pose(np.random.default_rng(0))
+    verdict = quiz_answers.check(posed, "A, B")
+    assert not verdict.valid and not verdict.correct
+
+
+GOOD_QUESTION = """
+[[questions]]
+id = "demo-question"
+level = "basic"
+type = "true-false"
+prompt.en = "A statement."
+prompt.zh = "一个陈述。"
+explanation.en = "Why."
+explanation.zh = "原因。"
+answer = true
+"""
+
+
+def write_topic(folder, body, *, topic="demo", header=None):
+    header = header or f'schema_version = 1\ntopic = "{topic}"\ntitle.en = "Demo"\ntitle.zh = "示例"\n'
+    (folder / f"{topic}.toml").write_text(header + textwrap.dedent(body), encoding="utf-8")
+    return folder
+
+
+def test_a_minimal_file_loads(tmp_path):
+    bank = load_bank(write_topic(tmp_path, GOOD_QUESTION))
+    assert [q.id for q in bank.questions] == ["demo-question"]
+
+
+@pytest.mark.parametrize("change,expected", [
+    (lambda text: text.replace('prompt.zh = "一个陈述。"\n', ""), "prompt'.zh is missing"),
+    (lambda text: text + 'colour = "red"\n', "unknown key 'colour'"),
+    (lambda text: text + 'misconceptions = ["softmax-unstabel"]\n', "'softmax-unstabel'"),
+    (lambda text: text.replace('level = "basic"', 'level = "easy"'), "'level' is 'easy'"),
+    (lambda text: text.replace("answer = true", "answer = 3"), "'answer' does not fit"),
+    (lambda text: text.replace("answer = true", 'answer = "d_model > 2"'), "only in a template"),
+    (lambda text: text + "variables.d_model = [8]\nrequire = \"__import__('os')\"\n", "may be called"),
+    (lambda text: text + "variables.d_model = [8]\nderived.d_k = \"d_model // heads\"\n",
+     "undefined ['heads']"),
+    (lambda text: text + "variables.d_model = [8]\nrequire = \"d_model > 100\"\n", "never met"),
+    (lambda text: text + text, "also used"),
+])
+def test_content_errors_name_the_file_and_key(tmp_path, change, expected):
+    write_topic(tmp_path, change(GOOD_QUESTION))
+    with pytest.raises(ContentError) as caught:
+        load_bank(tmp_path)
+    assert "demo.toml" in str(caught.value) and expected in str(caught.value)
+
+
+def test_file_level_errors(tmp_path):
+    write_topic(tmp_path, GOOD_QUESTION, header='schema_version = 2\ntopic = "demo"\n')
+    with pytest.raises(ContentError, match="schema_version"):
+        load_bank(tmp_path)
+    write_topic(tmp_path, GOOD_QUESTION, header='schema_version = 1\ntopic = "other"\n')
+    with pytest.raises(ContentError, match="'topic' must equal"):
+        load_bank(tmp_path)
+    (tmp_path / "demo.toml").write_text("schema_version = [", encoding="utf-8")
+    with pytest.raises(ContentError, match="not valid TOML"):
+        load_bank(tmp_path)
+
+
+def test_choice_questions_need_the_right_number_of_correct_choices(tmp_path):
+    body = GOOD_QUESTION.replace('type = "true-false"', 'type = "single-choice"').replace(
+        "answer = true\n", "") + textwrap.dedent("""
+        [[questions.choices]]
+        en = "one"
+        zh = "一"
+        correct = true
+        [[questions.choices]]
+        en = "two"
+        zh = "二"
+        correct = true
+        """)
+    write_topic(tmp_path, body)
+    with pytest.raises(ContentError, match="2 correct choices"):
+        load_bank(tmp_path)
+
+
+@pytest.mark.parametrize("expression", [
+    "__import__('os').system('true')", "d_model.real", "[d_model]", "open('x')", "2 ** 1000",
+    "lambda: 1",
+])
+def test_formulas_refuse_anything_but_arithmetic(expression):
+    with pytest.raises(quiz_formulas.FormulaError):
+        quiz_formulas.evaluate(expression, {"d_model": 8})
+
+
+def test_formulas_compute():
+    values = {"d_model": 512, "num_heads": 8}
+    assert quiz_formulas.evaluate("(2, num_heads, 10, d_model // num_heads)", values) == (2, 8, 10, 64)
+    assert quiz_formulas.evaluate("sqrt(d_model // num_heads)", values) == 8.0
+    assert quiz_formulas.evaluate("d_model % num_heads == 0 and not num_heads > 8", values) is True
+    assert quiz_formulas.names("max(a, b) * c") == {"a", "b", "c"}
