@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import sys
-
 import click
 
 from grader import __version__
@@ -35,6 +33,15 @@ class LazyVerbs(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [name for name in VERBS if _available(name)]
 
+    def invoke(self, ctx: click.Context):
+        """The one place where the grader's errors become messages and exit codes."""
+        try:
+            return super().invoke(ctx)
+        except MhaError as error:
+            if str(error):
+                click.echo(f"mha: {error}", err=True)
+            ctx.exit(error.exit_code)
+
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in VERBS or not _available(name):
             return None
@@ -57,24 +64,10 @@ def root() -> None:
     """
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; the only place where errors become exit codes."""
-    try:
-        root.main(args=argv, prog_name="mha", standalone_mode=False)
-    except MhaError as error:
-        if str(error):
-            click.echo(f"mha: {error}", err=True)
-        return error.exit_code
-    except click.exceptions.Abort:
-        click.echo("Aborted.", err=True)
-        return 130
-    except click.ClickException as error:
-        error.show()
-        return 2
-    except click.exceptions.Exit as done:
-        return done.exit_code
-    return 0
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI (click turns usage errors into exit status 2)."""
+    root.main(args=argv, prog_name="mha")
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

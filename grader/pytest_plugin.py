@@ -1,12 +1,76 @@
-"""pytest plugin: the ``mha`` marker that carries a check's points and function.
+"""pytest plugin: run mha-lab suites under plain pytest.
 
-Registered through the ``pytest11`` entry point so that suites run under plain
-pytest as well as under the grader's own runner.
+Registered through the ``pytest11`` entry point. It declares the ``mha``
+marker (points, function, visibility, probes) and, when pytest is given
+``--submission FILE``, the fixtures the suites use: ``student`` (the file
+loaded in a sandboxed worker), ``cases`` and ``seed``. For example::
+
+    pytest grader/suites/multihead_attention/public --submission alice.py
+
+The grader's own runner (``grader.runner``) calls the same test functions
+without a pytest session, which is faster per submission.
 """
+
+from __future__ import annotations
+
+import pytest
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("mha", "mha-lab suites")
+    group.addoption("--submission", default=None, help="The student file the mha-lab suites check.")
+    group.addoption("--mha-student", default=None, help="Student id for hidden inputs (default: the file's stem).")
 
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers",
-        "mha(points=1, function=None, visibility='public', probes=()): a graded check of mha-lab",
-    )
+        "markers", "mha(points=1, function=None, visibility='public', probes=()): a graded check of mha-lab")
+
+
+def _options(node) -> dict:
+    options: dict = {}
+    for mark in reversed(list(node.iter_markers("mha"))):  # module marks first, the test's own last
+        options.update(mark.kwargs)
+    return options
+
+
+@pytest.fixture(scope="session")
+def _mha_sandbox(request):
+    from pathlib import Path
+
+    from grader.sandbox import Sandbox
+
+    path = request.config.getoption("--submission")
+    if not path:
+        pytest.skip("mha-lab suites need --submission FILE")
+    with Sandbox.open(path=Path(path)) as box:
+        if not box.load_report.ok:
+            pytest.fail(f"{path} could not be loaded: {box.load_report.error.message}", pytrace=False)
+        yield box
+
+
+@pytest.fixture(scope="session")
+def student(_mha_sandbox):
+    from grader.student import StudentCode
+
+    return StudentCode(_mha_sandbox)
+
+
+@pytest.fixture(scope="session")
+def seed(request):
+    from pathlib import Path
+
+    from grader.seeding import student_seed
+
+    name = request.config.getoption("--mha-student") or Path(request.config.getoption("--submission") or "x").stem
+    return student_seed(name)
+
+
+@pytest.fixture
+def cases(request):
+    from grader.assignments import get_assignment
+
+    assignment = get_assignment(request.module.__name__.split(".")[2])
+    if _options(request.node).get("visibility", "public") == "hidden":
+        return assignment.build_hidden_cases(request.getfixturevalue("seed"))
+    return assignment.public_cases()

@@ -99,3 +99,16 @@ def write_stub(reference: Path, target: Path) -> bool:
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
     return True
+
+
+def main() -> None:
+    """Regenerate every stub in exercises/ from solutions/ (``python -m grader.stubs``)."""
+    from grader.paths import PROJECT_DIR
+
+    for reference in sorted((PROJECT_DIR / "solutions").glob("*.py")):
+        target = PROJECT_DIR / "exercises" / reference.name
+        print(("wrote " if write_stub(reference, target) else "up to date: ") + str(target))
+
+
+if __name__ == "__main__":
+    main()

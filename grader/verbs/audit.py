@@ -1,0 +1,45 @@
+"""``mha audit``: run the mutant library against the current suites."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from grader.errors import ChecksFailed
+from grader.options import assignment_option, json_option
+
+
+@click.command("audit")
+@click.option("--library", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="Folder of modules marked '# expect: <id>' or '# expect: correct' (default: the project's tests/fixtures for the assignment).")
+@click.option("--public-only", is_flag=True, help="Audit the public checks alone (what students see).")
+@json_option
+@assignment_option
+def command(library: Path | None, public_only: bool, as_json: bool, assignment: str) -> None:
+    """Report mutants that survive or are misdiagnosed, and correct variants that lose points.
+
+    Exit status 1 when any finding is not ok, so an instructor who edits a
+    suite sees at once whether it still discriminates.
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    from grader.audit import audit
+
+    findings = audit(library=library, assignment=assignment,
+                     visibility="public" if public_only else "all")
+    if as_json:
+        click.echo(json.dumps([finding.__dict__ for finding in findings], indent=2))
+    else:
+        table = Table(title=f"mha audit: {len(findings)} modules")
+        for column in ("module", "expected", "score", "diagnosed", "verdict"):
+            table.add_column(column)
+        for finding in findings:
+            style = "green" if finding.verdict == "ok" else "red"
+            table.add_row(Path(finding.path).name, finding.expected, f"{finding.score:g}/{finding.max_score:g}",
+                          ", ".join(finding.diagnosed) or "-", f"[{style}]{finding.verdict}[/]")
+        Console().print(table)
+    if any(finding.verdict != "ok" for finding in findings):
+        raise ChecksFailed()
