@@ -15,6 +15,8 @@ import numpy as np
 from grader.cases import Case, Raised
 
 SCHEMA_VERSION = 1
+# Case fields of the exercises beyond the core one, stored only when set.
+OPTIONAL_FIELDS = ("class_name", "init", "calls", "call_text", "legend", "argument_names", "mutation_id")
 
 
 def save_cases(cases: dict[str, Case], path: Path) -> None:
@@ -42,6 +44,7 @@ def save_cases(cases: dict[str, Case], path: Path) -> None:
                 "d_model": case.d_model, "heads": case.heads, "weights": tree(case.weights),
                 "expected": tree(case.expected),
                 "twins": [[misconception, label, tree(value)] for misconception, label, value in case.twins],
+                **{name: tree(getattr(case, name)) for name in OPTIONAL_FIELDS if getattr(case, name) is not None},
             }
             for name, case in cases.items()
         },
@@ -75,6 +78,25 @@ def load_cases(path: Path) -> dict[str, Case]:
         name: Case(id=entry["id"], function=entry["function"], args=value(entry["args"]),
                    kwargs=value(entry["kwargs"]), d_model=entry["d_model"], heads=entry["heads"],
                    weights=value(entry["weights"]), expected=value(entry["expected"]),
-                   twins=[(m, label, value(v)) for m, label, v in entry["twins"]])
+                   twins=[(m, label, value(v)) for m, label, v in entry["twins"]],
+                   **{field: value(entry[field]) for field in OPTIONAL_FIELDS if field in entry})
         for name, entry in index["cases"].items()
     }
+
+
+def main() -> None:
+    """Regenerate the shipped public cases (``python -m grader.case_store``)."""
+    from grader.assignments import ASSIGNMENTS
+    from grader.cases import public_cases
+
+    builders = {"multihead_attention": public_cases}
+    for name, assignment in ASSIGNMENTS.items():
+        builder = builders.get(name) or getattr(assignment, "build_public_cases", None)
+        if builder is None:
+            continue
+        save_cases(builder(), assignment.public_cases_file)
+        print(f"wrote {assignment.public_cases_file}")
+
+
+if __name__ == "__main__":
+    main()

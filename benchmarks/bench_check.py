@@ -1,0 +1,54 @@
+"""How long `mha check` takes, against plain pytest with no worker.
+
+Both run as whole processes on the reference solution, the public checks only:
+
+    python benchmarks/bench_check.py [--repeat 10]
+
+``mha check`` starts the CLI, a sandboxed worker, loads the submission there
+and runs the suites through the fast runner. The baseline runs the same public
+suite files under plain pytest, importing the submission into pytest's own
+process (``--mha-unsandboxed``). The script prints the median wall time of
+each and their ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parent.parent
+REFERENCE = PROJECT / "solutions" / "multihead_attention.py"
+PUBLIC = PROJECT / "grader" / "suites" / "multihead_attention" / "public"
+
+
+def wall_time(command: list[str], expect: int) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, cwd=PROJECT)
+    elapsed = time.perf_counter() - started
+    if done.returncode != expect:
+        raise SystemExit(f"{' '.join(command)} exited {done.returncode}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=10)
+    repeat = parser.parse_args().repeat
+    check = [sys.executable, "-m", "grader.cli", "check", str(REFERENCE), "--json"]
+    baseline = [sys.executable, "-m", "pytest", str(PUBLIC), "-q", "-p", "no:cacheprovider",
+                "--submission", str(REFERENCE), "--mha-unsandboxed"]
+    wall_time(check, 0), wall_time(baseline, 0)  # warm the file cache
+    check_times = [wall_time(check, 0) for _ in range(repeat)]
+    baseline_times = [wall_time(baseline, 0) for _ in range(repeat)]
+    check_median, baseline_median = statistics.median(check_times), statistics.median(baseline_times)
+    print(f"mha check (CLI + sandboxed worker), median of {repeat}: {check_median:.3f} s")
+    print(f"plain pytest, same public suites, in-process:   {baseline_median:.3f} s")
+    print(f"ratio check / plain pytest: {check_median / baseline_median:.2f}")
+
+
+if __name__ == "__main__":
+    main()

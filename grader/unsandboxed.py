@@ -1,0 +1,57 @@
+"""An in-process stand-in for the sandbox, for measuring the sandbox's cost only.
+
+It imports the submission into the grader's own process, which the trust
+boundary forbids for real grading: use it in benchmarks on trusted code, never
+on student submissions.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+
+from grader.sandbox import CallError, CallOutcome, ForeignObject
+
+
+class InProcessBox:
+    """Same calls as ``grader.sandbox.Sandbox``, evaluated in this process."""
+
+    isolation = "none (in-process, for benchmarks only)"
+
+    def __init__(self, path: Path):
+        spec = importlib.util.spec_from_file_location(f"unsandboxed_{Path(path).stem}", path)
+        self.module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(self.module)
+
+    def call(self, function: str, *args, **kwargs) -> CallOutcome:
+        return self._run(lambda a: getattr(self.module, function)(*a, **kwargs), args)
+
+    def call_method(self, class_name: str, *, init: tuple = (), attributes: dict | None = None,
+                    method: str | None = None, args: tuple = (), kwargs: dict | None = None) -> CallOutcome:
+        def run(arguments):
+            instance = getattr(self.module, class_name)(*init)
+            for name, value in (attributes or {}).items():
+                setattr(instance, name, value.copy())
+            return getattr(instance, method)(*arguments, **(kwargs or {})) if method else None
+        return self._run(run, args)
+
+    def _run(self, function, args) -> CallOutcome:
+        arguments = tuple(copy.deepcopy(a) for a in args)
+        try:
+            value = function(arguments)
+        except Exception as error:  # noqa: BLE001 - reported like the worker does
+            return CallOutcome(error=CallError(type(error).__name__, str(error)))
+        return CallOutcome(value=_plain(value), args_after=arguments)
+
+
+def _plain(value):
+    if type(value) is np.ndarray:
+        return value.copy()
+    if isinstance(value, tuple):
+        return tuple(_plain(item) for item in value)
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    return ForeignObject(type(value).__name__)
