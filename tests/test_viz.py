@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from grader.attention_maps import HeadMaps, find_head_problems, head_entropy, head_similarity, most_alike_pair
-from grader.cli import main, root
+from grader.cli import root
 from grader.errors import ChecksFailed, ContentError, UsageError
 from grader.paths import solution_path
 from grader.trace import trace_sentence
@@ -180,9 +180,10 @@ def test_cli_writes_figures_and_reports_json(tmp_path):
     assert data["files"] == [str(tmp_path / "h.png"), str(tmp_path / "h-similarity.png")]
 
 
-def test_cli_refuses_heads_that_do_not_divide_d_model(capsys):
-    assert main(["viz", "--heads", "3"]) == 2
-    assert "Valid head counts for D = 16: 1, 2, 4, 8, 16" in capsys.readouterr().err
+def test_cli_refuses_heads_that_do_not_divide_d_model():
+    result = CliRunner().invoke(root, ["viz", "--heads", "3"])
+    assert result.exit_code == 2
+    assert "Valid head counts for D = 16: 1, 2, 4, 8, 16" in result.stderr
 
 
 def test_viz_help():
@@ -244,7 +245,7 @@ def test_submission_heads_are_checked_against_the_reference(tmp_path):
 
 
 @pytest.mark.skipif(not HAS_SANDBOX, reason="grader.sandbox is not importable yet")
-def test_submission_without_weights_or_that_fails_is_reported(tmp_path, capsys):
+def test_submission_without_weights_or_that_fails_is_reported(tmp_path):
     no_weights = submission(tmp_path, "no_weights", "if return_weights:", "if False:")
     maps, _ = compute_head_maps(sentence=SENTENCE, num_heads=2, file=no_weights)
     assert [problem.kind for problem in maps.problems] == ["wrong_shape", "wrong_shape"]
@@ -253,5 +254,8 @@ def test_submission_without_weights_or_that_fails_is_reported(tmp_path, capsys):
     broken.write_text("def softmax(x:\n", encoding="utf-8")
     with pytest.raises(ChecksFailed, match="SyntaxError"):
         compute_head_maps(sentence=SENTENCE, file=broken)
-    assert main(["viz", str(no_weights), "--heads", "2", "--out", str(tmp_path / "s.png")]) == 0
-    assert "head 1: weights have shape (1, 5, 16)" in capsys.readouterr().out
+    result = CliRunner().invoke(root, ["viz", str(no_weights), "--heads", "2", "--out", str(tmp_path / "s.png")])
+    assert result.exit_code == 0, result.output
+    assert "head 1: weights have shape (1, 5, 16)" in result.stdout
+    result = CliRunner().invoke(root, ["viz", str(broken), "--out", str(tmp_path / "b.png")])
+    assert result.exit_code == 1 and "SyntaxError" in result.stderr
