@@ -20,6 +20,16 @@ def check_title(name: str) -> str:
     return name.removeprefix("test_").replace("_", " ")
 
 
+def linked_question(misconception: str) -> str | None:
+    """The id of a bank question that probes ``misconception``, if the bank has one."""
+    try:
+        from grader.quiz_bank import questions_for_misconception
+    except ImportError:  # a release without the question bank
+        return None
+    questions = questions_for_misconception(misconception)
+    return questions[0].id if questions else None
+
+
 def print_result(result: SubmissionResult, *, file: str, lang: str, console: Console | None = None) -> None:
     console = console or Console(highlight=False)
     say = lambda key, **params: render(key, params, lang)  # noqa: E731 - a local shorthand
@@ -59,6 +69,9 @@ def print_result(result: SubmissionResult, *, file: str, lang: str, console: Con
                 explained.add(entry.id)
                 console.print(f"    {say('report_why')}: {escape(entry.text('explanation', lang))}")
                 console.print(f"    {say('report_hint')}: {escape(entry.text('hint', lang))}")
+                question = linked_question(entry.id)
+                if question:
+                    console.print(f"    [cyan]{escape(say('report_question', question=question))}[/]")
     failed = sum(test.outcome != "passed" for test in result.tests)
     key = "report_all_passed" if failed == 0 else "report_total"
     style = "green" if failed == 0 else "red"
