@@ -1,0 +1,164 @@
+"""A grading run's results on disk, one file per student, so nothing is lost.
+
+Layout under the output folder::
+
+    journal/run.json              what this run grades (checked by --resume)
+    journal/done/<key>.json       one finished result, written atomically
+    journal/running/<key>.json    an in-flight marker: {"student", "attempts"}
+
+A result is written (temporary file, then ``os.replace``) before its marker is
+removed, so a grader killed at any moment, even by ``kill -9``, leaves each
+student either done or in flight, never half-written. On ``--resume`` a
+student still marked in flight is graded again; the marker counts attempts,
+so one that stopped the grader twice is recorded as an error and skipped.
+A lock file keeps two runs from writing into the same folder at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import IO, Iterator
+
+from grader.errors import UsageError
+
+MAX_ATTEMPTS = 2  # a submission in flight during two grader crashes is not tried a third time
+_UNSAFE = re.compile(r"[^\w.-]", re.UNICODE)
+
+
+def file_key(student: str) -> str:
+    """A file name for ``student``: the id itself when safe, else a cleaned id plus a short hash."""
+    cleaned = _UNSAFE.sub("_", student).lstrip(".") or "_"
+    if cleaned == student and len(student) <= 120:
+        return student
+    digest = hashlib.sha256(student.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{cleaned[:100]}-{digest}"
+
+
+@contextlib.contextmanager
+def atomic_writer(path: Path, mode: str = "w", *, durable: bool = False) -> Iterator[IO]:
+    """Write ``path`` through a temporary file in the same folder, then rename it into place.
+
+    Readers see the old file or the whole new one, never a part. ``durable``
+    also flushes the data to the disk before the rename (survives power loss).
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    encoding = None if "b" in mode else "utf-8"
+    try:
+        with open(descriptor, mode, encoding=encoding, newline="" if encoding else None) as handle:
+            yield handle
+            handle.flush()
+            if durable:
+                os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def atomic_write_text(path: Path, text: str, *, durable: bool = False) -> None:
+    with atomic_writer(path, durable=durable) as handle:
+        handle.write(text)
+
+
+class Journal:
+    """The per-student result files of one output folder."""
+
+    def __init__(self, out_dir: Path):
+        self.root = Path(out_dir) / "journal"
+        self.done_dir = self.root / "done"
+        self.running_dir = self.root / "running"
+        self._lock: IO | None = None
+
+    # ---- opening -------------------------------------------------------------------
+    def open(self, run: dict, *, resume: bool) -> None:
+        """Lock the folder; on ``resume`` check ``run`` matches, else start afresh."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._lock = open(self.root / "lock", "w")
+        try:
+            fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._lock.close()
+            self._lock = None
+            raise UsageError(f"another `mha grade` is writing into {self.root.parent}; wait for it or use another --out")
+        run_file = self.root / "run.json"
+        if resume and run_file.is_file():
+            previous = json.loads(run_file.read_text(encoding="utf-8"))
+            changed = [key for key in run if previous.get(key) != run[key]]
+            if changed:
+                self.close()
+                raise UsageError(f"{self.root.parent} holds a run with another {', '.join(changed)}; "
+                                 "grade again without --resume, or choose another --out")
+        else:
+            for folder in (self.done_dir, self.running_dir):
+                shutil.rmtree(folder, ignore_errors=True)
+        self.done_dir.mkdir(exist_ok=True)
+        self.running_dir.mkdir(exist_ok=True)
+        atomic_write_text(run_file, json.dumps(run, indent=2, sort_keys=True) + "\n")
+
+    def close(self) -> None:
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+    # ---- finished results --------------------------------------------------------------
+    def is_done(self, student: str) -> bool:
+        return (self.done_dir / f"{file_key(student)}.json").is_file()
+
+    def read(self, student: str) -> dict:
+        return json.loads((self.done_dir / f"{file_key(student)}.json").read_text(encoding="utf-8"))
+
+    def record(self, student: str, result: dict) -> None:
+        """Store a finished result, then forget that it was in flight (in this order)."""
+        atomic_write_text(self.done_dir / f"{file_key(student)}.json",
+                          json.dumps(result, ensure_ascii=False, allow_nan=False), durable=True)
+        with contextlib.suppress(FileNotFoundError):
+            (self.running_dir / f"{file_key(student)}.json").unlink()
+
+    # ---- in flight -----------------------------------------------------------------------
+    def attempts(self, student: str) -> int:
+        """How many times grading ``student`` started without finishing."""
+        try:
+            data = json.loads((self.running_dir / f"{file_key(student)}.json").read_text(encoding="utf-8"))
+            return int(data.get("attempts", 0))
+        except (FileNotFoundError, ValueError, AttributeError):
+            return 0
+
+    def start(self, student: str) -> int:
+        """Mark ``student`` as in flight; returns this attempt's number (1 for the first)."""
+        attempt = self.attempts(student) + 1
+        atomic_write_text(self.running_dir / f"{file_key(student)}.json",
+                          json.dumps({"student": student, "attempts": attempt}, ensure_ascii=False))
+        return attempt
+
+    def abandon(self, student: str, attempt: int) -> None:
+        """Undo ``start`` for a grading stopped on purpose (Ctrl-C), which says nothing about the submission."""
+        marker = self.running_dir / f"{file_key(student)}.json"
+        if attempt <= 1:
+            marker.unlink(missing_ok=True)
+        else:
+            atomic_write_text(marker, json.dumps({"student": student, "attempts": attempt - 1}, ensure_ascii=False))
+
+    def in_flight(self) -> list[str]:
+        """Students whose grading started in an earlier run and never finished."""
+        students = []
+        for marker in sorted(self.running_dir.glob("*.json")):
+            try:
+                student = json.loads(marker.read_text(encoding="utf-8"))["student"]
+            except (ValueError, KeyError, TypeError):
+                continue
+            if self.is_done(student):
+                marker.unlink(missing_ok=True)
+            else:
+                students.append(student)
+        return students

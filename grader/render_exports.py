@@ -1,0 +1,135 @@
+"""Results in the formats other tools read: CSV, results.json, Gradescope, JUnit XML.
+
+Renderers only: each reads result dicts (the JSON contract of DESIGN.md) and
+computes no score. The class-wide files are written while the results stream
+past, one student at a time.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from typing import IO
+from xml.sax.saxutils import escape, quoteattr
+
+CSV_COLUMNS = ("student", "score", "max_score", "status", "misconceptions")
+FORMATS = ("gradescope", "junit")
+_NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+# ---- grades.csv ----------------------------------------------------------------------
+class GradesCsv:
+    """``grades.csv``: one row per student, misconceptions joined by ``;``."""
+
+    def __init__(self, handle: IO[str]):
+        self.writer = csv.writer(handle, lineterminator="\n")
+        self.writer.writerow(CSV_COLUMNS)
+
+    def add(self, result: dict) -> None:
+        self.writer.writerow([result["student"], f"{result['score']:g}", f"{result['max_score']:g}",
+                              result["status"], ";".join(result.get("misconceptions", ()))])
+
+
+# ---- results.json ----------------------------------------------------------------------
+class ResultsJson:
+    """``results.json``: the list of result objects, written one object at a time."""
+
+    def __init__(self, handle: IO[str]):
+        self.handle = handle
+        self.count = 0
+        handle.write("[")
+
+    def add(self, result: dict) -> None:
+        self.handle.write(",\n" if self.count else "\n")
+        self.handle.write(json.dumps(result, ensure_ascii=False))
+        self.count += 1
+
+    def finish(self) -> None:
+        self.handle.write("\n]\n" if self.count else "]\n")
+
+
+# ---- Gradescope ---------------------------------------------------------------------------
+def gradescope_results(result: dict, *, feedback: str = "") -> dict:
+    """One student's Gradescope autograder ``results.json``.
+
+    Public checks are ``visible``; hidden ones ``after_published`` (students see
+    them once grades are published). ``output`` is the check's explanation.
+    """
+    tests = []
+    for number, test in enumerate(result.get("tests", ()), start=1):
+        label = test["name"].removeprefix("test_").replace("_", " ")
+        mistake = f" [{test['misconception']}]" if test.get("misconception") else ""
+        tests.append({
+            "name": f"{test['function']}: {label}",
+            "number": str(number),
+            "score": test["score"],
+            "max_score": test["max_score"],
+            "status": "passed" if test["outcome"] == "passed" else "failed",
+            "output": (test.get("message") or "") + mistake,
+            "visibility": "after_published" if test.get("visibility") == "hidden" else "visible",
+        })
+    data = {"score": result["score"], "execution_time": round(float(result.get("duration") or 0.0), 3),
+            "output": feedback or (result.get("error") or ""), "output_format": "md",
+            "stdout_visibility": "hidden", "tests": tests}
+    if result["status"] != "graded":
+        data["tests"] = [{"name": "loading the submission", "score": 0.0, "max_score": result["max_score"],
+                          "status": "failed", "output": result.get("error") or "", "visibility": "visible"}]
+    return data
+
+
+# ---- JUnit XML ----------------------------------------------------------------------------
+def _clean(text: str) -> str:
+    return _NOT_XML.sub("?", text)
+
+
+class JUnitReport:
+    """A JUnit XML report: one ``<testsuite>`` per student, one ``<testcase>`` per check.
+
+    Suites are spooled to ``body`` as they come; ``finish`` writes the
+    ``<testsuites>`` element with the totals around them.
+    """
+
+    def __init__(self, body: IO[str]):
+        self.body = body
+        self.totals = {"tests": 0, "failures": 0, "errors": 0}
+
+    def add(self, result: dict) -> None:
+        student = _clean(result["student"])
+        cases = []
+        failures = errors = 0
+        if result["status"] != "graded":
+            errors = 1
+            cases.append(f'<testcase classname={quoteattr(student)} name="load" time="0">'
+                         f'<error type="load-error" message={quoteattr(_clean(result.get("error") or "")[:500])}>'
+                         f'{escape(_clean(result.get("error") or ""))}</error></testcase>')
+        for test in result.get("tests", ()):
+            classname = quoteattr(f"{student}.{test['function']}")
+            head = f'<testcase classname={classname} name={quoteattr(_clean(test["name"]))} time="0">'
+            if test["outcome"] == "passed":
+                cases.append(head + "</testcase>")
+                continue
+            kind = "failure" if test["outcome"] == "failed" else "error"
+            failures += kind == "failure"
+            errors += kind == "error"
+            message = _clean(test.get("message") or "")
+            cases.append(f'{head}<{kind} type={quoteattr(test.get("misconception") or test["outcome"])} '
+                         f'message={quoteattr(message[:500])}>{escape(message)}</{kind}></testcase>')
+        count = len(cases)
+        self.body.write(
+            f'  <testsuite name={quoteattr(student)} tests="{count}" failures="{failures}" errors="{errors}" '
+            f'skipped="0" time="{float(result.get("duration") or 0.0):.3f}">\n'
+            f'    <properties><property name="score" value="{result["score"]:g}"/>'
+            f'<property name="max_score" value="{result["max_score"]:g}"/></properties>\n'
+            + "".join(f"    {case}\n" for case in cases) + "  </testsuite>\n")
+        self.totals["tests"] += count
+        self.totals["failures"] += failures
+        self.totals["errors"] += errors
+
+    def finish(self, handle: IO[str], body_text: IO[str], *, name: str) -> None:
+        totals = " ".join(f'{key}="{value}"' for key, value in self.totals.items())
+        handle.write(f'<?xml version="1.0" encoding="UTF-8"?>\n<testsuites name={quoteattr(name)} {totals}>\n')
+        body_text.seek(0)
+        for line in body_text:
+            handle.write(line)
+        handle.write("</testsuites>\n")

@@ -1,0 +1,67 @@
+"""``mha grade``: grade a whole class into an output folder."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from grader.options import assignment_option, lang_option
+
+FORMAT_CHOICES = ("gradescope", "junit")
+
+
+@click.command("grade")
+@click.argument("submissions", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for grades.csv, results.json, feedback/ and report.html.")
+@click.option("--jobs", type=click.IntRange(min=1), default=None,
+              help="Submissions graded at once (default: every core).")
+@click.option("--timeout", type=click.FloatRange(min=0.5), default=None,
+              help="Seconds of wall clock one submission may use in all (default: 60); one call gets at most 5.")
+@click.option("--resume", is_flag=True,
+              help="Continue an interrupted run in --out, keeping its results; without it, --out starts afresh.")
+@click.option("--format", "formats", multiple=True, type=click.Choice(FORMAT_CHOICES),
+              help="Also write gradescope/<student>/results.json or junit.xml (repeatable).")
+@click.option("--shard", default=None, metavar="K/N",
+              help="Grade only every N-th submission, starting at the K-th (1/4, 2/4...); join with `mha merge`.")
+@click.option("--visibility", type=click.Choice(("public", "hidden", "all")), default="all", show_default=True,
+              help="Which checks to run: the public ones students see, the hidden ones, or both.")
+@lang_option
+@assignment_option
+def command(submissions: Path, out: Path, jobs: int | None, timeout: float | None, resume: bool,
+            formats: tuple[str, ...], shard: str | None, visibility: str, lang: str | None, assignment: str) -> None:
+    """Grade every submission in SUBMISSIONS, in parallel and sandboxed, into --out.
+
+    SUBMISSIONS holds one entry per student: <student>.py, <student>.ipynb, or
+    a folder <student>/ with the file anywhere inside (nbgrader's
+    submitted/<student>/<assignment>/ works). Each result is saved as it
+    finishes, so --resume continues after an interruption, even kill -9.
+    Exit status 0 when the batch finished, whatever the students scored.
+    """
+    from grader.batch import grade_class
+    from grader.discovery import parse_shard
+    from grader.errors import UsageError
+    from grader.i18n import resolve_language
+    from grader.sandbox import Limits
+
+    try:
+        shard_range = parse_shard(shard)
+    except ValueError as bad:
+        raise UsageError(str(bad)) from None
+    limits = Limits() if timeout is None else Limits(submission_timeout=timeout,
+                                                     call_timeout=min(Limits().call_timeout, timeout))
+    summary = grade_class(submissions=submissions, out=out, jobs=jobs, limits=limits, resume=resume,
+                          lang=resolve_language(lang), formats=tuple(dict.fromkeys(formats)), shard=shard_range,
+                          assignment=assignment, visibility=visibility, progress=make_progress())
+    from grader.render_summary import print_summary
+
+    print_summary(summary, formats=formats)
+
+
+def make_progress():
+    """A rich bar with ETA on a terminal, one plain line per submission otherwise."""
+    from grader.render_summary import BarProgress, LineProgress
+
+    return BarProgress() if sys.stderr.isatty() else LineProgress()
