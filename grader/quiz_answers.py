@@ -152,14 +152,3 @@ def expected_text(posed: PosedQuestion, lang: str) -> str:
     words = {"en": ("false", "true"), "zh": ("错", "对")}
     return words.get(lang, words["en"])[bool(expected)]
 
-
-HOW_TO_ANSWER = {
-    "single-choice": {"en": "one letter, e.g. B", "zh": "一个字母，例如 B"},
-    "multiple-choice": {"en": "every right letter, e.g. A, C", "zh": "所有正确的字母，例如 A, C"},
-    "numeric": {"en": "a number, e.g. 1,048,576 or 1.05e6",
-                "zh": "一个数，例如 1,048,576 或 1.05e6"},
-    "shape": {"en": "a shape, e.g. (2, 8, 10, 64)", "zh": "一个形状，例如 (2, 8, 10, 64)"},
-    "ordering": {"en": "the step numbers in the right order, e.g. 3 1 4 2",
-                 "zh": "按正确顺序写出步骤编号，例如 3 1 4 2"},
-    "true-false": {"en": "true or false", "zh": "对 或 错（也可输入 true / false）"},
-}

@@ -1,0 +1,150 @@
+"""``mha quiz``: concept questions in the terminal, spaced review, sheets, the bank's list."""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sys
+from pathlib import Path
+
+import click
+
+from grader.errors import UsageError
+from grader.i18n import resolve_language
+from grader.options import json_option, lang_option, seed_option
+from grader.quiz_bank import LEVELS, default_bank
+
+DEFAULT_COUNT = 10
+
+
+@click.command("quiz")
+@click.option("--topic", "topics", multiple=True, metavar="TOPIC",
+              help="Only this topic (repeatable); `mha quiz --list` shows them.")
+@click.option("--level", "levels", multiple=True, type=click.Choice(LEVELS),
+              help="Only this difficulty (repeatable).")
+@click.option("--count", type=click.IntRange(min=1), default=DEFAULT_COUNT, show_default=True,
+              help="How many questions.")
+@click.option("--time-limit", type=click.FloatRange(min=1), default=None, metavar="S",
+              help="Seconds for the whole session; a late answer does not count.")
+@lang_option
+@seed_option
+@click.option("--review", is_flag=True, help="Ask the questions due again: missed ones, or not seen for long.")
+@click.option("--stats", is_flag=True, help="Show your progress: answers, accuracy, Leitner boxes.")
+@click.option("--list", "list_bank", is_flag=True, help="List the question bank (with --json for tools).")
+@click.option("--from-feedback", "feedback", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              metavar="FILE", help="Drill the misconceptions in FILE: a result JSON of `mha check --json` "
+              "or `mha grade`, or a .py/.ipynb submission to check first.")
+@click.option("--misconception", "misconceptions", multiple=True, metavar="ID",
+              help="Drill the questions linked to this catalog id (repeatable).")
+@click.option("--sheet", "sheet_student", metavar="STUDENT",
+              help="Write STUDENT's question sheet (with --out) and a blank answers file beside it.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Where --sheet writes.")
+@click.option("--plain", is_flag=True, help="Read typed answers even in a terminal (no arrow keys).")
+@json_option
+def command(topics, levels, count, time_limit, lang, seed, review, stats, list_bank, feedback,
+            misconceptions, sheet_student, out, plain, as_json) -> None:
+    """Drill concept questions: attention, heads, shapes, masks, KV cache and more.
+
+    Every answer is checked at once and explained; progress goes into Leitner
+    boxes in your data folder (MHA_DATA_DIR overrides it) for `--review`.
+    """
+    lang = resolve_language(lang)
+    bank = default_bank()
+    unknown = sorted(set(topics) - set(bank.titles))
+    if unknown:
+        raise UsageError(f"unknown topic {unknown[0]!r}; choose from: {', '.join(sorted(bank.titles))}")
+    modes = [name for name, on in (("--list", list_bank), ("--stats", stats), ("--sheet", sheet_student),
+                                   ("--review", review), ("--from-feedback", feedback),
+                                   ("--misconception", misconceptions)) if on]
+    if len(modes) > 1:
+        raise UsageError(f"{' and '.join(modes)} cannot be combined; use one at a time")
+    if list_bank:
+        return _list(bank, topics, levels, as_json)
+    if stats:
+        return _stats(lang, as_json)
+    if sheet_student is not None:
+        return _sheet(sheet_student, out, lang, count, topics, levels)
+    _session(bank, topics=topics, levels=levels, count=count, time_limit=time_limit, lang=lang, seed=seed,
+             review=review, feedback=feedback, misconceptions=misconceptions, plain=plain)
+
+
+def _session(bank, *, topics, levels, count, time_limit, lang, seed, review, feedback, misconceptions,
+             plain) -> None:
+    from grader.quiz_prompts import ArrowKeyPrompter, PlainPrompter
+    from grader.quiz_session import misconceptions_in_feedback, plan_quiz, run_session, summary_lines
+    from grader.quiz_texts import text
+    from grader.review import load_progress, save_progress
+
+    progress = load_progress()
+    linked = list(misconceptions) if misconceptions else None
+    if feedback is not None:
+        linked = misconceptions_in_feedback(feedback, lang=lang)
+        if not linked:
+            click.echo(text("feedback_none", lang, source=feedback))
+            return
+        click.echo(text("feedback_found", lang, misconceptions=", ".join(linked)))
+    seed = seed if seed is not None else secrets.randbelow(2**31)
+    questions = plan_quiz(bank=bank, count=count, seed=seed, topics=topics, levels=levels,
+                          review=progress if review else None, misconceptions=linked)
+    if not questions:
+        filters = " ".join([*(f"--topic {t}" for t in topics), *(f"--level {lv}" for lv in levels)])
+        click.echo(text("nothing_due", lang) if review else
+                   text("nothing_selected", lang, filters=filters or "--misconception"))
+        return
+    terminal = sys.stdin.isatty() and sys.stdout.isatty() and not plain
+    prompter = ArrowKeyPrompter() if terminal else PlainPrompter(echo_answers=not sys.stdin.isatty())
+    click.echo(text("quiz_start", lang, count=len(questions), seed=seed))
+    try:
+        summary = run_session(questions=questions, lang=lang, prompter=prompter, titles=bank.titles,
+                              time_limit=time_limit, progress=progress)
+    finally:
+        save_progress(progress)  # answers given before an interruption still count
+    for line in summary_lines(summary, lang=lang, titles=bank.titles):
+        click.echo(line)
+
+
+def _list(bank, topics, levels, as_json) -> None:
+    rows = [{"id": q.id, "topic": q.topic, "level": q.level, "type": q.kind, "template": q.is_template,
+             "misconceptions": list(q.misconceptions), "unlocks": list(q.unlocks),
+             "languages": list(q.languages)}
+            for q in bank.select(topics=topics, levels=levels)]
+    if as_json:
+        click.echo(json.dumps(rows, ensure_ascii=False, indent=1))
+        return
+    for row in rows:
+        linked = ",".join(row["misconceptions"]) or "-"
+        click.echo(f"{row['id']:<34} {row['topic']:<22} {row['level']:<12} {row['type']:<16} "
+                   f"{'+'.join(row['languages']):<6} {linked}")
+    click.echo(f"{len(rows)} questions ({sum(row['template'] for row in rows)} templates)")
+
+
+def _stats(lang, as_json) -> None:
+    from grader.quiz_texts import text
+    from grader.review import PROGRESS_FILE, load_progress
+    from grader.user_data import data_dir
+
+    summary = load_progress().stats()
+    if as_json:
+        click.echo(json.dumps(summary.to_dict(), ensure_ascii=False, indent=1))
+        return
+    click.echo(text("stats_title", lang, path=data_dir() / PROGRESS_FILE))
+    if not summary.answers:
+        click.echo(text("stats_empty", lang))
+        return
+    click.echo(text("stats_overview", lang, seen=summary.questions_seen, answers=summary.answers,
+                    accuracy=f"{summary.accuracy:.0%}", sessions=summary.sessions, due=summary.due_now))
+    click.echo(text("stats_boxes", lang, boxes="  ".join(str(n) for n in summary.boxes)))
+    titles = default_bank().titles
+    for topic in summary.topics:
+        name = titles.get(topic.topic, {}).get(lang, topic.topic)
+        click.echo(f"  {name}: {topic.correct}/{topic.answers} ({topic.questions})")
+
+
+def _sheet(student, out, lang, count, topics, levels) -> None:
+    from grader.sheets import write_sheet
+
+    if out is None:
+        raise UsageError(f"--sheet needs --out, e.g. `mha quiz --sheet {student} --out {student}.md`")
+    sheet_path, answers_path = write_sheet(student=student, out=out, lang=lang, count=count,
+                                           topics=topics, levels=levels)
+    click.echo(f"{sheet_path}\n{answers_path}")
