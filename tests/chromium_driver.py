@@ -10,6 +10,7 @@ every network request of the page, so tests can fail on any of them.
 from __future__ import annotations
 
 import base64
+import fcntl
 import json
 import os
 import select
@@ -40,6 +41,19 @@ def find_chromium() -> str | None:
     return None
 
 
+def _onto_descriptors_3_and_4(commands: int, replies: int):
+    """In the child: put the pipe ends on the descriptors Chromium's pipe mode expects."""
+
+    def move() -> None:
+        # Lift both above 9 first, so placing one cannot overwrite the other.
+        high_commands = fcntl.fcntl(commands, fcntl.F_DUPFD, 10)
+        high_replies = fcntl.fcntl(replies, fcntl.F_DUPFD, 10)
+        os.dup2(high_commands, 3)
+        os.dup2(high_replies, 4)
+
+    return move
+
+
 class BrowserError(RuntimeError):
     """The browser did not answer, answered with an error, or a script threw."""
 
@@ -51,12 +65,10 @@ class Chromium:
         self.timeout = timeout
         commands_read, self._commands = os.pipe()
         self._replies, replies_write = os.pipe()
-        # The shell only moves our two pipe ends to descriptors 3 and 4, then becomes Chromium.
-        script = f'exec "$0" "$@" 3<&{commands_read} 4>&{replies_write}'
         self.process = subprocess.Popen(
-            ["sh", "-c", script, binary, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
-            pass_fds=(commands_read, replies_write), stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            [binary, *FLAGS, f"--user-data-dir={profile}", "about:blank"],
+            pass_fds=(3, 4), preexec_fn=_onto_descriptors_3_and_4(commands_read, replies_write),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         os.close(commands_read)
         os.close(replies_write)
