@@ -259,3 +259,19 @@ def test_submission_without_weights_or_that_fails_is_reported(tmp_path):
     assert "head 1: weights have shape (1, 5, 16)" in result.stdout
     result = CliRunner().invoke(root, ["viz", str(broken), "--out", str(tmp_path / "b.png")])
     assert result.exit_code == 1 and "SyntaxError" in result.stderr
+
+
+@pytest.mark.skipif(not HAS_SANDBOX, reason="grader.sandbox is not importable yet")
+def test_without_the_reference_a_submission_is_drawn_unchecked(tmp_path, monkeypatch):
+    from grader.errors import ConfigError
+
+    def no_reference(**_):
+        raise ConfigError("the reference solution is not installed")
+
+    monkeypatch.setattr("grader.viz.trace_sentence", no_reference)
+    unscaled = submission(tmp_path, "unscaled", "/ np.sqrt(d_k)", "")
+    maps, trace = compute_head_maps(sentence=SENTENCE, num_heads=2, file=unscaled)
+    assert trace is None and maps.reference_weights is None
+    assert maps.problems == (None, None)  # valid weights; nothing to compare them with
+    with pytest.raises(ConfigError):
+        compute_head_maps(sentence=SENTENCE, num_heads=2)
