@@ -137,6 +137,10 @@ def run_session(*, questions: Sequence[PosedQuestion], lang: str, prompter: Prom
     records: list[AnswerRecord] = []
     timed_out = stopped = False
     for number, posed in enumerate(questions, start=1):
+        if time_limit is not None and clock_seconds() - started >= time_limit:
+            show(click.style(text("time_up_before", lang, limit=clock(time_limit)), fg="yellow"))
+            timed_out = True
+            break
         show("")
         header = text("question_header", lang, number=number, count=len(questions),
                       topic=pick(titles[posed.topic], lang), level=posed.question.level)
