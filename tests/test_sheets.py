@@ -1,0 +1,120 @@
+"""Per-student question sheets, answers files and their grading."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from grader import quiz_answers
+from grader.cli import root
+from grader.errors import UsageError
+from grader.sheets import (
+    answers_template,
+    grade_answers,
+    grade_answers_file,
+    make_sheet,
+    read_answers,
+)
+
+KEY = "course-key-for-tests"
+
+
+@pytest.fixture(autouse=True)
+def course_key(monkeypatch, tmp_path):
+    monkeypatch.setenv("MHA_COURSE_KEY", KEY)
+    monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path / "data"))
+
+
+def right_answers(sheet):
+    return {posed.id: quiz_answers.expected_text(posed, "en") for posed in sheet.questions}
+
+
+def test_a_student_always_gets_the_same_sheet():
+    first, again = make_sheet(student="alice", count=8), make_sheet(student="alice", count=8)
+    assert first.seed == again.seed
+    assert [p.prompt for p in first.questions] == [p.prompt for p in again.questions]
+
+
+def test_neighbours_get_different_numbers():
+    prompts = {}
+    for student in ("alice", "bob", "carol"):
+        sheet = make_sheet(student=student, count=6, topics=["parameters"])
+        prompts[student] = [p.prompt["en"] for p in sheet.questions]
+    assert len({tuple(p) for p in prompts.values()}) == 3
+
+
+def test_the_seed_depends_on_the_course_key():
+    assert make_sheet(student="alice", key="one").seed != make_sheet(student="alice", key="two").seed
+
+
+def test_right_answers_get_full_marks():
+    sheet = make_sheet(student="alice", count=10)
+    result = grade_answers(sheet=sheet, answers=right_answers(sheet))
+    assert result.score == result.max_score == 10.0
+    assert {o.outcome for o in result.outcomes} == {"correct"}
+
+
+def test_outcomes_blank_wrong_unreadable_and_points_by_level():
+    sheet = make_sheet(student="dave", count=6, topics=["heads", "split-combine"])
+    answers = right_answers(sheet)
+    first, second, third = (posed.id for posed in sheet.questions[:3])
+    del answers[first]
+    answers[second] = "?!"
+    answers[third] = "1" if sheet.questions[2].kind == "ordering" else "(1, 2, 3, 4, 5)"
+    points = {"basic": 1.0, "intermediate": 2.0, "advanced": 3.0}
+    result = grade_answers(sheet=sheet, answers=answers, points=points)
+    outcomes = {o.question: o.outcome for o in result.outcomes}
+    assert outcomes[first] == "blank" and outcomes[second] == "unreadable"
+    assert outcomes[third] in ("wrong", "unreadable")
+    worth = [points[posed.question.level] for posed in sheet.questions]
+    assert result.max_score == sum(worth)
+    assert result.score == sum(worth[3:])
+    tests = result.tests()
+    assert [t.outcome for t in tests[:4]] == ["failed", "failed", "failed", "passed"]
+    assert sum(t.score for t in tests) == result.score
+    assert all(t.function == "quiz" and t.misconception is None for t in tests)
+    assert "expected" in tests[0].message
+    assert result.to_dict()["questions"][0]["outcome"] == "blank"
+
+
+def test_answers_file_round_trip_and_the_student_decides_the_sheet(tmp_path):
+    sheet = make_sheet(student="erin", count=5, levels=["basic"])
+    template = answers_template(sheet)
+    path = tmp_path / "erin.answers.toml"
+    path.write_text(template, encoding="utf-8")
+    header = read_answers(path)
+    assert header["student"] == "erin" and header["levels"] == ["basic"] and header["count"] == 5
+    assert set(header["answers"]) == {posed.id for posed in sheet.questions}
+    assert grade_answers_file(path=path).score == 0.0
+    filled = template
+    for question_id, answer in right_answers(sheet).items():
+        filled = filled.replace(f'{question_id} = ""', f'{question_id} = "{answer}"')
+    path.write_text(filled, encoding="utf-8")
+    assert grade_answers_file(path=path).score == 5.0
+    # The same file handed in under another id is graded against that student's own numbers.
+    copied = grade_answers_file(path=path, student="frank")
+    assert copied.student == "frank"
+
+
+def test_an_unreadable_answers_file_names_itself(tmp_path):
+    path = tmp_path / "broken.answers.toml"
+    path.write_text('schema_version = 1\nstudent = "x"\n[answers]\nq = (2, 3)\n', encoding="utf-8")
+    with pytest.raises(UsageError, match="broken.answers.toml"):
+        read_answers(path)
+    path.write_text('schema_version = 9\nstudent = "x"\n', encoding="utf-8")
+    with pytest.raises(UsageError, match="schema_version"):
+        read_answers(path)
+
+
+def test_quiz_sheet_command_writes_the_sheet_and_answers(tmp_path):
+    out = tmp_path / "sheets" / "alice.md"
+    result = CliRunner().invoke(root, ["quiz", "--sheet", "alice", "--out", str(out), "--count", "4",
+                                       "--lang", "zh"])
+    assert result.exit_code == 0, result.output
+    answers = tmp_path / "sheets" / "alice.answers.toml"
+    assert out.is_file() and answers.is_file()
+    markdown = out.read_text(encoding="utf-8")
+    sheet = make_sheet(student="alice", count=4)
+    assert "alice 的题目单" in markdown and "alice.answers.toml" in markdown
+    assert all(f"`{posed.id}`" in markdown and posed.prompt["zh"] in markdown for posed in sheet.questions)
+    assert read_answers(answers)["student"] == "alice"
