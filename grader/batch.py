@@ -20,14 +20,14 @@ import time
 from collections import deque
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Callable, Protocol
 
 from grader.assignments import get_assignment
 from grader.class_report import ClassTally
 from grader.discovery import Submission, discover_submissions, select_shard
 from grader.errors import UsageError
 from grader.journal import MAX_ATTEMPTS, Journal
-from grader.lanes import LanePool
+from grader.lanes import LanePool, grade_task
 from grader.outputs import write_outputs
 from grader.paths import DEFAULT_ASSIGNMENT
 from grader.results import load_failure
@@ -84,8 +84,13 @@ def full_marks(assignment: str, visibility: str) -> float:
 def grade_class(*, submissions: Path, out: Path, jobs: int | None = None, limits: Limits | None = None,
                 resume: bool = False, lang: str = "en", formats: tuple[str, ...] = (),
                 shard: tuple[int, int] | None = None, assignment: str = DEFAULT_ASSIGNMENT,
-                visibility: str = "all", progress: Progress | None = None) -> BatchSummary:
-    """Grade every submission under ``submissions`` (or one shard of them) into ``out``."""
+                visibility: str = "all", progress: Progress | None = None,
+                runner: Callable[[dict], dict] = grade_task) -> BatchSummary:
+    """Grade every submission under ``submissions`` (or one shard of them) into ``out``.
+
+    ``runner`` is what a grading process applies to each task (a module-level
+    function; by default ``grade_task``, which calls ``grade_submission``).
+    """
     started = time.monotonic()
     submissions, out = Path(submissions), Path(out)
     if not submissions.is_dir():
@@ -102,7 +107,8 @@ def grade_class(*, submissions: Path, out: Path, jobs: int | None = None, limits
     journal.open(run, resume=resume)
     try:
         graded_now = _grade_pending(chosen, journal, root=submissions, jobs=jobs or default_jobs(), limits=limits,
-                                    lang=lang, assignment=assignment, visibility=visibility, progress=progress)
+                                    lang=lang, assignment=assignment, visibility=visibility, progress=progress,
+                                    runner=runner)
         tally = write_outputs(out=out, journal=journal, students=[entry.student for entry in chosen], lang=lang,
                               formats=formats, run=run)
     finally:
@@ -112,7 +118,7 @@ def grade_class(*, submissions: Path, out: Path, jobs: int | None = None, limits
 
 
 def _grade_pending(chosen: list[Submission], journal: Journal, *, root: Path, jobs: int, limits: Limits, lang: str,
-                   assignment: str, visibility: str, progress: Progress) -> int:
+                   assignment: str, visibility: str, progress: Progress, runner: Callable[[dict], dict]) -> int:
     """Grade what the journal does not hold yet; returns how many results this run added."""
     max_score = full_marks(assignment, visibility)
 
@@ -144,15 +150,15 @@ def _grade_pending(chosen: list[Submission], journal: Journal, *, root: Path, jo
             suspects.append(entry)
     if todo or suspects:
         _run_lanes(todo, suspects, journal, root=root, jobs=jobs, limits=limits, lang=lang, assignment=assignment,
-                   visibility=visibility, record=record, refuse=refuse)
+                   visibility=visibility, record=record, refuse=refuse, runner=runner)
     progress.end()
     return added
 
 
 def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, root: Path, jobs: int, limits: Limits, lang: str,
-               assignment: str, visibility: str, record, refuse) -> None:
+               assignment: str, visibility: str, record, refuse, runner) -> None:
     time_limit = limits.submission_timeout + 2 * limits.call_timeout + LANE_GRACE_SECONDS
-    pool = LanePool(max(1, min(jobs, len(todo) + len(suspects))))
+    pool = LanePool(max(1, min(jobs, len(todo) + len(suspects))), runner)
     attempts: dict[str, int] = {}
     alone: str | None = None  # a suspect is graded with nothing else in flight
     try:

@@ -23,6 +23,7 @@ import signal
 import sys
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
 PRELOAD = ["grader.grading", "grader.suites.multihead_attention.hidden.test_drawn_inputs"]
 _PR_SET_PDEATHSIG = 1
@@ -45,11 +46,26 @@ class Finished:
     lost: str | None = None
 
 
+def grade_task(task: dict) -> dict:
+    """What a lane does with one task: grade the submission, return the result as a dict."""
+    from grader.grading import grade_submission
+    from grader.sandbox import Limits
+
+    return grade_submission(
+        path=task["path"], student=task["student"], assignment=task["assignment"],
+        visibility=task["visibility"], limits=Limits(**task["limits"]), lang=task["lang"],
+    ).to_dict()
+
+
 @dataclass
 class LanePool:
-    """``size`` grading processes; ``submit`` a task to a free lane, ``collect`` what finished."""
+    """``size`` grading processes; ``submit`` a task to a free lane, ``collect`` what finished.
+
+    ``runner`` is the module-level function a lane applies to each task.
+    """
 
     size: int
+    runner: Callable[[dict], dict] = grade_task
     lanes: list[Lane] = field(default_factory=list)
 
     def __post_init__(self):
@@ -59,7 +75,7 @@ class LanePool:
 
     def _start(self) -> Lane:
         ours, theirs = self._context.Pipe(duplex=True)
-        process = self._context.Process(target=_lane_main, args=(theirs,), daemon=True, name="mha-grading-lane")
+        process = self._context.Process(target=_lane_main, args=(theirs, self.runner), daemon=True, name="mha-grading-lane")
         process.start()
         theirs.close()
         return Lane(process, ours)
@@ -150,12 +166,10 @@ def _death(process: multiprocessing.Process) -> str:
 
 
 # ---- inside a lane ---------------------------------------------------------------------
-def _lane_main(connection) -> None:
+def _lane_main(connection, runner: Callable[[dict], dict]) -> None:
     _follow_parent()
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
-    from grader.grading import grade_submission
-    from grader.sandbox import Limits
 
     while True:
         try:
@@ -165,10 +179,7 @@ def _lane_main(connection) -> None:
         if task is None:
             return
         try:
-            result = grade_submission(
-                path=task["path"], student=task["student"], assignment=task["assignment"],
-                visibility=task["visibility"], limits=Limits(**task["limits"]), lang=task["lang"],
-            ).to_dict()
+            result = runner(task)
         except Exception as failure:  # a defect of the grader on this input: report it, keep the lane
             result = {"grader_failure": f"{type(failure).__name__}: {failure}"[:500]}
         connection.send(result)

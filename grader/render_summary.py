@@ -55,13 +55,16 @@ class BarProgress:
         self.progress.stop()
 
 
-def print_summary(summary, *, formats=()) -> None:
+def print_summary(summary, *, formats=(), merged: bool = False) -> None:
     """The end-of-run summary: counts, scores, common mistakes, failures, where the files are."""
     tally = summary.tally
     rate = summary.graded_now / summary.elapsed if summary.elapsed > 0 else 0.0
     earlier = summary.students - summary.graded_now
-    click.echo(f"\nGraded {summary.students} submissions into {summary.out} in {summary.elapsed:.1f} s"
-               f" ({rate:.1f} per second{f'; {earlier} kept from the earlier run' if earlier else ''}).")
+    if merged:
+        click.echo(f"\nMerged the results of {summary.students} submissions into {summary.out}.")
+    else:
+        click.echo(f"\nGraded {summary.students} submissions into {summary.out} in {summary.elapsed:.1f} s"
+                   f" ({rate:.1f} per second{f'; {earlier} kept from the earlier run' if earlier else ''}).")
     if summary.ignored:
         shown = ", ".join(summary.ignored[:5]) + (" ..." if len(summary.ignored) > 5 else "")
         click.echo(f"Ignored {len(summary.ignored)} entries that are not .py, .ipynb or folders: {shown}")

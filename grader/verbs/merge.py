@@ -1,0 +1,31 @@
+"""``mha merge``: join the outputs of sharded ``mha grade`` runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from grader.options import lang_option
+
+
+@click.command("merge")
+@click.argument("folders", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for the merged grades.csv, results.json, feedback/ and report.html.")
+@click.option("--format", "formats", multiple=True, type=click.Choice(("gradescope", "junit")),
+              help="Also write gradescope/<student>/results.json or junit.xml (repeatable).")
+@lang_option
+def command(folders: tuple[Path, ...], out: Path, formats: tuple[str, ...], lang: str | None) -> None:
+    """Merge the --out FOLDERS of `mha grade --shard K/N` runs into one --out folder.
+
+    Example: mha merge out-1 out-2 out-3 --out class. A student graded in two
+    folders is an error; a missing shard is reported.
+    """
+    from grader.merging import merge_runs
+    from grader.render_summary import print_summary
+
+    summary, warnings = merge_runs(sources=list(folders), out=out, lang=lang, formats=tuple(dict.fromkeys(formats)))
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
+    print_summary(summary, formats=formats, merged=True)
