@@ -184,15 +184,47 @@ def _export(path: Path, maps: HeadMaps, trace: Trace | None) -> Path:
     return path
 
 
+class HeadFigures:
+    """The two figures of ``show_heads``; shown inline once, whether returned or not."""
+
+    def __init__(self, weights, similarity, maps: HeadMaps):
+        self.weights, self.similarity, self.maps = weights, similarity, maps
+        self._shown = False
+
+    def __iter__(self):
+        return iter((self.weights, self.similarity))
+
+    def __repr__(self) -> str:
+        return f"<HeadFigures: {self.maps.num_heads} heads of {' '.join(self.maps.tokens)!r}>"
+
+    def show(self) -> None:
+        """Display both figures as PNG images in the running notebook."""
+        import io
+
+        from IPython.display import Image, display
+
+        for figure in (self.weights, self.similarity):
+            buffer = io.BytesIO()
+            figure.savefig(buffer, format="png", dpi=110)
+            display(Image(data=buffer.getvalue(), format="png"))
+        self._shown = True
+
+    def _ipython_display_(self) -> None:
+        # The last value of a cell: show it, unless show_heads has shown it already.
+        if not self._shown:
+            self.show()
+
+
 def show_heads(
     sentence: str = DEFAULT_SENTENCE, *, heads: int = 4, d_model: int = 16, seed: int = 0,
     file: str | Path | None = None, heads_subset: str | None = None, lang: str = "en",
-):
+) -> HeadFigures:
     """Notebook helper: draw the per-head weights and head similarity inline.
 
     In Jupyter: ``from grader.viz import show_heads; show_heads("猫 追 老鼠", heads=2)``.
-    Pass ``file="my_solution.py"`` to draw a submission's heads. Returns the
-    two figures (displayed already when running under IPython).
+    Pass ``file="my_solution.py"`` to draw a submission's heads (it runs in the
+    sandboxed worker). Outside a notebook nothing is shown; the figures are in
+    the result (``weights_figure, similarity_figure = show_heads(...)``).
     """
     subset = head_subset(heads_subset, heads, lang)
     maps, _ = compute_head_maps(sentence=sentence, d_model=d_model, num_heads=heads, seed=seed,
@@ -200,13 +232,11 @@ def show_heads(
     weights_figure, similarity_figure, warnings = make_figures(maps, sentence=sentence, subset=subset, lang=lang)
     for warning in warnings:
         print(warning)
+    figures = HeadFigures(weights_figure, similarity_figure, maps)
     try:
-        from IPython.display import display
+        from IPython import get_ipython
     except ImportError:
-        return weights_figure, similarity_figure
-    from IPython import get_ipython
-
+        return figures
     if get_ipython() is not None:
-        display(weights_figure)
-        display(similarity_figure)
-    return weights_figure, similarity_figure
+        figures.show()
+    return figures

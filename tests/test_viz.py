@@ -275,3 +275,16 @@ def test_without_the_reference_a_submission_is_drawn_unchecked(tmp_path, monkeyp
     assert maps.problems == (None, None)  # valid weights; nothing to compare them with
     with pytest.raises(ConfigError):
         compute_head_maps(sentence=SENTENCE, num_heads=2)
+
+
+@pytest.mark.slow
+def test_notebook_helper_shows_both_figures_inline_in_a_kernel():
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(
+        'from grader.viz import show_heads\nshow_heads("猫 追 老鼠", heads=2, lang="zh")')]
+    nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
+    outputs = notebook.cells[0].outputs
+    assert [output.output_type for output in outputs] == ["display_data", "display_data"]
+    assert all("image/png" in output.data for output in outputs)
