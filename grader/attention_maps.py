@@ -73,6 +73,7 @@ class HeadMaps:
             "problems": [None if problem is None else {"kind": problem.kind, **problem.fields}
                          for problem in self.problems],
             "most_alike": most_alike_pair(self.similarity),
+            "alike_pairs": alike_pairs(self.similarity),
         }
 
 
@@ -162,6 +163,13 @@ def _head_problem(head: np.ndarray, reference: np.ndarray | None) -> HeadProblem
         if difference > REFERENCE_TOLERANCE:
             return HeadProblem("differs", {"value": f"{difference:.3g}"})
     return None
+
+
+def alike_pairs(similarity: np.ndarray, threshold: float = ALIKE_THRESHOLD) -> list[list[int]]:
+    """Pairs of heads (numbered from 1) at least ``threshold`` similar: candidates for removal."""
+    count = similarity.shape[0]
+    return [[first + 1, second + 1] for first in range(count) for second in range(first + 1, count)
+            if np.isfinite(similarity[first, second]) and similarity[first, second] >= threshold]
 
 
 def parse_head_subset(text: str, num_heads: int) -> tuple[int, ...] | None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.attention_maps import HeadMaps, most_alike_pair
+from grader.attention_maps import ALIKE_THRESHOLD, HeadMaps, alike_pairs, most_alike_pair
 from grader.embedding import contains_cjk
 from grader.viz_texts import VizTexts, load_viz_texts
 
@@ -164,6 +164,10 @@ def _draw_similarity(maps: HeadMaps, *, fonts: FontChoice, texts):
     figure.colorbar(image, ax=axis, shrink=0.8, label=texts.text("figure.similarity_scale", lang))
     figure.suptitle(texts.text("figure.similarity_title", lang, source=_source_text(maps, texts, lang)), fontsize=11)
     notes = [texts.text("figure.similarity_note", lang)]
+    pairs = alike_pairs(similarity)
+    if pairs:
+        listed = ", ".join(f"{first}–{second}" for first, second in pairs)
+        notes.append(texts.text("figure.alike_pairs", lang, threshold=ALIKE_THRESHOLD, pairs=listed))
     pair = most_alike_pair(similarity)
     if pair is not None:
         axis.set_title(texts.text("figure.most_alike", lang, first=pair["first"], second=pair["second"],

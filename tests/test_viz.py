@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from grader.attention_maps import HeadMaps, find_head_problems, head_entropy, head_similarity, most_alike_pair
+from grader.attention_maps import HeadMaps, alike_pairs, find_head_problems, head_entropy, head_similarity, most_alike_pair
 from grader.cli import root
 from grader.errors import ChecksFailed, ContentError, UsageError
 from grader.paths import solution_path
@@ -72,6 +72,7 @@ def test_similarity_is_one_for_identical_heads_zero_for_disjoint_and_nan_for_inv
     np.testing.assert_allclose(similarity[:3, :3], [[1, 1, 0], [1, 1, 0], [0, 0, 1]], atol=1e-12)
     assert np.isnan(similarity[3]).all() and np.isnan(similarity[:, 3]).all()
     assert most_alike_pair(similarity) == {"first": 1, "second": 2, "similarity": 1.0}
+    assert alike_pairs(similarity) == [[1, 2]]
 
 
 def test_head_problems_name_what_is_wrong():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import click
@@ -52,7 +53,7 @@ def command(file, sentence, num_heads, d_model, heads_subset, out, export, seed,
     for head, problem in enumerate(maps.problems, start=1):
         if problem is not None:
             click.echo(texts.text("message.flagged", lang, head=head, problem=problem.describe(texts, lang)))
-    entropies = ", ".join("-" if value != value else f"{value:.2f}" for value in maps.entropies)
-    click.echo(f"seed {seed}; entropy (bits) per head: {entropies}")
+    entropies = ", ".join("-" if math.isnan(value) else f"{value:.2f}" for value in maps.entropies)
+    click.echo(texts.text("figure.entropies", lang, seed=seed, values=entropies))
     for path in result.files:
         click.echo(texts.text("message.wrote", lang, path=path))
