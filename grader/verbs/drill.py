@@ -1,0 +1,120 @@
+"""``mha drill``: implement one function against the clock, then get the feedback."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime
+from pathlib import Path
+
+import click
+
+from grader.drill import DRILLS
+from grader.errors import UsageError
+from grader.i18n import resolve_language
+from grader.options import json_option, lang_option, seed_option
+
+
+@click.command("drill")
+@click.argument("function", required=False, type=click.Choice(DRILLS))
+@click.option("--time-limit", type=click.FloatRange(min=0.5), default=None, metavar="MIN",
+              help="Minutes you give yourself; a later submit is marked overtime.")
+@click.option("--workspace", type=click.Path(file_okay=False, path_type=Path), default=Path("mha-drill"),
+              show_default=True, help="Folder where the fresh stub is written.")
+@click.option("--submit", is_flag=True, help="Check the running drill, record its time and score.")
+@click.option("--status", is_flag=True, help="Show the running drill and the time spent so far.")
+@click.option("--history", is_flag=True, help="Show past drills and the best time per function.")
+@seed_option
+@lang_option
+@json_option
+def command(function, time_limit, workspace, submit, status, history, seed, lang, as_json) -> None:
+    """Start a timed drill of FUNCTION (default: one drawn at random; `all` for the whole module).
+
+    Only FUNCTION is stubbed; the rest is the reference where it is installed
+    (otherwise the whole exercise is stubbed). Edit the file, then run
+    `mha drill --submit` for the same checks and feedback as `mha check`.
+    """
+    lang = resolve_language(lang)
+    modes = [name for name, on in (("--submit", submit), ("--status", status), ("--history", history)) if on]
+    if len(modes) > 1 or (modes and function):
+        raise UsageError("give FUNCTION to start a drill, or one of --submit, --status, --history")
+    if submit:
+        return _submit(lang, as_json)
+    if status:
+        return _status(lang, as_json)
+    if history:
+        return _history(lang, as_json)
+    _start(function, workspace, time_limit, seed, lang, as_json)
+
+
+def _start(function, workspace, time_limit, seed, lang, as_json) -> None:
+    from grader.drill import start_drill
+    from grader.quiz_texts import text
+
+    drill = start_drill(function=function, workspace=workspace, time_limit_minutes=time_limit, seed=seed)
+    if as_json:
+        click.echo(json.dumps({"function": drill.function, "path": drill.path, "started": drill.started,
+                               "time_limit_minutes": drill.time_limit_minutes}))
+        return
+    limit = text("drill_limit", lang, minutes=f"{time_limit:g}") if time_limit else ""
+    started = datetime.fromtimestamp(drill.started).strftime("%H:%M:%S")
+    click.echo(text("drill_started", lang, function=drill.function, path=drill.path, started=started, limit=limit))
+    click.echo(text("drill_next", lang))
+
+
+def _submit(lang, as_json) -> None:
+    from grader.drill import current_drill, submit_drill
+    from grader.quiz_texts import clock, text
+
+    drill = current_drill()
+    record, result = submit_drill(lang=lang)
+    if as_json:
+        click.echo(json.dumps({"drill": record.to_dict(), "result": result.to_dict()}, ensure_ascii=False))
+        return
+    from grader.render_terminal import print_result
+
+    print_result(result, file=drill.path, lang=lang)
+    overtime = text("drill_overtime", lang, minutes=f"{record.time_limit_minutes:g}") if record.overtime else ""
+    click.echo(text("drill_result", lang, function=record.function, score=f"{record.score:g}",
+                    max_score=f"{record.max_score:g}", time=clock(record.seconds), overtime=overtime))
+    for misconception in record.misconceptions:
+        click.echo(f"  mha quiz --misconception {misconception}")
+
+
+def _status(lang, as_json) -> None:
+    from grader.drill import current_drill
+    from grader.quiz_texts import clock, text
+
+    drill = current_drill()
+    if drill is None:
+        click.echo(json.dumps(None) if as_json else text("drill_none_running", lang))
+        return
+    elapsed = time.time() - drill.started
+    if as_json:
+        click.echo(json.dumps({"function": drill.function, "path": drill.path, "elapsed": round(elapsed, 1)}))
+        return
+    left = ""
+    if drill.time_limit_minutes:
+        left = text("drill_left", lang, time=clock(drill.time_limit_minutes * 60 - elapsed))
+    click.echo(text("drill_status", lang, function=drill.function, path=drill.path, elapsed=clock(elapsed),
+                    left=left))
+
+
+def _history(lang, as_json) -> None:
+    from grader.drill import best_times, load_history
+    from grader.quiz_texts import clock, text
+
+    history = load_history()
+    if as_json:
+        click.echo(json.dumps([record.to_dict() for record in history], ensure_ascii=False))
+        return
+    if not history:
+        click.echo(text("drill_history_empty", lang))
+        return
+    for record in history:
+        when = datetime.fromtimestamp(record.started).strftime("%Y-%m-%d %H:%M")
+        late = " overtime" if record.overtime else ""
+        click.echo(f"{when}  {record.function:<30} {record.score:g}/{record.max_score:g}  "
+                   f"{clock(record.seconds)}{late}")
+    for function, seconds in sorted(best_times(history).items()):
+        click.echo(f"best {function}: {clock(seconds)}")
