@@ -1,0 +1,235 @@
+"""Bulk grading core: finding submissions, the journal, grading processes that die or hang."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from grader import batch
+from grader.batch import grade_class
+from grader.discovery import discover_submissions, parse_shard, select_shard
+from grader.errors import UsageError
+from grader.journal import MAX_ATTEMPTS, Journal, atomic_writer, file_key
+from grader.lanes import grade_task
+from grader.paths import solution_path
+from grader.sandbox import Limits
+
+ASSIGNMENT = "multihead_attention"
+FAST = Limits(call_timeout=2.0, submission_timeout=10.0)
+
+
+@pytest.fixture(autouse=True)
+def course_key(monkeypatch):
+    monkeypatch.setenv("MHA_COURSE_KEY", "test-batch-key")
+
+
+def reference_text() -> str:
+    return solution_path(ASSIGNMENT).read_text(encoding="utf-8")
+
+
+def write(path: Path, text: str = "x = 1\n") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def by_student(submissions):
+    return {entry.student: entry for entry in submissions}
+
+
+# ---- discovery -------------------------------------------------------------------------
+def test_every_layout_of_the_contract_gives_one_submission_per_student(tmp_path):
+    root = tmp_path / "class"
+    write(root / "alice.py")
+    write(root / "bob.ipynb", "{}")
+    write(root / "carol" / "deep" / "er" / "multihead_attention.py")
+    write(root / "dave" / "multihead_attention" / "my work.ipynb", "{}")  # nbgrader submitted/<student>/<assignment>/
+    write(root / "erin" / "only_file.py")
+    write(root / "notes.txt", "not a submission")
+    write(root / ".DS_Store", "hidden")
+    found, ignored = discover_submissions(root, assignment=ASSIGNMENT)
+    entries = by_student(found)
+    assert list(entries) == ["alice", "bob", "carol", "dave", "erin"]
+    assert all(entry.refusal is None for entry in found)
+    assert entries["carol"].path == root / "carol" / "deep" / "er" / "multihead_attention.py"
+    assert entries["dave"].path.name == "my work.ipynb"
+    assert entries["erin"].path.name == "only_file.py"
+    assert ignored == ["notes.txt"]
+
+
+def test_in_a_folder_the_assignment_file_wins_and_checkpoints_are_skipped(tmp_path):
+    root = tmp_path / "class"
+    write(root / "frank" / "helpers.py")
+    write(root / "frank" / "multihead_attention.py")
+    write(root / "frank" / ".ipynb_checkpoints" / "multihead_attention-checkpoint.ipynb", "{}")
+    write(root / "gina" / "a.py")
+    write(root / "gina" / "b.py")
+    write(root / "hugo" / "README.md", "no code here")
+    entries = by_student(discover_submissions(root, assignment=ASSIGNMENT)[0])
+    assert entries["frank"].path.name == "multihead_attention.py" and entries["frank"].refusal is None
+    assert entries["gina"].path is None and "several candidate files" in entries["gina"].refusal
+    assert "a.py" in entries["gina"].refusal
+    assert entries["hugo"].path is None and "no .py or .ipynb" in entries["hugo"].refusal
+
+
+def test_symlinks_and_paths_leading_outside_are_refused_not_followed(tmp_path):
+    root = tmp_path / "class"
+    root.mkdir()
+    reference = solution_path(ASSIGNMENT)
+    (root / "ivan.py").symlink_to(reference)
+    write(root / "judy" / "notes.md", "")
+    (root / "judy" / "multihead_attention.py").symlink_to(reference)
+    outside = tmp_path / "elsewhere"
+    write(outside / "multihead_attention.py", reference_text())
+    (root / "kim").mkdir()
+    (root / "kim" / "linked").symlink_to(outside, target_is_directory=True)
+    (root / "leo").symlink_to(outside, target_is_directory=True)
+    entries = by_student(discover_submissions(root, assignment=ASSIGNMENT)[0])
+    assert set(entries) == {"ivan", "judy", "kim", "leo"}
+    assert all(entry.path is None for entry in entries.values())
+    assert "symbolic link" in entries["ivan"].refusal
+    assert "symbolic link" in entries["judy"].refusal
+    assert "not followed" in entries["kim"].refusal
+    assert "symbolic link" in entries["leo"].refusal
+
+
+def test_two_entries_for_one_student_are_refused(tmp_path):
+    root = tmp_path / "class"
+    write(root / "mia.py")
+    write(root / "mia.ipynb", "{}")
+    entries = by_student(discover_submissions(root, assignment=ASSIGNMENT)[0])
+    assert entries["mia"].path is None and "keep exactly one" in entries["mia"].refusal
+
+
+def test_shards_split_the_sorted_class_without_overlap():
+    students = [batch.Submission(f"s{i:02d}", Path(f"s{i:02d}.py")) for i in range(10)]
+    shards = [select_shard(students, (index, 3)) for index in (1, 2, 3)]
+    names = [entry.student for shard in shards for entry in shard]
+    assert sorted(names) == [entry.student for entry in students]
+    assert [entry.student for entry in shards[1]] == ["s01", "s04", "s07"]
+    assert parse_shard("2/3") == (2, 3) and parse_shard(None) is None
+    for bad in ("0/3", "4/3", "two/3", "1-3"):
+        with pytest.raises(ValueError):
+            parse_shard(bad)
+
+
+# ---- journal ----------------------------------------------------------------------------
+def test_journal_records_results_and_counts_attempts(tmp_path):
+    journal = Journal(tmp_path / "out")
+    journal.open({"visibility": "all"}, resume=False)
+    assert journal.start("ann") == 1 and journal.start("ann") == 2
+    assert journal.attempts("ann") == 2 and journal.in_flight() == ["ann"]
+    journal.record("ann", {"student": "ann", "score": 1.0})
+    assert journal.is_done("ann") and journal.read("ann")["score"] == 1.0
+    assert journal.in_flight() == [] and journal.attempts("ann") == 0
+    journal.start("ben")
+    journal.abandon("ben", 1)
+    assert journal.in_flight() == []
+    journal.close()
+
+
+def test_a_second_run_on_the_same_folder_is_refused_while_the_first_holds_it(tmp_path):
+    first = Journal(tmp_path / "out")
+    first.open({"visibility": "all"}, resume=False)
+    with pytest.raises(UsageError, match="another `mha grade`"):
+        Journal(tmp_path / "out").open({"visibility": "all"}, resume=True)
+    first.close()
+    second = Journal(tmp_path / "out")
+    second.open({"visibility": "all"}, resume=True)
+    second.close()
+
+
+def test_resume_refuses_a_folder_of_another_kind_of_run_and_a_fresh_run_starts_empty(tmp_path):
+    journal = Journal(tmp_path / "out")
+    journal.open({"visibility": "all"}, resume=False)
+    journal.record("ann", {"student": "ann"})
+    journal.close()
+    with pytest.raises(UsageError, match="visibility"):
+        Journal(tmp_path / "out").open({"visibility": "public"}, resume=True)
+    fresh = Journal(tmp_path / "out")
+    fresh.open({"visibility": "public"}, resume=False)
+    assert not fresh.is_done("ann")
+    fresh.close()
+
+
+def test_an_interrupted_atomic_write_leaves_the_old_file_whole(tmp_path):
+    target = tmp_path / "grades.csv"
+    target.write_text("old\n")
+    with pytest.raises(RuntimeError):
+        with atomic_writer(target) as handle:
+            handle.write("half of the new")
+            raise RuntimeError("stopped")
+    assert target.read_text() == "old\n"
+    assert [path.name for path in tmp_path.iterdir()] == ["grades.csv"]
+
+
+def test_file_keys_are_safe_and_distinct():
+    assert file_key("alice") == "alice"
+    assert file_key("li.wei-2") == "li.wei-2"
+    unsafe = [file_key(name) for name in ("a b", "a_b", "../etc", "x/y", ".hidden")]
+    assert len(set(unsafe)) == len(unsafe)
+    assert all("/" not in key and not key.startswith(".") for key in unsafe)
+
+
+# ---- grading processes that die or hang ---------------------------------------------------
+def crash_for_poison(task: dict) -> dict:
+    """A lane runner that dies like a grading process killed by its submission."""
+    if task["student"].startswith("poison"):
+        os.kill(os.getpid(), signal.SIGKILL)
+    return grade_task(task)
+
+
+def hang_for_stuck(task: dict) -> dict:
+    if task["student"].startswith("stuck"):
+        time.sleep(3600)
+    return grade_task(task)
+
+
+def small_class(root: Path, names: list[str]) -> Path:
+    for name in names:
+        write(root / f"{name}.py", reference_text())
+    return root
+
+
+def test_a_submission_that_kills_its_grading_process_is_tried_twice_then_an_error(tmp_path):
+    root = small_class(tmp_path / "class", ["ada", "poison", "zoe"])
+    summary = grade_class(submissions=root, out=tmp_path / "out", jobs=2, limits=FAST, runner=crash_for_poison)
+    results = {r["student"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
+    assert results["ada"]["score"] == results["zoe"]["score"] == results["ada"]["max_score"]
+    assert results["poison"]["status"] == "error"
+    assert "SIGKILL" in results["poison"]["error"] and f"{MAX_ATTEMPTS} times" in results["poison"]["error"]
+    assert summary.students == 3 and summary.graded_now == 3
+
+
+def test_a_grading_process_that_hangs_is_ended_and_the_batch_finishes(tmp_path, monkeypatch):
+    monkeypatch.setattr(batch, "LANE_GRACE_SECONDS", 0.5)
+    root = small_class(tmp_path / "class", ["ada", "stuck"])
+    started = time.monotonic()
+    grade_class(submissions=root, out=tmp_path / "out", jobs=2, limits=Limits(call_timeout=0.5, submission_timeout=1.0),
+                runner=hang_for_stuck)
+    results = {r["student"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
+    assert results["ada"]["status"] == "graded"
+    assert results["stuck"]["status"] == "error" and "longer than the time allowed" in results["stuck"]["error"]
+    assert time.monotonic() - started < 20
+
+
+def test_refused_submissions_get_an_error_result_with_full_marks_as_maximum(tmp_path):
+    root = small_class(tmp_path / "class", ["ada"])
+    (root / "eve.py").symlink_to(solution_path(ASSIGNMENT))
+    summary = grade_class(submissions=root, out=tmp_path / "out", jobs=1, limits=FAST)
+    results = {r["student"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
+    assert results["eve"] == results["eve"] | {"status": "error", "score": 0.0, "tests": [],
+                                               "max_score": results["ada"]["max_score"]}
+    assert "symbolic link" in results["eve"]["error"]
+    assert summary.tally.graded == 1 and len(summary.tally.errored) == 1
+
+
+def test_the_output_folder_may_not_lie_inside_the_submissions(tmp_path):
+    root = small_class(tmp_path / "class", ["ada"])
+    with pytest.raises(UsageError, match="inside"):
+        grade_class(submissions=root, out=root / "out", jobs=1, limits=FAST)
