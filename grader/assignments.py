@@ -42,6 +42,12 @@ def _mha_hidden(seed: int) -> dict:
     return hidden_cases(seed)
 
 
+def _track_hidden(name: str, seed: int) -> dict:
+    import importlib
+
+    return importlib.import_module(f"grader.tracks.{name}").hidden_cases(seed)
+
+
 ASSIGNMENTS: dict[str, Assignment] = {
     "multihead_attention": Assignment(
         name="multihead_attention",
@@ -51,6 +57,13 @@ ASSIGNMENTS: dict[str, Assignment] = {
             "forward": ("softmax", "scaled_dot_product_attention", "split_heads", "combine_heads"),
         },
         build_hidden_cases=_mha_hidden,
+    ),
+    # The advanced track: cases and twins of each live in grader/tracks/<name>.py.
+    "masked_attention": Assignment(
+        name="masked_attention",
+        functions=("causal_mask", "padding_mask", "masked_softmax", "masked_attention"),
+        upstream={"masked_attention": ("masked_softmax",)},
+        build_hidden_cases=functools.partial(_track_hidden, "masked_attention"),
     ),
 }
 

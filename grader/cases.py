@@ -57,6 +57,14 @@ class Case:
     weights: dict | None = None
     expected: object = None
     twins: list = field(default_factory=list)  # [(misconception id, label, value)]
+    # Optional, for exercises other than MultiHeadAttention (None keeps the core's behaviour):
+    class_name: str | None = None  # call ``function`` as a method of ``class_name(*init)``
+    init: tuple | None = None
+    calls: tuple | None = None  # ((path, args, kwargs), ...) on one instance; args None reads an attribute
+    call_text: str | None = None  # how feedback names the call, e.g. "masked_softmax(scores, mask)"
+    legend: object = None  # shape legend(s) of the value, e.g. "(B, H, T, S)" or a tuple of them
+    argument_names: tuple | None = None  # names of ``args`` in feedback
+    mutation_id: str | None = None  # the misconception of changing an input in place
 
 
 def draw_sizes(rng: np.random.Generator) -> Sizes:

@@ -67,13 +67,13 @@ def expect_unchanged(student: StudentCode, case: Case) -> None:
     outcome = student.invoke(case)
     if outcome.error is not None:
         raise failure_from_error(case.function, outcome, case)
-    names = ARGUMENT_NAMES.get(case.function, ())
+    names = case.argument_names or ARGUMENT_NAMES.get(case.function, ())
     for position, (before, after) in enumerate(zip(case.args, outcome.args_after)):
         if not isinstance(after, np.ndarray) or before.shape != after.shape or not np.array_equal(
                 before, after, equal_nan=True):
             name = names[position] if position < len(names) else f"#{position + 1}"
             raise CheckFailure(Message("mutated", {"function": case.function, "argument": name}),
-                               misconception=MUTATION_IDS.get(case.function))
+                               misconception=case.mutation_id or MUTATION_IDS.get(case.function))
 
 
 def failure_from_error(function: str, outcome: CallOutcome, case: Case | None = None) -> CheckFailure:
@@ -120,11 +120,13 @@ def _best(matches: list[CheckFailure], case: Case) -> CheckFailure:
 def generic_failure(case: Case, got) -> CheckFailure:
     """A failure with no catalogued explanation: type, shape, NaN or numbers."""
     expected, what = case.expected, _what(case)
-    legends = LEGENDS["forward+weights"] if case.function == "forward" and isinstance(expected, tuple) \
+    core_forward = case.function == "forward" and case.class_name is None  # MultiHeadAttention.forward
+    legends = LEGENDS["forward+weights"] if core_forward and isinstance(expected, tuple) \
         else LEGENDS.get(case.function)
+    legends = case.legend if case.legend is not None else legends
     if isinstance(expected, tuple):
         if not isinstance(got, tuple) or len(got) != len(expected):
-            misconception = "mha-wrong-weights-returned" if case.function == "forward" else "wrong-type"
+            misconception = "mha-wrong-weights-returned" if core_forward else "wrong-type"
             return CheckFailure(Message("wrong_tuple", {"what": what, "count": len(expected), "got": _describe(got)}),
                                 misconception=misconception)
         for position, (got_item, expected_item) in enumerate(zip(got, expected)):
@@ -132,7 +134,7 @@ def generic_failure(case: Case, got) -> CheckFailure:
                 part_what = f"{what}[{position}]"
                 legend = legends[position] if isinstance(legends, tuple) else legends
                 failure = _compare_array(case, got_item, expected_item, part_what, legend)
-                if case.function == "forward" and position == 1 and failure.misconception in ("wrong-shape",
+                if core_forward and position == 1 and failure.misconception in ("wrong-shape",
                                                                                                "wrong-type"):
                     failure.misconception = "mha-wrong-weights-returned"
                 return failure
@@ -181,6 +183,8 @@ def _error_heuristic(function: str, error: CallError) -> str:
 
 
 def _what(case: Case) -> str:
+    if case.call_text:
+        return case.call_text
     return {"softmax": "softmax(x)", "scaled_dot_product_attention": "scaled_dot_product_attention(Q, K, V)",
             "split_heads": "split_heads(x)", "combine_heads": "combine_heads(x)"}.get(
         case.function, "forward(Q, K, V, return_weights=True)" if case.kwargs.get("return_weights")

@@ -72,6 +72,7 @@ class CallOutcome:
     error: CallError | None = None
     args_after: tuple = ()
     timed_out: bool = False
+    peak_memory: int | None = None  # bytes the call allocated at its peak, when it was measured
 
     @property
     def ok(self) -> bool:
@@ -127,12 +128,25 @@ class Sandbox:
         return self._call({"function": function}, args, kwargs)
 
     def call_method(self, class_name: str, *, init: tuple = (), attributes: dict | None = None,
-                    method: str | None = None, args: tuple = (), kwargs: dict | None = None) -> CallOutcome:
-        """Build ``class_name(*init)``, set ``attributes``, then call ``method`` (or only build)."""
+                    method: str | None = None, args: tuple = (), kwargs: dict | None = None,
+                    calls: tuple | None = None) -> CallOutcome:
+        """Build ``class_name(*init)``, set ``attributes``, then call ``method`` (or only build).
+
+        With ``calls`` (``((path, args, kwargs), ...)``), make those calls in order on the one
+        instance instead and return every result as a tuple; ``args`` None reads the attribute at
+        the dotted ``path``.
+        """
         target = {"class": class_name, "init": list(init), "attributes": attributes or {}, "method": method}
+        if calls is not None:
+            target["calls"] = [(str(path), None if step_args is None else tuple(step_args), dict(step_kwargs or {}))
+                               for path, step_args, step_kwargs in calls]
         return self._call(target, args, kwargs or {})
 
-    def _call(self, target: dict, args: tuple, kwargs: dict) -> CallOutcome:
+    def call_measured(self, function: str, *args, **kwargs) -> CallOutcome:
+        """Like ``call``; the outcome's ``peak_memory`` is the peak the call allocated (tracemalloc)."""
+        return self._call({"function": function}, args, kwargs, {"measure_peak_memory": True})
+
+    def _call(self, target: dict, args: tuple, kwargs: dict, extra: dict | None = None) -> CallOutcome:
         if self.load_report is None or not self.load_report.ok:
             return CallOutcome(error=CallError("LoadError", "the submission could not be loaded"))
         if self.process is None:
@@ -145,6 +159,7 @@ class Sandbox:
             "target": _encode(target, blobs),
             "args": _encode(list(args), blobs),
             "kwargs": _encode(kwargs, blobs),
+            **{key: _encode(value, blobs) for key, value in (extra or {}).items()},
         }
         try:
             reply, reply_blobs = self._exchange(header, blobs, timeout=self.limits.call_timeout)
@@ -160,7 +175,8 @@ class Sandbox:
             after = decode_value({"__tuple__": reply.get("args_after", [])}, reply_blobs, self.limits)
         except ValueError as bad:
             return CallOutcome(error=CallError("BadReply", str(bad)))
-        return CallOutcome(value=value, args_after=after)
+        peak = reply.get("peak_memory")
+        return CallOutcome(value=value, args_after=after, peak_memory=peak if type(peak) is int else None)
 
     # ---- process management ------------------------------------------------------
     def _start(self) -> LoadReport:

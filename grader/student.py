@@ -21,8 +21,14 @@ class StudentCode:
     def invoke(self, case: Case) -> CallOutcome:
         """The student's value for ``case`` (cached by case id)."""
         if case.id not in self._cache:
-            self._cache[case.id] = self.call(case.function, *case.args, d_model=case.d_model,
-                                             heads=case.heads, weights=case.weights, **case.kwargs)
+            if case.class_name is not None:
+                self._cache[case.id] = self.sandbox.call_method(
+                    case.class_name, init=case.init or (), attributes=case.weights or {},
+                    method=None if case.calls is not None else case.function, args=case.args, kwargs=case.kwargs,
+                    **({"calls": case.calls} if case.calls is not None else {}))
+            else:
+                self._cache[case.id] = self.call(case.function, *case.args, d_model=case.d_model,
+                                                 heads=case.heads, weights=case.weights, **case.kwargs)
         return self._cache[case.id]
 
     def call(self, function: str, *args, d_model: int | None = None, heads: int | None = None,

@@ -1,0 +1,119 @@
+"""Masked attention in NumPy: causal masks, padding masks, masked softmax.
+
+Shape legend, used in every docstring and comment below:
+
+    B    batch size
+    H    number of heads
+    T    query length (seq_q)
+    S    key/value length (seq_k)
+    d_k  width of one head
+
+A mask is a boolean array that broadcasts against the ``(B, H, T, S)``
+scores: ``True`` where a query may attend to a key, ``False`` where it may
+not. Masked keys get exactly zero weight; a query that may attend to no key
+at all (a fully masked row) gets all-zero weights and a zero output, never
+NaN.
+"""
+
+import numpy as np
+
+
+def causal_mask(T, S=None):
+    """Which keys each query may see when no token may look ahead.
+
+    Args:
+        T: number of queries.
+        S: number of keys (default ``T``). The queries are the last ``T`` of
+            the ``S`` positions, so query ``i`` sits at position
+            ``S - T + i``: with ``S > T`` (a cache of ``S - T`` earlier
+            tokens) every query also sees all earlier tokens.
+
+    Returns:
+        Boolean ``(T, S)``: ``True`` where key ``j`` is at or before query
+        ``i``'s position (the diagonal included: a token sees itself).
+    """
+    ### BEGIN SOLUTION
+    # HINT(en): query i sits at position S - T + i; key j is visible when j <= that position (compare np.arange vectors with broadcasting).
+    # HINT(zh): 查询 i 位于位置 S - T + i；当 j <= 该位置时键 j 可见（用 np.arange 向量广播比较）。
+    S = T if S is None else S
+    query_positions = np.arange(S - T, S)[:, None]  # (T, 1)
+    key_positions = np.arange(S)[None, :]  # (1, S)
+    return key_positions <= query_positions  # (T, S)
+    ### END SOLUTION
+
+
+def padding_mask(lengths, S):
+    """Which keys are real tokens rather than padding.
+
+    Args:
+        lengths: integers ``(B,)``, the number of real tokens of each
+            sequence; they come first, padding fills the rest up to ``S``.
+        S: padded length of the keys.
+
+    Returns:
+        Boolean ``(B, 1, 1, S)``, ready to broadcast against ``(B, H, T, S)``
+        scores: ``True`` at the real positions ``j < lengths[b]``.
+    """
+    ### BEGIN SOLUTION
+    # HINT(en): compare np.arange(S) with lengths[:, None] to get (B, S), then add the head and query axes: (B, 1, 1, S).
+    # HINT(zh): 用 np.arange(S) 与 lengths[:, None] 比较得到 (B, S)，再补上 head 轴和查询轴：(B, 1, 1, S)。
+    lengths = np.asarray(lengths)
+    real = np.arange(S)[None, :] < lengths[:, None]  # (B, S)
+    return real[:, None, None, :]  # (B, 1, 1, S)
+    ### END SOLUTION
+
+
+def masked_softmax(scores, mask):
+    """Softmax over the last axis in which masked entries get zero weight.
+
+    Args:
+        scores: real array ``(..., S)``; left unchanged.
+        mask: boolean array that broadcasts to ``scores.shape``; ``True``
+            where an entry takes part.
+
+    Returns:
+        An array of the shape of ``scores``: each row is a softmax over its
+        unmasked entries (summing to 1) and exactly 0 at masked entries; a
+        row with no unmasked entry is all zeros.
+    """
+    ### BEGIN SOLUTION
+    # HINT(en): replace masked scores by -inf BEFORE the softmax (np.where makes a new array); take the row max over the kept entries only, and give a row with nothing kept zeros instead of 0/0.
+    # HINT(zh): 在 softmax 之前把被遮住的分数换成 -inf（np.where 会返回新数组）；行最大值只在保留的元素上取；一行全被遮住时给出全 0，而不是 0/0。
+    mask = np.broadcast_to(mask, scores.shape)
+    # exp(-inf) is exactly 0: a masked key gets no weight at all, whatever its score.
+    filled = np.where(mask, scores, -np.inf)  # (..., S)
+    row_max = np.max(filled, axis=-1, keepdims=True)  # (..., 1)
+    row_max = np.where(np.isfinite(row_max), row_max, 0.0)  # a fully masked row's max is -inf
+    exponentials = np.exp(filled - row_max)  # (..., S), 0 where masked
+    sums = np.sum(exponentials, axis=-1, keepdims=True)  # (..., 1)
+    return exponentials / np.where(sums > 0, sums, 1.0)  # a fully masked row stays 0, not 0/0
+    ### END SOLUTION
+
+
+def masked_attention(Q, K, V, mask=None):
+    """Scaled dot-product attention restricted by a mask.
+
+    Args:
+        Q: queries, ``(B, H, T, d_k)``.
+        K: keys, ``(B, H, S, d_k)``.
+        V: values, ``(B, H, S, d_k)``.
+        mask: ``None`` (every key visible) or a boolean array that
+            broadcasts to ``(B, H, T, S)``, e.g. ``causal_mask(T, S)`` or
+            ``padding_mask(lengths, S)``, or both combined with ``&``.
+
+    Returns:
+        ``(out, weights)``: ``out`` is ``(B, H, T, d_k)``; ``weights`` is
+        ``(B, H, T, S)``, zero at masked keys, rows summing to 1 (or all zero
+        for a query with no visible key, whose output is then zero).
+    """
+    ### BEGIN SOLUTION
+    # HINT(en): compute scores = Q @ K^T / sqrt(d_k) as usual, then use masked_softmax(scores, mask) (an all-True mask when mask is None) and multiply by V.
+    # HINT(zh): 像平常一样计算 scores = Q @ K^T / sqrt(d_k)，再调用 masked_softmax(scores, mask)（mask 为 None 时用全 True 的掩码），最后乘以 V。
+    d_k = Q.shape[-1]
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)  # (B, H, T, S)
+    if mask is None:
+        mask = np.ones(scores.shape, dtype=bool)  # (B, H, T, S)
+    weights = masked_softmax(scores, mask)  # (B, H, T, S)
+    out = weights @ V  # (B, H, T, d_k)
+    return out, weights
+    ### END SOLUTION

@@ -1,0 +1,115 @@
+"""What every advanced-track test file checks, through the real CLI.
+
+Fixture submissions live in ``tests/fixtures/<assignment>/``: ``correct_*.py``
+are right in another style; every other file makes one mistake and is named
+for its catalog id (``mask_zero_fill.py`` -> ``mask-zero-fill``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+from click.testing import CliRunner
+
+from grader.assignments import get_assignment
+from grader.case_store import load_cases
+from grader.cases import same_value
+from grader.catalog import load_catalog
+from grader.cli import root
+
+PROJECT = Path(__file__).resolve().parent.parent
+FIXTURES = PROJECT / "tests" / "fixtures"
+
+
+def reference(assignment: str) -> Path:
+    return PROJECT / "solutions" / f"{assignment}.py"
+
+
+def stub(assignment: str) -> Path:
+    return PROJECT / "exercises" / f"{assignment}.py"
+
+
+def mistakes(assignment: str) -> list[Path]:
+    return sorted(path for path in (FIXTURES / assignment).glob("*.py") if not path.name.startswith("correct_"))
+
+
+def correct_variants(assignment: str) -> list[Path]:
+    return sorted((FIXTURES / assignment).glob("correct_*.py"))
+
+
+def fixture_id(path: Path) -> str:
+    return path.stem.replace("_", "-")
+
+
+def check(path: Path, assignment: str, *extra: str) -> tuple[int, dict]:
+    """``mha check PATH --assignment A --json --all`` through click's runner."""
+    result = CliRunner().invoke(root, ["check", str(path), "--assignment", assignment, "--json", "--all", *extra])
+    return result.exit_code, json.loads(result.output)
+
+
+def check_installed(path: Path, assignment: str) -> tuple[int, dict]:
+    """The same through the installed ``mha`` command in a subprocess."""
+    command = [os.path.join(os.path.dirname(sys.executable), "mha"), "check", str(path), "--assignment", assignment,
+               "--json", "--all"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd=PROJECT)
+    return done.returncode, json.loads(done.stdout)
+
+
+def catalog_ids(prefix: str) -> set[str]:
+    return {identifier for identifier, entry in load_catalog().items()
+            if entry.function is not None and identifier.startswith(prefix)}
+
+
+def assert_full_marks(code: int, result: dict) -> None:
+    assert result["status"] == "graded", result.get("error")
+    failing = [(test["name"], test["message"]) for test in result["tests"] if test["outcome"] != "passed"]
+    assert failing == []
+    assert code == 0
+    assert result["score"] == result["max_score"] > 0
+    assert result["misconceptions"] == []
+    assert any(test["visibility"] == "hidden" for test in result["tests"])
+
+
+def assert_not_implemented(code: int, result: dict) -> None:
+    assert code == 1
+    assert result["score"] == 0.0 and result["max_score"] > 0
+    assert {test["misconception"] for test in result["tests"]} == {"not-implemented"}
+    assert result["misconceptions"] == []
+
+
+def assert_diagnosed(code: int, result: dict, expected: str) -> None:
+    assert code == 1
+    assert result["misconceptions"] == [expected], [(t["name"], t["misconception"]) for t in result["tests"]]
+    assert 0 < result["score"] < result["max_score"]
+
+
+def assert_public_cases_up_to_date(assignment: str) -> None:
+    """The shipped ``public_cases.npz`` equals what the track module builds now."""
+    exercise = get_assignment(assignment)
+    shipped = load_cases(exercise.public_cases_file)
+    built = importlib.import_module(f"grader.tracks.{assignment}").public_cases()
+    assert sorted(shipped) == sorted(built)
+    for name, case in built.items():
+        stored = shipped[name]
+        for field in ("function", "args", "kwargs", "init", "calls", "weights", "expected", "class_name"):
+            assert _same(getattr(stored, field), getattr(case, field)), (name, field)
+        assert [(m, label) for m, label, _ in stored.twins] == [(m, label) for m, label, _ in case.twins], name
+        for (_, label, stored_value), (_, _, value) in zip(stored.twins, case.twins):
+            assert _same(stored_value, value), (name, label)
+
+
+def _same(a, b) -> bool:
+    """Equal structure and values (arrays within tolerance, NaN equal to NaN)."""
+    if isinstance(a, tuple) and isinstance(b, tuple):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[key], b[key]) for key in a)
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return same_value(np.asarray(a), np.asarray(b)) and np.asarray(a).dtype.kind == np.asarray(b).dtype.kind
+    return a == b
