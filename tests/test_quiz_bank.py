@@ -253,3 +253,17 @@ def test_formulas_compute():
     assert quiz_formulas.evaluate("sqrt(d_model // num_heads)", values) == 8.0
     assert quiz_formulas.evaluate("d_model % num_heads == 0 and not num_heads > 8", values) is True
     assert quiz_formulas.names("max(a, b) * c") == {"a", "b", "c"}
+
+
+def test_quiz_texts_are_bilingual_with_the_same_placeholders(tmp_path):
+    from grader.quiz_texts import clock, load_texts, text
+
+    texts = load_texts()
+    assert all(set(value) == {"en", "zh"} for value in texts.values())
+    assert set(KINDS) <= {key.removeprefix("how.") for key in texts if key.startswith("how.")}
+    assert text("wrong", "zh", expected="B") == "不对。正确答案是 B。"
+    assert (clock(75.4), clock(3723)) == ("1:15", "1:02:03")
+    broken = tmp_path / "quiz.toml"
+    broken.write_text('schema_version = 1\n[text.right]\nen = "Right {name}."\nzh = "正确。"\n', encoding="utf-8")
+    with pytest.raises(ContentError, match="text.right has different placeholders"):
+        load_texts(broken)

@@ -178,6 +178,24 @@ def test_drilling_from_feedback_asks_the_linked_questions(tmp_path):
     assert "nothing to drill" in invoke("--from-feedback", str(clean), "--lang", "en").output
 
 
+def test_drilling_from_a_submission_checks_it_first(tmp_path):
+    from grader.paths import solution_path
+    from grader.stubs import strip_markers
+
+    solved = strip_markers(solution_path().read_text(encoding="utf-8"))
+    buggy = solved.replace("return x.transpose(0, 2, 1, 3)  # (B, H, T, d_k)",
+                           "return x.reshape(batch, self.num_heads, length, self.d_k)")
+    assert buggy != solved
+    submission = tmp_path / "alice.py"
+    submission.write_text(buggy, encoding="utf-8")
+    result = invoke("--from-feedback", str(submission), "--count", "1", "--seed", "0", "--lang", "en", input="\n")
+    found_line = next(line for line in result.output.splitlines() if line.startswith("Drilling"))
+    found = found_line.split(": ", 1)[1].rstrip(".").split(", ")
+    assert "split-heads-no-transpose" in found
+    asked = planned(1, seed=0, misconceptions=found)
+    assert asked[0].prompt["en"] in result.output
+
+
 def test_usage_errors_exit_with_two(tmp_path):
     unknown = invoke("--topic", "cooking")
     assert unknown.exit_code == 2 and "choose from" in unknown.output
