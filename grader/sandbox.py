@@ -1,34 +1,39 @@
 """The trusted side of the trust boundary: start, talk to and kill a worker.
 
-Student code runs only in ``grader/worker_main.py``, a separate process in
-its own session and scratch folder, under resource limits. Replies are read
-with size limits; arrays are loaded with ``allow_pickle=False`` after their
-``.npy`` header (dtype, shape, size) has been checked. A call that overruns
-its time kills the worker and everything it started; the next call starts a
-fresh worker (up to a budget of restarts per submission).
+Student code runs only in a worker forked by a fork server
+(``grader/forkserver.py``), confined before any student code exists in it:
+its own session and pid, network and mount namespaces (as root), resource
+limits, a scratch folder, a scrubbed environment, Landlock (read only the
+interpreter and NumPy, write only the scratch folder, no TCP, no signals
+outside), and uid ``nobody`` (as root). Replies are read with deadlines and
+size limits and decoded by ``grader.boundary``. A call that overruns its time
+kills the worker and everything it started; the next call starts a fresh
+worker (up to a budget of restarts per submission).
+
+``Sandbox.open(..., server=None)`` starts a private fork server (one NumPy
+import per submission); pass a shared ``ForkServer`` (``start_server()``) to
+pay that once for a whole class.
 """
 
 from __future__ import annotations
 
-import io
 import os
 import select
 import shutil
 import signal
-import struct
-import subprocess
-import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+import warnings
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from grader import worker_main
+from grader.boundary import BadReply, ForeignObject, decode_reply, encode_request, load_checked_array  # noqa: F401
+from grader.confinement import NOBODY
+from grader.forkserver import ForkServer, ForkServerError, stop_worker, worker_status
 from grader.submission import SubmissionSource, read_submission
 
-WORKER_SCRIPT = Path(worker_main.__file__)
+STATUS_WAIT = 0.5  # seconds to wait for a worker that broke the protocol to report its own exit
 
 
 @dataclass(frozen=True)
@@ -39,10 +44,12 @@ class Limits:
     submission_timeout: float = 60.0  # seconds of wall clock for all calls together
     memory_mb: int = 2048  # address space of the worker
     cpu_seconds: int = 60
-    max_processes: int = 256
+    max_processes: int = 256  # processes of the sandbox user (all workers of this machine together)
     file_size_mb: int = 16
     max_reply_mb: int = 64  # largest reply accepted from the worker
     max_restarts: int = 4
+    open_files: int = 64
+    start_timeout: float = 30.0  # seconds to get a confined worker (and, for a private server, to start it)
 
 
 @dataclass(frozen=True)
@@ -72,7 +79,6 @@ class CallOutcome:
     error: CallError | None = None
     args_after: tuple = ()
     timed_out: bool = False
-    peak_memory: int | None = None  # bytes the call allocated at its peak, when it was measured
 
     @property
     def ok(self) -> bool:
@@ -87,6 +93,10 @@ class WorkerGone(Exception):
         self.timed_out = timed_out
 
 
+class SandboxWarning(UserWarning):
+    """Part of the confinement is missing on this machine."""
+
+
 @dataclass
 class LoadReport:
     ok: bool
@@ -96,23 +106,55 @@ class LoadReport:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
+@dataclass
+class _Worker:
+    connection: object  # socket to the keeper: ask it to kill, hear the exit status
+    pid: int
+    to_worker: int
+    from_worker: int
+    status: int | None = None
+    reaped: bool = False
+
+
+def start_server(*, hidden=()) -> ForkServer:
+    """A fork server for many submissions; ``hidden`` folders (e.g. the output folder) are masked too."""
+    return ForkServer.start(hidden=(*default_hidden(), *hidden))
+
+
+def default_hidden() -> tuple[str, ...]:
+    """Folders no worker should see even without Landlock: the project, the solutions, the course key."""
+    from grader import paths
+    from grader.seeding import course_key_file
+
+    folders = [course_key_file().parent]
+    if (paths.PROJECT_DIR / "pyproject.toml").exists():  # a checkout, not an installed package
+        folders.append(paths.PROJECT_DIR)
+    if paths.solutions_dir() is not None:
+        folders.append(paths.solutions_dir())
+    return tuple(str(Path(folder).resolve()) for folder in folders)
+
+
 class Sandbox:
     """A loaded submission in a worker process. Use ``Sandbox.open`` as a context manager."""
 
-    def __init__(self, source: SubmissionSource, limits: Limits):
+    def __init__(self, source: SubmissionSource, limits: Limits, server: ForkServer | str | None = None):
         self.source = source
         self.limits = limits
-        self.process: subprocess.Popen | None = None
+        self.server = ForkServer.attach(server, {}) if isinstance(server, str) else server
+        self._own_server: ForkServer | None = None
+        self.worker: _Worker | None = None
         self.scratch: Path | None = None
         self.restarts = -1
         self.spent = 0.0
         self.load_report: LoadReport | None = None
-        self.isolation = "process, resource limits, scratch folder"
+        self.isolation = "not started"
+        self.startup_seconds = 0.0  # what the last worker cost to get, up to its hello
 
     @classmethod
     def open(cls, *, path: Path | None = None, source: SubmissionSource | None = None,
-             limits: Limits | None = None) -> Sandbox:
-        box = cls(source if source is not None else read_submission(Path(path)), limits or Limits())
+             limits: Limits | None = None, server: ForkServer | str | None = None) -> Sandbox:
+        """Load a submission in a fresh confined worker; ``server`` is a shared ForkServer (or its address)."""
+        box = cls(source if source is not None else read_submission(Path(path)), limits or Limits(), server)
         box.load_report = box._start()
         return box
 
@@ -132,35 +174,27 @@ class Sandbox:
                     calls: tuple | None = None) -> CallOutcome:
         """Build ``class_name(*init)``, set ``attributes``, then call ``method`` (or only build).
 
-        With ``calls`` (``((path, args, kwargs), ...)``), make those calls in order on the one
-        instance instead and return every result as a tuple; ``args`` None reads the attribute at
-        the dotted ``path``.
+        With ``calls`` (``((path, args, kwargs), ...)``; ``args`` None reads the
+        attribute), make those uses of the one instance instead; the value is
+        the tuple of their results.
         """
         target = {"class": class_name, "init": list(init), "attributes": attributes or {}, "method": method}
         if calls is not None:
-            target["calls"] = [(str(path), None if step_args is None else tuple(step_args), dict(step_kwargs or {}))
-                               for path, step_args, step_kwargs in calls]
+            target["calls"] = [list(step) for step in calls]
         return self._call(target, args, kwargs or {})
 
-    def call_measured(self, function: str, *args, **kwargs) -> CallOutcome:
-        """Like ``call``; the outcome's ``peak_memory`` is the peak the call allocated (tracemalloc)."""
-        return self._call({"function": function}, args, kwargs, {"measure_peak_memory": True})
-
-    def _call(self, target: dict, args: tuple, kwargs: dict, extra: dict | None = None) -> CallOutcome:
+    def _call(self, target: dict, args: tuple, kwargs: dict) -> CallOutcome:
         if self.load_report is None or not self.load_report.ok:
             return CallOutcome(error=CallError("LoadError", "the submission could not be loaded"))
-        if self.process is None:
+        if self.worker is None:
             if self.restarts >= self.limits.max_restarts:
                 return CallOutcome(error=CallError("WorkerGone", "the worker was stopped too often; no more calls"))
-            self._start()
+            restarted = self._start()
+            if not restarted.ok:
+                return CallOutcome(error=restarted.error)
         blobs: list[bytes] = []
-        header = {
-            "op": "call",
-            "target": _encode(target, blobs),
-            "args": _encode(list(args), blobs),
-            "kwargs": _encode(kwargs, blobs),
-            **{key: _encode(value, blobs) for key, value in (extra or {}).items()},
-        }
+        header = {"op": "call", "target": encode_request(target, blobs), "args": encode_request(list(args), blobs),
+                  "kwargs": encode_request(kwargs, blobs)}
         try:
             reply, reply_blobs = self._exchange(header, blobs, timeout=self.limits.call_timeout)
         except WorkerGone as gone:
@@ -170,34 +204,31 @@ class Sandbox:
             return CallOutcome(error=CallError("WorkerGone", str(gone)))
         if not reply.get("ok"):
             return CallOutcome(error=_call_error(reply.get("error")))
+        limit = self.limits.max_reply_mb << 20
         try:
-            value = decode_value(reply.get("value"), reply_blobs, self.limits)
-            after = decode_value({"__tuple__": reply.get("args_after", [])}, reply_blobs, self.limits)
-        except ValueError as bad:
-            return CallOutcome(error=CallError("BadReply", str(bad)))
-        peak = reply.get("peak_memory")
-        return CallOutcome(value=value, args_after=after, peak_memory=peak if type(peak) is int else None)
+            value = decode_reply(reply.get("value"), reply_blobs, limit)
+            after = decode_reply({"__tuple__": reply.get("args_after", [])}, reply_blobs, limit)
+        except (BadReply, RecursionError) as bad:
+            return CallOutcome(error=CallError("BadReply", str(bad)[:300]))
+        return CallOutcome(value=value, args_after=after)
 
     # ---- process management ------------------------------------------------------
     def _start(self) -> LoadReport:
         self.restarts += 1
-        self.scratch = Path(tempfile.mkdtemp(prefix="mha-worker-"))
-        to_worker_read, to_worker_write = os.pipe()
-        from_worker_read, from_worker_write = os.pipe()
-        output = open(self.scratch / "output.txt", "wb")
-        self.process = subprocess.Popen(
-            [sys.executable, "-I", str(WORKER_SCRIPT), str(to_worker_read), str(from_worker_write)],
-            stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT,
-            pass_fds=(to_worker_read, from_worker_write), cwd=self.scratch,
-            env=_scrubbed_environment(self.scratch), start_new_session=True,
-            preexec_fn=_limiter(self.limits),
-        )
-        output.close()
-        os.close(to_worker_read)
-        os.close(from_worker_write)
-        self._to_worker = os.fdopen(to_worker_write, "wb")
-        self._from_worker = from_worker_read
-        header = {"op": "load", "mode": self.source.mode,
+        started = time.monotonic()
+        try:
+            self._spawn()
+            hello, _ = self._read(started + self.limits.start_timeout)
+        except (ForkServerError, WorkerGone) as failed:
+            self._kill()
+            return LoadReport(ok=False, error=CallError("SandboxError", f"no confined worker could be started: {failed}"))
+        if hello.get("op") != "hello" or not hello.get("ok"):
+            self._kill()
+            reason = str(hello.get("error", "the worker did not report its confinement"))[:500]
+            return LoadReport(ok=False, error=CallError("SandboxError", f"the worker refused to start: {reason}"))
+        self.startup_seconds = time.monotonic() - started
+        self.isolation = describe_isolation(hello)
+        header = {"op": "load", "mode": self.source.mode, "reply_limit": self.limits.max_reply_mb << 20,
                   "cells": [cell.__dict__ for cell in self.source.cells]}
         try:
             reply, _ = self._exchange(header, [], timeout=self.limits.call_timeout * 2)
@@ -208,65 +239,123 @@ class Sandbox:
         if not reply.get("ok"):
             self._kill()
             return LoadReport(ok=False, error=_call_error(reply.get("error")))
+        names, cell_errors = reply.get("names", ()), reply.get("cell_errors", ())
         return LoadReport(
-            ok=True, names=tuple(reply.get("names", ())),
-            cell_errors=tuple(_call_error(e) for e in reply.get("cell_errors", ())),
+            ok=True, names=tuple(str(name)[:100] for name in names[:500]) if isinstance(names, list) else (),
+            cell_errors=tuple(_call_error(e) for e in cell_errors[:100]) if isinstance(cell_errors, list) else (),
             notes=self.source.notes,
         )
+
+    def _spawn(self) -> None:
+        if self.server is None and self._own_server is None:
+            self._own_server = start_server()
+        server = self.server or self._own_server
+        if self.scratch is not None:  # a restart: the previous worker's files go
+            shutil.rmtree(self.scratch, ignore_errors=True)
+        self.scratch = Path(tempfile.mkdtemp(prefix="mha-worker-"))
+        output = os.open(self.scratch / "output.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        if os.geteuid() == 0:  # the worker runs as nobody and must own its folder
+            os.chown(self.scratch, NOBODY, NOBODY)
+            os.chown(self.scratch / "output.txt", NOBODY, NOBODY)
+        to_worker_read, to_worker_write = os.pipe2(os.O_CLOEXEC)
+        from_worker_read, from_worker_write = os.pipe2(os.O_CLOEXEC)
+        limits = asdict(self.limits)
+        request = {"scratch": str(self.scratch), "environment": _scrubbed_environment(self.scratch),
+                   "limits": {key: limits[key] for key in ("memory_mb", "cpu_seconds", "max_processes",
+                                                           "file_size_mb", "open_files")}}
+        try:
+            connection, pid = server.spawn(request, [to_worker_read, from_worker_write, output],
+                                           timeout=self.limits.start_timeout)
+        except ForkServerError:
+            for fd in (to_worker_write, from_worker_read):
+                os.close(fd)
+            raise
+        finally:
+            for fd in (to_worker_read, from_worker_write, output):
+                os.close(fd)
+        os.set_blocking(to_worker_write, False)
+        self.worker = _Worker(connection, pid, to_worker_write, from_worker_read)
 
     def _exchange(self, header: dict, blobs: list[bytes], *, timeout: float) -> tuple[dict, list[bytes]]:
         remaining_budget = self.limits.submission_timeout - self.spent
         if remaining_budget <= 0:
             raise WorkerGone(f"the submission used up its {self.limits.submission_timeout:g} s in total", timed_out=True)
-        deadline_span = min(timeout, remaining_budget)
         started = time.monotonic()
+        deadline = started + min(timeout, remaining_budget)
         try:
-            worker_main.write_message(self._to_worker, header, blobs)
-            reader = _DeadlineReader(self._from_worker, started + deadline_span, self.limits.max_reply_mb << 20)
+            self._write(worker_main.frame(header, blobs), deadline)
+            return self._read(deadline)
+        finally:
+            self.spent += time.monotonic() - started
+
+    def _write(self, data: bytes, deadline: float) -> None:
+        """Send without ever blocking past ``deadline`` (a worker may stop reading)."""
+        view = memoryview(data)
+        while view:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([], [self.worker.to_worker], [], remaining)[1]:
+                raise WorkerGone("the call did not finish in time", timed_out=True)
+            try:
+                view = view[os.write(self.worker.to_worker, view[:1 << 16]):]
+            except BlockingIOError:
+                continue
+            except OSError as broken:
+                raise WorkerGone(self._death_reason(broken)) from None
+
+    def _read(self, deadline: float) -> tuple[dict, list[bytes]]:
+        reader = _DeadlineReader(self.worker.from_worker, deadline, self.limits.max_reply_mb << 20)
+        try:
             message = worker_main.read_message(reader, limit=self.limits.max_reply_mb << 20)
         except WorkerGone:
             raise
-        except (OSError, EOFError, ValueError, UnicodeDecodeError) as broken:
-            code = self.process.poll() if self.process else None
-            raise WorkerGone(_death_reason(code, broken)) from None
-        finally:
-            self.spent += time.monotonic() - started
-        if message is None or not isinstance(message[0], dict):
-            raise WorkerGone(_death_reason(self.process.wait(timeout=1) if self.process else None, None))
+        except (OSError, EOFError, ValueError, TypeError, RecursionError) as broken:
+            raise WorkerGone(self._death_reason(broken)) from None
+        if message is None:
+            raise WorkerGone(self._death_reason(None))
         return message
+
+    def _death_reason(self, error: Exception | None) -> str:
+        """Why the worker stopped answering; waits briefly for its own exit status."""
+        if self.worker is not None and not self.worker.reaped:
+            self.worker.status = worker_status(self.worker.connection, timeout=STATUS_WAIT)
+            self.worker.reaped = self.worker.status is not None
+        return _death_reason(self.worker.status if self.worker else None, error)
 
     def output(self, limit: int = 4000) -> str:
         """What the student's code printed (the start of it)."""
-        if self.scratch is None or not (self.scratch / "output.txt").exists():
+        if self.scratch is None or not (self.scratch / "output.txt").is_file():
             return ""
         with open(self.scratch / "output.txt", "rb") as handle:
             return handle.read(limit).decode("utf-8", "replace")
 
     def _kill(self) -> None:
-        if self.process is not None:
+        """Kill the worker and everything it started; wait until the keeper says they are gone."""
+        worker, self.worker = self.worker, None
+        if worker is None:
+            return
+        if not worker.reaped:
+            worker.status = stop_worker(worker.connection, timeout=self.limits.start_timeout)
+        for closing in (worker.connection.close, lambda: os.close(worker.to_worker),
+                        lambda: os.close(worker.from_worker)):
             try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
-            self.process.wait()
-            self.process = None
-            try:
-                self._to_worker.close()
+                closing()
             except OSError:
                 pass
-            os.close(self._from_worker)
 
     def close(self) -> None:
         self._kill()
         if self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
+        if self._own_server is not None:
+            self._own_server.stop()
+            self._own_server = None
 
 
 class _DeadlineReader:
     """A file-like reader over a pipe that gives up at a deadline or a size limit."""
 
     def __init__(self, fd: int, deadline: float, limit: int):
-        self.fd, self.deadline, self.left = fd, deadline, limit + 4096
+        self.fd, self.deadline, self.left = fd, deadline, limit + (1 << 21)  # room for the JSON header
 
     def read(self, size: int) -> bytes:
         remaining = self.deadline - time.monotonic()
@@ -279,15 +368,46 @@ class _DeadlineReader:
         return chunk
 
 
+_WARNED: set[str] = set()
+
+
+def describe_isolation(hello: dict) -> str:
+    """One line saying what confined the worker, from its own report; warns once about what is missing."""
+    parts = [str(hello.get("landlock", "no landlock"))[:80]]
+    namespaces = [str(name) for name in hello.get("namespaces", ()) if str(name) in ("pid", "net", "mount")]
+    if namespaces:
+        parts.append(f"{'/'.join(namespaces)} namespaces")
+    parts.append("rlimits (cpu, memory, processes, file size, open files)")
+    if hello.get("session"):
+        parts.append("new session")
+    uid = hello.get("uid")
+    parts.append("uid nobody" if uid == NOBODY else f"uid {uid}")
+    parts.append("scratch folder, scrubbed environment")
+    missing = []
+    if not str(hello.get("landlock", "")).startswith("landlock"):
+        missing.append("Landlock is not available in this kernel: the worker can read any file its user can read"
+                       + ("" if "net" in namespaces else " and reach the network"))
+    elif "net" not in str(hello.get("landlock")) and "net" not in namespaces:
+        missing.append("this kernel's Landlock cannot deny TCP and no network namespace is in force")
+    if uid == 0:
+        missing.append("the worker runs as root: process limits do not bind it")
+    missing += [str(text)[:200] for text in hello.get("warnings", ())[:5]]
+    for text in missing:
+        if text not in _WARNED:
+            _WARNED.add(text)
+            warnings.warn(text, SandboxWarning, stacklevel=3)
+    return ", ".join(parts) + "".join(f"; WARNING: {text}" for text in missing)
+
+
 def _death_reason(code: int | None, error: Exception | None) -> str:
     if code is not None and code < 0:
         name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
         hints = {"SIGKILL": " (killed: out of memory or CPU time?)", "SIGXCPU": " (CPU time limit)",
-                 "SIGXFSZ": " (wrote too much output)", "SIGSEGV": " (crashed)"}
+                 "SIGXFSZ": " (wrote too much output)", "SIGSEGV": " (crashed: recursion too deep?)"}
         return f"the worker was ended by {name}{hints.get(name, '')}"
     if code is not None:
         return f"the worker exited with status {code} (sys.exit or os._exit in the submission?)"
-    return f"the worker broke the protocol ({error})" if error else "the worker stopped answering"
+    return f"the worker broke the protocol ({str(error)[:200]})" if error else "the worker stopped answering"
 
 
 def _scrubbed_environment(scratch: Path) -> dict[str, str]:
@@ -299,113 +419,22 @@ def _scrubbed_environment(scratch: Path) -> dict[str, str]:
     return keep
 
 
-def _limiter(limits: Limits):
-    def apply() -> None:
-        import resource
-
-        def cap(kind: int, value: int) -> None:
-            try:
-                resource.setrlimit(kind, (value, value))
-            except (ValueError, OSError):
-                pass
-
-        cap(resource.RLIMIT_AS, limits.memory_mb << 20)
-        cap(resource.RLIMIT_CPU, limits.cpu_seconds)
-        cap(resource.RLIMIT_NPROC, limits.max_processes)
-        cap(resource.RLIMIT_FSIZE, limits.file_size_mb << 20)
-        cap(resource.RLIMIT_CORE, 0)
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # over-long output fails a write, not the worker
-
-    return apply
-
-
-# ---- values across the boundary ------------------------------------------------
-_ALLOWED_KINDS = "biuf"
-
-
-def _encode(value, blobs: list[bytes]):
-    if isinstance(value, np.ndarray):
-        buffer = io.BytesIO()
-        np.save(buffer, value, allow_pickle=False)
-        blobs.append(buffer.getvalue())
-        return {"__array__": len(blobs) - 1}
-    if isinstance(value, tuple):
-        return {"__tuple__": [_encode(item, blobs) for item in value]}
-    if isinstance(value, list):
-        return [_encode(item, blobs) for item in value]
-    if isinstance(value, dict):
-        return {key: _encode(item, blobs) for key, item in value.items()}
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
-
-
-class ForeignObject:
-    """Something the worker returned that is not plain numeric data."""
-
-    def __init__(self, description: str):
-        self.description = description
-
-    def __repr__(self) -> str:
-        return f"<{self.description}>"
-
-
-def decode_value(tree, blobs: list[bytes], limits: Limits):
-    """Rebuild a reply's value; arrays are checked before they are loaded."""
-    if isinstance(tree, dict):
-        if "__array__" in tree:
-            index = tree["__array__"]
-            if not isinstance(index, int) or not 0 <= index < len(blobs):
-                raise ValueError("reply names an array that is not there")
-            return load_checked_array(blobs[index], limits.max_reply_mb << 20)
-        if "__tuple__" in tree:
-            return tuple(decode_value(item, blobs, limits) for item in tree["__tuple__"])
-        if "__scalar__" in tree:
-            return np.dtype(str(tree.get("dtype", "float64"))).type(tree["__scalar__"]) \
-                if str(tree.get("dtype", "")) in _SCALAR_DTYPES else ForeignObject("a numpy scalar")
-        if "__object__" in tree:
-            return ForeignObject(str(tree["__object__"])[:200])
-        raise ValueError("reply holds an unknown mapping")
-    if isinstance(tree, list):
-        return [decode_value(item, blobs, limits) for item in tree]
-    if tree is None or type(tree) in (bool, int, float, str):
-        return tree
-    raise ValueError("reply holds an unknown value")
-
-
-_SCALAR_DTYPES = {"float64", "float32", "float16", "int64", "int32", "bool"}
-
-
-def load_checked_array(blob: bytes, max_bytes: int) -> np.ndarray:
-    """Load ``.npy`` bytes after checking dtype, shape and size in the header."""
-    stream = io.BytesIO(blob)
-    try:
-        version = np.lib.format.read_magic(stream)
-        read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                       else np.lib.format.read_array_header_2_0)
-        shape, fortran_order, dtype = read_header(stream)
-    except Exception as bad:  # any malformed header is a bad reply
-        raise ValueError(f"malformed array in reply: {bad}") from None
-    if dtype.hasobject or dtype.kind not in _ALLOWED_KINDS or dtype.fields is not None:
-        raise ValueError(f"array of dtype {dtype} is not plain numeric data")
-    count = 1
-    for extent in shape:
-        count *= extent
-    if count * dtype.itemsize > max_bytes or count * dtype.itemsize != len(blob) - stream.tell():
-        raise ValueError(f"array of shape {shape} does not match its {len(blob)} bytes")
-    stream.seek(0)
-    return np.load(stream, allow_pickle=False)
-
-
 def _call_error(data) -> CallError:
     if not isinstance(data, dict):
         return CallError("WorkerGone", "the worker sent a malformed error")
+
     def text(key: str, limit: int = 2000) -> str:
         value = data.get(key)
         return str(value)[:limit] if value is not None else ""
+
     line = data.get("line")
     return CallError(
         type=text("type", 100) or "Error", message=text("message"),
-        line=line if isinstance(line, int) else None, source_line=text("source_line", 200),
+        line=line if type(line) is int else None, source_line=text("source_line", 200),
         function=text("function", 100) or None, file=text("file", 300) or None, cell=text("cell", 100) or None,
     )
+
+
+def decode_value(tree, blobs: list[bytes], limits: Limits):
+    """Rebuild a reply's value (kept for callers of the earlier API); raises ValueError when malformed."""
+    return decode_reply(tree, blobs, limits.max_reply_mb << 20)

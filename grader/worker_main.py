@@ -1,9 +1,10 @@
 """The worker: the only process that runs student code.
 
-Runs as its own script (``python -I worker_main.py READ_FD WRITE_FD``) and
-imports nothing but the standard library and NumPy, so it can live behind a
-filesystem sandbox that hides the grader, the suites and the solutions. It
-only evaluates calls; the trusted side checks everything it sends back.
+Forked, already confined, by the fork server (``grader/forkserver.py``), which
+calls ``serve``; it imports nothing but the standard library and NumPy, so it
+can live behind a filesystem sandbox that hides the grader, the suites and the
+solutions. It only evaluates calls; the trusted side checks everything it
+sends back, and never trusts this side to have behaved.
 
 Wire format, both ways: a 4-byte big-endian length, a UTF-8 JSON header, then
 the binary blobs the header lists (``"blobs": [n1, n2, ...]``). Arrays travel
@@ -17,6 +18,7 @@ import json
 import os
 import struct
 import sys
+import tracemalloc
 import traceback
 import types
 
@@ -34,19 +36,21 @@ def read_message(stream, limit=MESSAGE_LIMIT):
     if size > HEADER_LIMIT:
         raise ValueError(f"message header of {size} bytes exceeds {HEADER_LIMIT}")
     header = json.loads(_read_exactly(stream, size, strict=True).decode("utf-8"))
-    lengths = header.get("blobs", [])
-    if not isinstance(lengths, list) or sum(lengths) > limit:
-        raise ValueError("message blobs are malformed or too large")
+    lengths = header.get("blobs", []) if isinstance(header, dict) else None
+    if not isinstance(lengths, list) or not all(type(n) is int and n >= 0 for n in lengths) or sum(lengths) > limit:
+        raise ValueError("message header or blobs are malformed or too large")
     blobs = [_read_exactly(stream, n, strict=True) for n in lengths]
     return header, blobs
 
 
+def frame(header, blobs=()):
+    """The bytes of one message."""
+    data = json.dumps(dict(header, blobs=[len(b) for b in blobs])).encode("utf-8")
+    return b"".join([struct.pack(">I", len(data)), data, *blobs])
+
+
 def write_message(stream, header, blobs=()):
-    header = dict(header, blobs=[len(b) for b in blobs])
-    data = json.dumps(header).encode("utf-8")
-    stream.write(struct.pack(">I", len(data)) + data)
-    for blob in blobs:
-        stream.write(blob)
+    stream.write(frame(header, blobs))
     stream.flush()
 
 
@@ -63,8 +67,8 @@ def _read_exactly(stream, size, strict=False):
     return b"".join(chunks)
 
 
-def encode(value, blobs, numpy):
-    """Turn a value into a JSON tree, appending array bytes to ``blobs``."""
+def encode(value, blobs, numpy, limit=MESSAGE_LIMIT):
+    """Turn a value into a JSON tree, appending array bytes to ``blobs`` (at most ``limit`` bytes in all)."""
     if value is None or isinstance(value, (bool, int, float, str)) and type(value) in (bool, int, float, str):
         if isinstance(value, str):
             return value[:TEXT_LIMIT]
@@ -72,6 +76,8 @@ def encode(value, blobs, numpy):
     if type(value) is numpy.ndarray:
         if value.dtype.kind not in "biuf":
             return {"__object__": f"array of dtype {value.dtype}"}
+        if value.nbytes + sum(len(blob) for blob in blobs) > limit:
+            return {"__object__": f"array of shape {value.shape}, {value.nbytes:,} bytes: more than a reply may hold"}
         buffer = io.BytesIO()
         numpy.save(buffer, numpy.ascontiguousarray(value), allow_pickle=False)
         blobs.append(buffer.getvalue())
@@ -79,7 +85,7 @@ def encode(value, blobs, numpy):
     if isinstance(value, numpy.generic) and type(value).__module__ == "numpy" and value.dtype.kind in "biuf":
         return {"__scalar__": value.item(), "dtype": str(value.dtype)}
     if type(value) in (tuple, list) and len(value) <= 16:
-        items = [encode(item, blobs, numpy) for item in value]
+        items = [encode(item, blobs, numpy, limit) for item in value]
         return {"__tuple__": items} if type(value) is tuple else items
     return {"__object__": _describe(value)}
 
@@ -138,11 +144,13 @@ def describe_error(error, filenames):
 class Worker:
     def __init__(self, numpy):
         self.numpy = numpy
+        self.reply_limit = MESSAGE_LIMIT
         self.module = types.ModuleType("submission")
         self.filenames = set()
 
     def load(self, request):
         namespace = self.module.__dict__
+        self.reply_limit = min(int(request.get("reply_limit", MESSAGE_LIMIT)), MESSAGE_LIMIT)
         cell_errors = []
         for cell in request["cells"]:
             self.filenames.add(cell["filename"])
@@ -161,6 +169,7 @@ class Worker:
         return {"ok": True, "names": names, "cell_errors": cell_errors}
 
     def call(self, request, blobs):
+        """Run one call; return (reply, reply blobs)."""
         numpy = self.numpy
         args = list(decode(request.get("args", []), blobs, numpy))
         kwargs = decode(request.get("kwargs", {}), blobs, numpy)
@@ -168,35 +177,46 @@ class Worker:
         namespace = self.module.__dict__
         try:
             if "class" in target:
-                cls = namespace[target["class"]]
-                instance = cls(*decode(target.get("init", []), blobs, numpy))
+                instance = namespace[target["class"]](*decode(target.get("init", []), blobs, numpy))
                 for name, value in decode(target.get("attributes", {}), blobs, numpy).items():
                     setattr(instance, name, value)
-                function = getattr(instance, target["method"]) if target.get("method") else None
+                if target.get("calls") is not None:
+                    value = tuple(_step(instance, step) for step in decode(target["calls"], blobs, numpy))
+                else:
+                    function = getattr(instance, target["method"]) if target.get("method") else None
+                    value = function(*args, **kwargs) if function is not None else None
             else:
-                function = namespace[target["function"]]
-            value = function(*args, **kwargs) if function is not None else None
-        except BaseException as error:  # noqa: BLE001
+                value = namespace[target["function"]](*args, **kwargs)
+        except BaseException as error:  # noqa: BLE001 - any failure is the student's to read
             if isinstance(error, KeyboardInterrupt):
                 raise
             if isinstance(error, KeyError) and not error.__traceback__.tb_next:
-                return {"ok": False, "error": {"type": "MissingName", "message": str(error)[:200]}}
+                return {"ok": False, "error": {"type": "MissingName", "message": str(error)[:200]}}, []
             return {"ok": False, "error": describe_error(error, self.filenames)}, []
         out_blobs = []
         try:
-            encoded = encode(value, out_blobs, numpy)
-            after = [encode(arg, out_blobs, numpy) for arg in args]
+            encoded = encode(value, out_blobs, numpy, self.reply_limit)
+            after = [encode(arg, out_blobs, numpy, self.reply_limit) for arg in args]
         except BaseException as error:  # noqa: BLE001 - a hostile object may fail to encode
             return {"ok": False, "error": {"type": "UnencodableResult", "message": repr(type(error))}}, []
         return {"ok": True, "value": encoded, "args_after": after}, out_blobs
 
 
-def main():
-    read_fd, write_fd = int(sys.argv[1]), int(sys.argv[2])
+def _step(instance, step):
+    """One of several uses of one instance: ``(path, args, kwargs)``; ``args`` None reads the attribute."""
+    path, args, kwargs = step
+    value = instance
+    for name in str(path).split("."):
+        value = getattr(value, name)
+    return value if args is None else value(*args, **(kwargs or {}))
+
+
+def serve(read_fd, write_fd, numpy, hello=None):
+    """Answer requests on ``read_fd`` until it closes; ``hello`` is sent first, before any request."""
     incoming = os.fdopen(read_fd, "rb", buffering=0)
     outgoing = os.fdopen(write_fd, "wb")
-    import numpy  # paid once, before any student code runs
-
+    if hello is not None:
+        write_message(outgoing, hello)
     worker = Worker(numpy)
     while True:
         message = read_message(incoming)
@@ -207,14 +227,20 @@ def main():
         if operation == "load":
             reply, reply_blobs = worker.load(header), []
         elif operation == "call":
-            reply = worker.call(header, blobs)
-            reply, reply_blobs = reply if isinstance(reply, tuple) else (reply, [])
+            reply, reply_blobs = worker.call(header, blobs)
         elif operation == "ping":
             reply, reply_blobs = {"ok": True}, []
         else:
             reply, reply_blobs = {"ok": False, "error": {"type": "Protocol", "message": str(operation)}}, []
         sys.stdout.flush()
         write_message(outgoing, reply, reply_blobs)
+
+
+def main():
+    """``python -I worker_main.py READ_FD WRITE_FD``: serve without confinement (for debugging the protocol)."""
+    import numpy
+
+    serve(int(sys.argv[1]), int(sys.argv[2]), numpy)
 
 
 if __name__ == "__main__":

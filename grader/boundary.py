@@ -1,0 +1,122 @@
+"""Values across the trust boundary, as the trusted side reads them.
+
+Everything a worker sends is untrusted bytes, whatever the worker was meant to
+do: replies are plain JSON trees of bounded depth; arrays are ``.npy`` bytes
+whose header (version, dtype, shape, size) is checked before they are read
+with ``allow_pickle=False``; anything else the worker describes is a
+``ForeignObject``. Every malformed reply becomes ``BadReply``, never an
+exception of another kind.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+
+ALLOWED_KINDS = "biuf"  # bool, signed and unsigned integers, floats
+SCALAR_DTYPES = {"float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8", "bool"}
+MAX_DEPTH = 8  # tuples of arrays nest one or two deep; anything deeper is not an answer
+
+
+class BadReply(ValueError):
+    """A reply that is not what the protocol allows."""
+
+
+class ForeignObject:
+    """Something the worker returned that is not plain numeric data."""
+
+    def __init__(self, description: str):
+        self.description = description
+
+    def __repr__(self) -> str:
+        return f"<{self.description}>"
+
+
+def encode_request(value, blobs: list[bytes]):
+    """A JSON tree for trusted data sent to the worker; arrays are appended to ``blobs``."""
+    if isinstance(value, np.ndarray):
+        buffer = io.BytesIO()
+        np.save(buffer, value, allow_pickle=False)
+        blobs.append(buffer.getvalue())
+        return {"__array__": len(blobs) - 1}
+    if isinstance(value, tuple):
+        return {"__tuple__": [encode_request(item, blobs) for item in value]}
+    if isinstance(value, list):
+        return [encode_request(item, blobs) for item in value]
+    if isinstance(value, dict):
+        return {key: encode_request(item, blobs) for key, item in value.items()}
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def decode_reply(tree, blobs: list[bytes], max_bytes: int, depth: int = 0):
+    """Rebuild a reply's value; raise BadReply for anything the protocol does not allow."""
+    if depth > MAX_DEPTH:
+        raise BadReply("reply nests deeper than any answer does")
+    if isinstance(tree, dict):
+        if "__array__" in tree:
+            index = tree["__array__"]
+            if type(index) is not int or not 0 <= index < len(blobs):
+                raise BadReply("reply names an array that is not there")
+            return load_checked_array(blobs[index], max_bytes)
+        if "__tuple__" in tree:
+            items = tree["__tuple__"]
+            if not isinstance(items, list):
+                raise BadReply("reply holds a malformed tuple")
+            return tuple(decode_reply(item, blobs, max_bytes, depth + 1) for item in items)
+        if "__scalar__" in tree:
+            return _scalar(tree)
+        if "__object__" in tree:
+            return ForeignObject(str(tree["__object__"])[:200])
+        raise BadReply("reply holds an unknown mapping")
+    if isinstance(tree, list):
+        return [decode_reply(item, blobs, max_bytes, depth + 1) for item in tree]
+    if tree is None or type(tree) in (bool, int, float):
+        return tree
+    if type(tree) is str:
+        return tree[:2000]
+    raise BadReply("reply holds an unknown value")
+
+
+def _scalar(tree: dict):
+    value, dtype = tree["__scalar__"], str(tree.get("dtype", ""))
+    if dtype not in SCALAR_DTYPES or type(value) not in (bool, int, float):
+        return ForeignObject("a numpy scalar")
+    try:
+        return np.dtype(dtype).type(value)
+    except (ValueError, TypeError, OverflowError):
+        raise BadReply(f"scalar {value!r:.40} does not fit {dtype}") from None
+
+
+def load_checked_array(blob: bytes, max_bytes: int) -> np.ndarray:
+    """Load ``.npy`` bytes after checking version, dtype, shape and size in the header."""
+    stream = io.BytesIO(blob)
+    try:
+        version = np.lib.format.read_magic(stream)
+        if version not in ((1, 0), (2, 0)):
+            raise BadReply(f".npy version {version} is not accepted")
+        read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                       else np.lib.format.read_array_header_2_0)
+        shape, fortran_order, dtype = read_header(stream)
+    except BadReply:
+        raise
+    except Exception as bad:  # noqa: BLE001 - any malformed header is a bad reply
+        raise BadReply(f"malformed array in reply: {bad}") from None
+    if dtype.hasobject or dtype.kind not in ALLOWED_KINDS or dtype.fields is not None or dtype.subdtype is not None:
+        raise BadReply(f"array of dtype {dtype} is not plain numeric data")
+    count = 1
+    for extent in shape:
+        count *= extent
+    size = count * dtype.itemsize
+    if size > max_bytes or size != len(blob) - stream.tell():
+        raise BadReply(f"array of shape {shape} does not match its {len(blob)} bytes")
+    stream.seek(0)
+    try:
+        array = np.lib.format.read_array(stream, allow_pickle=False)
+    except Exception as bad:  # noqa: BLE001
+        raise BadReply(f"unreadable array in reply: {bad}") from None
+    if type(array) is not np.ndarray or array.shape != tuple(shape) or array.dtype != dtype:
+        raise BadReply("array in reply differs from its header")
+    return array

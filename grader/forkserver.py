@@ -1,0 +1,328 @@
+"""A process that has imported NumPy once and forks a fresh, confined worker per request.
+
+Three kinds of process, standard library and NumPy only (the server runs as
+``python -I -S forkserver.py``, without the grader package):
+
+- the **server** listens on a UNIX socket in a private folder. Each request
+  (a connection) carries the worker's pipes and output file as descriptors,
+  its scratch folder, limits and environment; the server forks a keeper and
+  goes back to listening. It ends when the process that started it closes
+  its stdin (or dies).
+- the **keeper** (root: in new pid, network and mount namespaces; always a
+  child subreaper) forks the worker, tells the client the worker's pid over
+  the connection, kills it when the client asks or goes away, kills
+  everything it left behind, and reports its exit status.
+- the **worker** confines itself before any student code exists in it:
+  new session, fixed descriptors, scratch folder as cwd, scrubbed environment,
+  resource limits, Landlock, then uid ``nobody``; then it serves
+  ``worker_main``'s protocol, first sending a ``hello`` that says what is in
+  force.
+
+``ForkServer`` is the client: ``start()`` one, pass it (or its address) to
+``Sandbox.open(server=...)``; it pickles as its address, so processes of a
+pool can share one server.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REQUEST_LIMIT = 1 << 16
+
+
+# ---- client side --------------------------------------------------------------------
+class ForkServerError(OSError):
+    """The fork server could not be started or refused a request."""
+
+
+class ForkServer:
+    """A running fork server; ``spawn`` asks it for one worker."""
+
+    def __init__(self, address: str, info: dict, process: subprocess.Popen | None = None):
+        self.address, self.info, self.process = address, info, process
+
+    @classmethod
+    def start(cls, *, hidden=(), timeout: float = 30.0) -> ForkServer:
+        """Start a server (it imports NumPy: the one start-up cost); ``hidden`` folders are masked for workers."""
+        import numpy
+
+        folder = tempfile.mkdtemp(prefix="mha-forkserver-")  # mode 0700: only this user may connect
+        address = os.path.join(folder, "server.sock")
+        command = [sys.executable, "-I", "-S", str(HERE / "forkserver.py"), "--socket", address,
+                   "--numpy-dir", os.path.dirname(numpy.__file__)]
+        for path in hidden:
+            command += ["--hide", str(path)]
+        environment = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
+                       "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        with open(os.path.join(folder, "server.log"), "wb") as log:
+            process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                       cwd=folder, env=environment, start_new_session=True, close_fds=True)
+        line = b""
+        deadline = time.monotonic() + timeout
+        while not line.endswith(b"\n") and time.monotonic() < deadline:
+            if select.select([process.stdout], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                chunk = os.read(process.stdout.fileno(), 4096)
+                if not chunk:
+                    break
+                line += chunk
+        try:
+            info = json.loads(line)
+        except ValueError:
+            process.kill()
+            process.wait()
+            log_text = Path(folder, "server.log").read_text(errors="replace")[-2000:]
+            raise ForkServerError(f"the fork server did not start: {log_text or 'no output'}") from None
+        return cls(address, info, process)
+
+    @classmethod
+    def attach(cls, address: str, info: dict) -> ForkServer:
+        """A handle on a server another process started (what unpickling gives)."""
+        return cls(address, info)
+
+    def __reduce__(self):
+        return (ForkServer.attach, (self.address, self.info))
+
+    def spawn(self, request: dict, fds: list[int], *, timeout: float = 10.0) -> tuple[socket.socket, int]:
+        """Ask for one worker; return the connection to its keeper and the worker's pid."""
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        connection.settimeout(timeout)
+        try:
+            connection.connect(self.address)
+            socket.send_fds(connection, [json.dumps(request).encode()], fds)
+            reply = json.loads(connection.recv(REQUEST_LIMIT) or b"{}")
+        except (OSError, ValueError) as failed:
+            connection.close()
+            raise ForkServerError(f"the fork server did not answer: {failed}") from None
+        if not isinstance(reply.get("pid"), int):
+            connection.close()
+            raise ForkServerError(f"the fork server refused: {reply.get('error', 'no reason given')}")
+        return connection, reply["pid"]
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stdin.close()  # the server ends at end of input
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self.process.stdout.close()
+            self.process = None
+            folder = os.path.dirname(self.address)
+            for name in ("server.sock", "server.log"):
+                try:
+                    os.unlink(os.path.join(folder, name))
+                except OSError:
+                    pass
+            try:
+                os.rmdir(folder)
+            except OSError:
+                pass
+
+
+def stop_worker(connection: socket.socket, *, timeout: float = 10.0) -> int | None:
+    """Ask the keeper to kill its worker (and all it started); return the worker's exit code."""
+    try:
+        connection.send(b"kill")
+    except OSError:
+        pass
+    return worker_status(connection, timeout=timeout)
+
+
+def worker_status(connection: socket.socket, *, timeout: float) -> int | None:
+    """Wait for the keeper's report: the exit code (negative: the signal), or None if none came."""
+    connection.settimeout(timeout)
+    try:
+        reply = json.loads(connection.recv(REQUEST_LIMIT) or b"{}")
+    except (OSError, ValueError):
+        return None
+    status = reply.get("status") if isinstance(reply, dict) else None
+    return status if isinstance(status, int) else None
+
+
+# ---- server side (runs as a script) ---------------------------------------------------------
+def _load(name: str):
+    """Load a sibling module by path (the grader package is not importable here)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"mha_{name}", HERE / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def serve(address: str, numpy_dir: str, hidden: list[str]) -> None:
+    confinement, landlock, worker_main = _load("confinement"), _load("landlock"), _load("worker_main")
+    site = os.path.dirname(numpy_dir)
+    sys.path.append(site)
+    import numpy  # the cost every worker is spared
+
+    sys.path.remove(site)
+    policy = confinement.read_policy(numpy_dir, hidden)
+    as_root = os.geteuid() == 0
+    context = {"numpy": numpy, "policy": policy, "confinement": confinement, "landlock": landlock,
+               "worker_main": worker_main, "uid": confinement.NOBODY if as_root else None,
+               "landlock_abi": landlock.abi_version()}
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listener.bind(address)
+    os.chmod(address, 0o600)
+    listener.listen(64)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # keepers are reaped by the kernel
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    ready = {"pid": os.getpid(), "root": as_root, "uid": context["uid"], "landlock_abi": context["landlock_abi"]}
+    sys.stdout.write(json.dumps(ready) + "\n")
+    sys.stdout.flush()
+    while True:
+        readable, _, _ = select.select([listener, sys.stdin], [], [])
+        if sys.stdin in readable and not os.read(sys.stdin.fileno(), 4096):
+            return
+        if listener in readable:
+            connection, _ = listener.accept()
+            try:
+                _handle(connection, listener, context)
+            except Exception as failed:  # noqa: BLE001 - one bad request never ends the server
+                print(f"request failed: {failed!r}", file=sys.stderr, flush=True)
+            finally:
+                connection.close()
+
+
+def _handle(connection: socket.socket, listener: socket.socket, context: dict) -> None:
+    connection.settimeout(5)
+    _, peer_uid, _ = struct.unpack("3i", connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
+    message, fds, _, _ = socket.recv_fds(connection, REQUEST_LIMIT, 3)
+    try:
+        request = json.loads(message)
+        if peer_uid != os.geteuid():
+            raise ValueError(f"uid {peer_uid} may not ask for workers")
+        if len(fds) != 3 or not os.path.isdir(request["scratch"]):
+            raise ValueError("a request needs three descriptors and a scratch folder")
+        pid = os.fork()
+        if pid == 0:
+            _keeper(connection, listener, request, fds, context)  # never returns
+    except (ValueError, KeyError, TypeError) as bad:
+        connection.send(json.dumps({"error": str(bad)}).encode())
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _keeper(connection: socket.socket, listener: socket.socket, request: dict, fds: list[int], context: dict) -> None:
+    code = 1
+    try:
+        listener.close()
+        os.close(sys.stdin.fileno())
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        connection.settimeout(None)
+        confinement = context["confinement"]
+        namespaces, warnings = [], []
+        if context["uid"] is not None:
+            namespaces = confinement.enter_namespaces()
+            if "mount" in namespaces:
+                warnings += confinement.arrange_mounts(context["policy"], context["uid"], keep=[request["scratch"]])
+        confinement.become_subreaper()
+        worker = os.fork()
+        if worker == 0:
+            _worker(request, fds, context, namespaces, warnings)  # never returns
+        for fd in fds:
+            os.close(fd)
+        connection.send(json.dumps({"pid": worker}).encode())
+        status = _watch(connection, worker)
+        confinement.kill_descendants()
+        connection.send(json.dumps({"status": status}).encode())
+        code = 0
+    finally:
+        os._exit(code)
+
+
+def _watch(connection: socket.socket, worker: int) -> int:
+    """Wait for the worker to end; kill it (and its session) when the client asks or disappears."""
+    watched = [connection]
+    try:
+        ended = os.pidfd_open(worker)
+    except (AttributeError, OSError):
+        ended = None
+    while True:
+        pid, status = os.waitpid(worker, os.WNOHANG)
+        if pid:
+            return os.waitstatus_to_exitcode(status)
+        readable, _, _ = select.select(watched + ([ended] if ended is not None else []), [], [],
+                                       None if ended is not None else 0.01)
+        if connection in readable:
+            watched = []  # any word or the end of the connection means the same: stop
+            for kill in (lambda: os.killpg(worker, signal.SIGKILL), lambda: os.kill(worker, signal.SIGKILL)):
+                try:
+                    kill()
+                except OSError:
+                    pass
+
+
+def _worker(request: dict, fds: list[int], context: dict, namespaces: list[str], warnings: list[str]) -> None:
+    """Confine this fresh process, then serve calls; student code runs only after all of it."""
+    confinement, landlock = context["confinement"], context["landlock"]
+    hello: dict = {"op": "hello", "ok": False}
+    try:
+        os.setsid()
+        to_worker, from_worker, output = (fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in fds)  # clear of 0-4
+        os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
+        os.dup2(output, 1)
+        os.dup2(output, 2)
+        os.dup2(to_worker, 3)
+        os.dup2(from_worker, 4)
+        os.closerange(5, 1 << 16)
+        sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)
+        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)
+        scratch = request["scratch"]
+        os.chdir(scratch)
+        os.environ.clear()
+        os.environ.update({str(key): str(value) for key, value in request.get("environment", {}).items()})
+        confinement.apply_limits(request["limits"])
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # over-long output fails a write, not the worker
+        for number in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
+            signal.signal(number, signal.SIG_DFL)
+        enforced = landlock.restrict_self(readable=context["policy"].readable, writable=[scratch],
+                                          abi=context["landlock_abi"])
+        if context["uid"] is not None:
+            confinement.drop_privileges(context["uid"])
+        confinement.set_parent_death_signal()  # after the uid change, which clears it
+        sys.path[:] = context["policy"].sys_path
+        sys.argv[:] = ["worker"]
+        hello = {"op": "hello", "ok": True, "landlock": enforced.describe(), "landlock_abi": enforced.abi,
+                 "namespaces": namespaces, "uid": os.getuid(), "session": os.getsid(0) == os.getpid(),
+                 "rlimits": sorted(request["limits"]), "warnings": warnings}
+    except BaseException as failed:  # noqa: BLE001 - refuse to run student code half-confined
+        hello = {"op": "hello", "ok": False, "error": f"{type(failed).__name__}: {failed}"}
+    try:
+        if not hello["ok"]:
+            context["worker_main"].write_message(os.fdopen(4, "wb"), hello)
+            os._exit(70)
+        context["worker_main"].serve(3, 4, context["numpy"], hello=hello)
+    finally:
+        os._exit(0)
+
+
+def main(argv: list[str]) -> None:
+    arguments = {"--socket": None, "--numpy-dir": None}
+    hidden = []
+    for flag, value in zip(argv[::2], argv[1::2]):
+        if flag == "--hide":
+            hidden.append(value)
+        else:
+            arguments[flag] = value
+    serve(arguments["--socket"], arguments["--numpy-dir"], hidden)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
