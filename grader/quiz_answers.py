@@ -21,6 +21,7 @@ LETTERS = string.ascii_uppercase
 _SEPARATORS = re.compile(r"[\s,;、()\[\]{}<>x×*]+")
 _SHAPE_PREFIX = re.compile(r"^(torch\.size|np\.shape|shape|size)?\s*=?\s*")
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?$")
+_SPACED_THOUSANDS = re.compile(r"[+-]?\d{1,3}( \d{3})+(\.\d*)?")
 _MULTIPLIERS = {"k": 1e3, "m": 1e6, "g": 1e9, "b": 1e9, "t": 1e12}
 _TRUE = {"t", "true", "y", "yes", "1", "对", "是", "正确", "真", "√"}
 _FALSE = {"f", "false", "n", "no", "0", "错", "否", "错误", "假", "×"}
@@ -50,7 +51,10 @@ def parse_shape(text: str) -> tuple[int, ...] | None:
 
 def parse_number(text: str) -> float | None:
     """A number such as ``1,048,576``, ``1_048_576``, ``1.05e6``, ``2.4M`` or ``12 k``."""
-    cleaned = re.sub(r"[\s,_']", "", normalize(text))
+    cleaned = normalize(text)
+    if _SPACED_THOUSANDS.fullmatch(cleaned):
+        cleaned = cleaned.replace(" ", "")
+    cleaned = re.sub(r"[,_']|\s+(?=[kmgbt]$)", "", cleaned)  # "12 k" keeps its suffix
     multiplier = 1.0
     if cleaned[-1:] in _MULTIPLIERS and _NUMBER.match(cleaned[:-1]):
         cleaned, multiplier = cleaned[:-1], _MULTIPLIERS[cleaned[-1]]

@@ -143,7 +143,8 @@ def run_session(*, questions: Sequence[PosedQuestion], lang: str, prompter: Prom
             break
         show("")
         header = text("question_header", lang, number=number, count=len(questions),
-                      topic=pick(titles[posed.topic], lang), level=posed.question.level)
+                      topic=pick(titles[posed.topic], lang),
+                      level=text(f"level.{posed.question.level}", lang))
         if time_limit is not None:
             header += "  ·  " + text("time_left", lang, time=clock(time_limit - (clock_seconds() - started)))
         show(click.style(header, bold=True))

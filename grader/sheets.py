@@ -184,7 +184,7 @@ def sheet_markdown(sheet: Sheet, *, lang: str, answers_name: str) -> str:
              text("sheet_instructions", lang, answers=f"`{answers_name}`"), ""]
     for number, posed in enumerate(sheet.questions, start=1):
         lines += [f"## {number}. `{posed.id}` · {pick(titles[posed.topic], lang)} · "
-                  f"{posed.question.level}", "", pick(posed.prompt, lang), ""]
+                  f"{text(f'level.{posed.question.level}', lang)}", "", pick(posed.prompt, lang), ""]
         if posed.question.code:
             lines += ["```python", posed.question.code, "```", ""]
         if posed.kind in ("single-choice", "multiple-choice"):
