@@ -52,9 +52,14 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
         raise UsageError(str(bad)) from None
     limits = Limits() if timeout is None else Limits(submission_timeout=timeout,
                                                      call_timeout=min(Limits().call_timeout, timeout))
-    summary = grade_class(submissions=submissions, out=out, jobs=jobs, limits=limits, resume=resume,
-                          lang=resolve_language(lang), formats=tuple(dict.fromkeys(formats)), shard=shard_range,
-                          assignment=assignment, visibility=visibility, progress=make_progress())
+    try:
+        summary = grade_class(submissions=submissions, out=out, jobs=jobs, limits=limits, resume=resume,
+                              lang=resolve_language(lang), formats=tuple(dict.fromkeys(formats)), shard=shard_range,
+                              assignment=assignment, visibility=visibility, progress=make_progress())
+    except KeyboardInterrupt:
+        click.echo(f"\nInterrupted. The results so far are kept in {out}; continue with the same command "
+                   "and --resume.", err=True)
+        raise click.Abort() from None
     from grader.render_summary import print_summary
 
     print_summary(summary, formats=formats)
