@@ -201,6 +201,7 @@ def test_usage_errors_exit_with_two(tmp_path):
     assert unknown.exit_code == 2 and "choose from" in unknown.output
     assert invoke("--list", "--stats").exit_code == 2
     assert invoke("--sheet", "alice").exit_code == 2
+    assert invoke("--misconception", "attention-no-scal").exit_code == 2
     bad = tmp_path / "bad.json"
     bad.write_text("{")
     assert invoke("--from-feedback", str(bad)).exit_code == 2

@@ -58,6 +58,12 @@ def command(topics, levels, count, time_limit, lang, seed, review, stats, list_b
                                    ("--misconception", misconceptions)) if on]
     if len(modes) > 1:
         raise UsageError(f"{' and '.join(modes)} cannot be combined; use one at a time")
+    if misconceptions:
+        from grader.catalog import misconception_ids
+
+        strange = sorted(set(misconceptions) - misconception_ids())
+        if strange:
+            raise UsageError(f"unknown misconception {strange[0]!r}; `mha quiz --list` shows the linked ids")
     if list_bank:
         return _list(bank, topics, levels, as_json)
     if stats:
