@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from grader import twins as twin_module
-
 PUBLIC_SEED = 20240613
 
 
@@ -149,6 +147,9 @@ def build_cases(rng: np.random.Generator, sizes: Sizes, prefix: str) -> dict[str
 
 def with_expectations(case: Case) -> Case:
     """Fill in the expected value and the outputs of the twins that differ from it."""
+    # Imported here: a student release ships precomputed public cases and no twins.
+    from grader import twins as twin_module
+
     call = dict(heads=case.heads, weights=case.weights)
     with np.errstate(all="ignore"):
         case.expected = twin_module.reference_call(case.function, case.args, case.kwargs, **call)
