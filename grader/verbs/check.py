@@ -19,11 +19,13 @@ from grader.paths import exercise_path
 @click.option("--function", "functions", multiple=True, metavar="NAME",
               help="Check only this function (repeatable), e.g. --function split_heads.")
 @click.option("--all", "run_all", is_flag=True, help="Also run the hidden checks, where they are installed.")
+@click.option("--unlock", is_flag=True,
+              help="Before a function's checks run for the first time, answer a question about what it must return.")
 @json_option
 @lang_option
 @assignment_option
-def command(file: Path | None, functions: tuple[str, ...], run_all: bool, as_json: bool, lang: str | None,
-            assignment: str) -> None:
+def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock: bool, as_json: bool,
+            lang: str | None, assignment: str) -> None:
     """Check FILE (default: exercises/<assignment>.py) and explain every failure.
 
     Exit status: 0 when every check passes, 1 when one fails, 2 for a usage error.
@@ -39,6 +41,8 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, as_jso
     unknown = [name for name in functions if name not in exercise.functions]
     if unknown:
         raise UsageError(f"unknown function {unknown[0]!r}; choose from: {', '.join(exercise.functions)}")
+    if unlock:
+        functions = _unlocked(functions or exercise.functions, lang)
     visibility = "public"
     notice = None
     if run_all:
@@ -63,3 +67,20 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, as_jso
 def _default_file(assignment: str) -> Path:
     local = Path("exercises") / f"{assignment}.py"
     return local if local.exists() else exercise_path(assignment)
+
+
+def _unlocked(functions: tuple[str, ...], lang: str) -> tuple[str, ...]:
+    """Ask the unlock questions of each locked function; keep the functions now unlocked."""
+    import sys
+
+    import numpy as np
+
+    from grader.quiz_prompts import ArrowKeyPrompter, PlainPrompter
+    from grader.unlocking import unlock_interactively
+
+    prompter = ArrowKeyPrompter() if sys.stdin.isatty() else PlainPrompter()
+    rng = np.random.default_rng()
+    opened = tuple(name for name in functions if unlock_interactively(name, lang=lang, prompter=prompter, rng=rng))
+    if not opened:
+        raise UsageError("no function is unlocked yet; run `mha check --unlock` again and answer its questions")
+    return opened

@@ -1,0 +1,29 @@
+"""`mha check --unlock`: a question before a function's checks run the first time."""
+
+import json
+
+from click.testing import CliRunner
+
+from conftest import PROJECT
+from grader.cli import root
+from grader.unlocking import is_unlocked
+
+REFERENCE = PROJECT / "solutions" / "multihead_attention.py"
+
+
+def test_a_wrong_answer_keeps_the_function_locked(tmp_path, monkeypatch):
+    monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path))
+    result = CliRunner().invoke(root, ["check", str(REFERENCE), "--function", "split_heads", "--unlock", "--json"],
+                                input="(1, 2)\n")
+    assert result.exit_code == 2
+    assert not is_unlocked("split_heads")
+
+
+def test_unlocked_state_is_remembered(tmp_path, monkeypatch):
+    monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path))
+    from grader.unlocking import mark_unlocked
+
+    mark_unlocked("split_heads")
+    result = CliRunner().invoke(root, ["check", str(REFERENCE), "--function", "split_heads", "--unlock", "--json"])
+    assert result.exit_code == 0
+    assert {test["function"] for test in json.loads(result.output)["tests"]} == {"split_heads"}
