@@ -65,6 +65,12 @@ ASSIGNMENTS: dict[str, Assignment] = {
         upstream={"masked_attention": ("masked_softmax",)},
         build_hidden_cases=functools.partial(_track_hidden, "masked_attention"),
     ),
+    "kv_cache": Assignment(
+        name="kv_cache",
+        functions=("update", "forward"),
+        upstream={"forward": ("update",)},
+        build_hidden_cases=functools.partial(_track_hidden, "kv_cache"),
+    ),
 }
 
 

@@ -1,0 +1,139 @@
+"""Incremental decoding with a key/value cache, in NumPy.
+
+Shape legend, used in every docstring and comment below:
+
+    B    batch size
+    H    number of heads
+    T    number of new tokens in one call (1 when decoding token by token)
+    S    number of cached tokens after the call (earlier ones plus the T new)
+    D    model width (d_model)
+    d_k  width of one head, D // H
+
+A decoder generates one token at a time. The keys and values of earlier
+tokens never change, so instead of projecting the whole prefix again at
+every step, each call projects only its new tokens, appends their keys and
+values to a cache, and lets the new queries attend over everything cached.
+Run token by token, the outputs equal those of one causal forward pass over
+the whole sequence.
+"""
+
+import numpy as np
+
+
+def softmax(x):
+    """Numerically stable softmax over the last axis (given)."""
+    shifted = x - np.max(x, axis=-1, keepdims=True)
+    exponentials = np.exp(shifted)
+    return exponentials / np.sum(exponentials, axis=-1, keepdims=True)
+
+
+class KVCache:
+    """The projected keys and values of every token seen so far.
+
+    Attributes:
+        keys: ``None`` while empty, then ``(B, H, S, d_k)``.
+        values: ``None`` while empty, then ``(B, H, S, d_k)``.
+    """
+
+    def __init__(self):
+        self.keys = None
+        self.values = None
+
+    def __len__(self):
+        """S, the number of cached tokens."""
+        return 0 if self.keys is None else self.keys.shape[2]
+
+    def update(self, keys, values):
+        """Append the keys and values of new tokens; return everything cached.
+
+        Args:
+            keys: ``(B, H, T, d_k)``, the new tokens' keys.
+            values: ``(B, H, T, d_k)``, their values.
+
+        Returns:
+            ``(keys, values)``, each ``(B, H, S, d_k)``: the earlier tokens
+            first, then the new ones (S = previous S + T). The cache keeps
+            them for the next call.
+        """
+        ### BEGIN SOLUTION
+        # HINT(en): on the first call just store them; afterwards np.concatenate the old and new along the sequence axis (axis=2) and store the result on self before returning it.
+        # HINT(zh): 第一次调用时直接保存；之后沿序列轴（axis=2）用 np.concatenate 拼接旧的和新的，先存回 self 再返回。
+        if self.keys is None:
+            self.keys, self.values = keys, values  # (B, H, T, d_k)
+        else:
+            self.keys = np.concatenate([self.keys, keys], axis=2)  # (B, H, S, d_k)
+            self.values = np.concatenate([self.values, values], axis=2)  # (B, H, S, d_k)
+        return self.keys, self.values
+        ### END SOLUTION
+
+
+class CausalSelfAttention:
+    """Causal multi-head self-attention that can decode with a KV cache.
+
+    Args:
+        d_model: model width D.
+        num_heads: number of heads H; must divide D.
+
+    Attributes:
+        W_Q, W_K, W_V, W_O: ``(D, D)`` arrays, applied as ``x @ W``.
+        cache: a ``KVCache``, used by ``forward(x, use_cache=True)``.
+    """
+
+    def __init__(self, d_model=8, num_heads=2):
+        if d_model % num_heads != 0:
+            raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+        self.d_model = d_model
+        self.num_heads = num_heads
+        self.d_k = d_model // num_heads
+        rng = np.random.default_rng(0)
+        scale = 1.0 / np.sqrt(d_model)  # keeps the initial scores in softmax's soft range
+        self.W_Q = rng.normal(0.0, scale, (d_model, d_model))  # (D, D)
+        self.W_K = rng.normal(0.0, scale, (d_model, d_model))  # (D, D)
+        self.W_V = rng.normal(0.0, scale, (d_model, d_model))  # (D, D)
+        self.W_O = rng.normal(0.0, scale, (d_model, d_model))  # (D, D)
+        self.cache = KVCache()
+
+    def reset_cache(self):
+        """Forget every cached token (start a new sequence)."""
+        self.cache = KVCache()
+
+    def split_heads(self, x):
+        """``(B, T, D)`` -> ``(B, H, T, d_k)`` (given)."""
+        batch, length, _ = x.shape
+        return x.reshape(batch, length, self.num_heads, self.d_k).transpose(0, 2, 1, 3)
+
+    def combine_heads(self, x):
+        """``(B, H, T, d_k)`` -> ``(B, T, D)`` (given)."""
+        batch, heads, length, d_k = x.shape
+        return x.transpose(0, 2, 1, 3).reshape(batch, length, heads * d_k)
+
+    def forward(self, x, use_cache=False):
+        """Causal self-attention of ``x``, optionally continuing from the cache.
+
+        Args:
+            x: ``(B, T, D)``. Without the cache, the whole sequence. With
+                ``use_cache=True``, the T newest tokens: the cache already
+                holds the ``S - T`` tokens before them.
+            use_cache: append the new keys and values to ``self.cache`` and
+                attend over everything cached.
+
+        Returns:
+            ``(B, T, D)``, the outputs of the new tokens only. Token ``i`` of
+            ``x`` sits at position ``S - T + i`` and attends to every cached
+            token up to and including itself.
+        """
+        ### BEGIN SOLUTION
+        # HINT(en): project x only; with the cache, keys, values = self.cache.update(keys, values) BEFORE attending; then mask keys after position S - T + i for new token i (itself stays visible).
+        # HINT(zh): 只对 x 做投影；使用缓存时，在计算注意力之前先执行 keys, values = self.cache.update(keys, values)；然后对第 i 个新 token 遮住位置 S - T + i 之后的键（它自己仍可见）。
+        queries = self.split_heads(x @ self.W_Q)  # (B, H, T, d_k)
+        keys = self.split_heads(x @ self.W_K)  # (B, H, T, d_k)
+        values = self.split_heads(x @ self.W_V)  # (B, H, T, d_k)
+        if use_cache:
+            keys, values = self.cache.update(keys, values)  # (B, H, S, d_k)
+        T, S = queries.shape[2], keys.shape[2]
+        # New token i is token S - T + i of the sequence: it sees keys 0 .. S - T + i.
+        visible = np.arange(S)[None, :] <= np.arange(S - T, S)[:, None]  # (T, S)
+        scores = queries @ np.swapaxes(keys, -1, -2) / np.sqrt(self.d_k)  # (B, H, T, S)
+        weights = softmax(np.where(visible, scores, -np.inf))  # (B, H, T, S); exp(-inf) = 0
+        return self.combine_heads(weights @ values) @ self.W_O  # (B, T, D)
+        ### END SOLUTION
