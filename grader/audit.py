@@ -20,7 +20,7 @@ DEFAULT_LIBRARY = PROJECT_DIR / "tests" / "fixtures"
 def default_libraries(assignment: str) -> list[Path]:
     """The project's own mutants and correct variants of ``assignment``."""
     if assignment == "multihead_attention":
-        return [DEFAULT_LIBRARY / "mutants", DEFAULT_LIBRARY / "correct"]
+        return [DEFAULT_LIBRARY / "mutants", DEFAULT_LIBRARY / "mutants_styles", DEFAULT_LIBRARY / "correct"]
     return [DEFAULT_LIBRARY / assignment]
 _EXPECT = re.compile(r"^#\s*expect:\s*([\w-]+)", re.MULTILINE)
 

@@ -150,15 +150,32 @@ def _compare_array(case: Case, got, expected: np.ndarray, what: str, legend: str
                                                     "legend": legend}), misconception="wrong-shape")
     got64 = got.astype(np.float64)
     if not np.isfinite(got64).all() and np.isfinite(expected).all():
-        misconception = "numeric-mismatch"
-        if case.function == "softmax" and np.abs(case.args[0][np.isfinite(case.args[0])]).max(initial=0) > 80:
-            misconception = "softmax-unstable"  # overflow, in float32 or another style than the twin's
+        misconception = _overflow_kind(case.args[0], got64) if case.function == "softmax" else "numeric-mismatch"
         return CheckFailure(Message("non_finite", {"what": what}), misconception=misconception)
     difference = np.abs(np.nan_to_num(got64 - expected, nan=np.inf))
     index = np.unravel_index(int(np.argmax(difference)), difference.shape) if difference.size else ()
     return CheckFailure(Message("mismatch", {"what": what, "difference": f"{float(difference.max(initial=0)):.3g}",
                                              "index": tuple(int(i) for i in index)}),
                         misconception="numeric-mismatch")
+
+
+def _overflow_kind(x: np.ndarray, got: np.ndarray) -> str:
+    """Tell an unstable softmax from a global-max one by which rows broke.
+
+    Used when no twin matches exactly (float32 arithmetic over- and underflows
+    at other thresholds than the float64 twins). Without any shift the row
+    holding the largest logit overflows; with one global shift that row is fine
+    and only rows far below it underflow to 0/0.
+    """
+    rows_in, rows_out = x.reshape(-1, x.shape[-1]), got.reshape(-1, x.shape[-1])
+    finite_max = np.where(np.isfinite(rows_in), rows_in, -np.inf).max(axis=-1)
+    if not np.isfinite(finite_max).any() or np.abs(finite_max[np.isfinite(finite_max)]).max() <= 80:
+        return "numeric-mismatch"
+    broken = ~np.isfinite(rows_out).all(axis=-1)
+    top_row = int(np.argmax(finite_max))
+    if not broken[top_row] and (finite_max[broken] < finite_max[top_row] - 80).all():
+        return "softmax-global-max"
+    return "softmax-unstable"
 
 
 def _diagnosed(case: Case, misconception: str, label: str, first: Message) -> CheckFailure:

@@ -15,6 +15,7 @@ from grader.cli import root
 REFERENCE = PROJECT / "solutions" / "multihead_attention.py"
 STUB = PROJECT / "exercises" / "multihead_attention.py"
 MUTANTS = sorted((FIXTURES / "mutants").glob("*.py"))
+STYLED_MUTANTS = sorted((FIXTURES / "mutants_styles").glob("*.py"))
 CORRECT = sorted((FIXTURES / "correct").glob("*.py"))
 
 
@@ -45,7 +46,7 @@ def test_stubs_score_zero_with_not_implemented_everywhere():
         "softmax", "scaled_dot_product_attention", "split_heads", "combine_heads", "forward"}
 
 
-@pytest.mark.parametrize("path", MUTANTS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", MUTANTS + STYLED_MUTANTS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_each_mistake_is_diagnosed_as_itself(path):
     code, result = check_json(path, "--all")
     assert code == 1
