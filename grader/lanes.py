@@ -182,7 +182,10 @@ def _lane_main(connection, runner: Callable[[dict], dict]) -> None:
             result = runner(task)
         except Exception as failure:  # a defect of the grader on this input: report it, keep the lane
             result = {"grader_failure": f"{type(failure).__name__}: {failure}"[:500]}
-        connection.send(result)
+        try:
+            connection.send(result)
+        except OSError:  # the grader is gone; the result will be graded again on --resume
+            return
 
 
 def _stop(signum, frame) -> None:
@@ -190,7 +193,21 @@ def _stop(signum, frame) -> None:
 
 
 def _follow_parent() -> None:
-    """End this lane (with SIGTERM, so it cleans up) when the fork server that made it ends."""
+    """End this lane (with SIGTERM, so it cleans up) when the fork server that made it ends.
+
+    The fork server lives while any process holds its "alive" pipe, and every
+    child it forks inherits that pipe; a lane gives it up, so the server (and
+    with it every lane) ends as soon as the grader does, even mid-task.
+    """
+    from multiprocessing import forkserver
+
+    alive = getattr(forkserver._forkserver, "_forkserver_alive_fd", None)
+    if alive is not None:
+        try:
+            os.close(alive)
+        except OSError:
+            pass
+        forkserver._forkserver._forkserver_alive_fd = None
     if sys.platform.startswith("linux"):
         try:
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
