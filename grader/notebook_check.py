@@ -91,14 +91,14 @@ def autograde(*functions: str, visibility: str = "public", lang: str | None = No
     from grader.render_html import result_to_html, say
 
     lang = resolve_language(lang)
+    student = nbgrader_student()
     with contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = grade_kernel(functions=functions, visibility=visibility, lang=lang, assignment=assignment,
-                              student=nbgrader_student())
+                              student=student)
     title = say("check_title", lang, functions=", ".join(functions) if functions else say("every_function", lang))
-    footer = say("cell_points", lang, score=result.score, max_score=result.max_score)
-    if visibility != "public":
-        footer = f"{footer}. {say('hidden_included', lang)}"
+    footer = say("cell_points" if visibility == "public" else "cell_points_hidden", lang,
+                 score=result.score, max_score=result.max_score, student=student)
     display(HTML(result_to_html(result, lang, title=title, footer=footer)))
     return float(result.score)
 

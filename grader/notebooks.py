@@ -211,13 +211,18 @@ def _spec(cell: LayoutCell, tutorial: Tutorial, *, lang, filling, parts, points,
         cell_id = identifier("heatmaps")
         return CellSpec("code", source, cell_id, _test_metadata(cell_id, 0.0))
     # a check cell
-    cell_id = identifier("check", *(name.strip("_") for name in cell.functions)) if cell.functions \
-        else identifier("check-all")
+    cell_id = identifier(check_cell_id(cell.functions))
     if filling != "nbgrader":
         source = f"from grader import check\n{check_call(cell.functions, lang)}"
         return CellSpec("code", source, cell_id, _test_metadata(cell_id, 0.0))
     return CellSpec("code", autograde_source(cell.functions, lang), cell_id,
                     _test_metadata(cell_id, points.get(cell.functions, 0.0)))
+
+
+def check_cell_id(functions: tuple[str, ...]) -> str:
+    """The cell id (and nbgrader grade id) of the check of ``functions``: ``check-split_heads-combine_heads``."""
+    words = ["check", *(name.strip("_") for name in functions)] if functions else ["check", "all"]
+    return _CELL_ID.sub("-", "-".join(words))[:64]
 
 
 def autograde_source(functions: tuple[str, ...], lang: str) -> str:

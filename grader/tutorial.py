@@ -65,6 +65,10 @@ def load_tutorial(folder: Path = TUTORIAL_DIR) -> Tutorial:
                   for number, raw in enumerate(layout.get("cell", []), start=1))
     if not cells:
         raise ContentError(f"{layout_file}: no [[cell]] entries")
+    for track in TRACKS:
+        checks = [cell.functions for cell in cells if cell.kind == "check" and track in cell.tracks]
+        if len(set(checks)) != len(checks):
+            raise ContentError(f"{layout_file}: two check cells of the {track} track check the same functions")
     texts = {lang: _language(folder / f"{lang}.toml", lang) for lang in LANGUAGES}
     for lang, tables in texts.items():
         for cell in cells:
