@@ -158,6 +158,7 @@ def _grade_pending(chosen: list[Submission], journal: Journal, *, root: Path, jo
 def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, root: Path, jobs: int, limits: Limits, lang: str,
                assignment: str, visibility: str, record, refuse, runner) -> None:
     time_limit = limits.submission_timeout + 2 * limits.call_timeout + LANE_GRACE_SECONDS
+    server = _start_server(hidden=(root, journal.root.parent))
     pool = LanePool(max(1, min(jobs, len(todo) + len(suspects))), runner)
     attempts: dict[str, int] = {}
     alone: str | None = None  # a suspect is graded with nothing else in flight
@@ -174,7 +175,8 @@ def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, root: Path, jo
                     alone = entry.student
                 task = {"student": entry.student, "path": str(entry.path), "assignment": assignment,
                         "visibility": visibility, "limits": asdict(limits), "lang": lang,
-                        "submission": str(entry.path.relative_to(root))}
+                        "submission": str(entry.path.relative_to(root)),
+                        "server": server.address if server is not None else None}
                 pool.submit(task, time_limit=time_limit)
             for finished in pool.collect(timeout=0.5):
                 student = finished.task["student"]
@@ -195,6 +197,22 @@ def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, root: Path, jo
         raise
     finally:
         pool.close()
+        if server is not None:
+            server.stop()
+
+
+def _start_server(*, hidden: tuple[Path, ...]):
+    """One fork server for the whole run (NumPy imported once), hiding SUBMISSIONS and --out from workers.
+
+    Where it cannot start, each submission gets a private one (slower, same isolation).
+    """
+    from grader.forkserver import ForkServerError
+    from grader.sandbox import start_server
+
+    try:
+        return start_server(hidden=tuple(str(Path(folder).resolve()) for folder in hidden))
+    except ForkServerError:
+        return None
 
 
 def _twice_message(attempts: int) -> str:

@@ -54,6 +54,7 @@ def grade_task(task: dict) -> dict:
     return grade_submission(
         path=task["path"], student=task["student"], assignment=task["assignment"],
         visibility=task["visibility"], limits=Limits(**task["limits"]), lang=task["lang"],
+        server=task.get("server"),
     ).to_dict()
 
 
