@@ -71,6 +71,12 @@ ASSIGNMENTS: dict[str, Assignment] = {
         upstream={"forward": ("update",)},
         build_hidden_cases=functools.partial(_track_hidden, "kv_cache"),
     ),
+    "grouped_query_attention": Assignment(
+        name="grouped_query_attention",
+        functions=("repeat_kv", "__init__", "forward"),
+        upstream={"forward": ("repeat_kv",)},
+        build_hidden_cases=functools.partial(_track_hidden, "grouped_query_attention"),
+    ),
 }
 
 
