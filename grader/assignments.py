@@ -77,6 +77,12 @@ ASSIGNMENTS: dict[str, Assignment] = {
         upstream={"forward": ("repeat_kv",)},
         build_hidden_cases=functools.partial(_track_hidden, "grouped_query_attention"),
     ),
+    "memory_efficient_attention": Assignment(
+        name="memory_efficient_attention",
+        functions=("memory_efficient_attention",),
+        upstream={},
+        build_hidden_cases=functools.partial(_track_hidden, "memory_efficient_attention"),
+    ),
 }
 
 

@@ -79,6 +79,7 @@ class CallOutcome:
     error: CallError | None = None
     args_after: tuple = ()
     timed_out: bool = False
+    peak_memory: int | None = None  # bytes the call allocated at its peak, when it was measured
 
     @property
     def ok(self) -> bool:
@@ -183,7 +184,11 @@ class Sandbox:
             target["calls"] = [list(step) for step in calls]
         return self._call(target, args, kwargs or {})
 
-    def _call(self, target: dict, args: tuple, kwargs: dict) -> CallOutcome:
+    def call_measured(self, function: str, *args, **kwargs) -> CallOutcome:
+        """Like ``call``; the outcome's ``peak_memory`` is the peak the call allocated (tracemalloc)."""
+        return self._call({"function": function}, args, kwargs, measure_peak_memory=True)
+
+    def _call(self, target: dict, args: tuple, kwargs: dict, *, measure_peak_memory: bool = False) -> CallOutcome:
         if self.load_report is None or not self.load_report.ok:
             return CallOutcome(error=CallError("LoadError", "the submission could not be loaded"))
         if self.worker is None:
@@ -195,6 +200,8 @@ class Sandbox:
         blobs: list[bytes] = []
         header = {"op": "call", "target": encode_request(target, blobs), "args": encode_request(list(args), blobs),
                   "kwargs": encode_request(kwargs, blobs)}
+        if measure_peak_memory:
+            header["measure_peak_memory"] = True
         try:
             reply, reply_blobs = self._exchange(header, blobs, timeout=self.limits.call_timeout)
         except WorkerGone as gone:
@@ -210,7 +217,8 @@ class Sandbox:
             after = decode_reply({"__tuple__": reply.get("args_after", [])}, reply_blobs, limit)
         except (BadReply, RecursionError) as bad:
             return CallOutcome(error=CallError("BadReply", str(bad)[:300]))
-        return CallOutcome(value=value, args_after=after)
+        peak = reply.get("peak_memory")
+        return CallOutcome(value=value, args_after=after, peak_memory=peak if type(peak) is int else None)
 
     # ---- process management ------------------------------------------------------
     def _start(self) -> LoadReport:

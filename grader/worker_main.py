@@ -175,6 +175,9 @@ class Worker:
         kwargs = decode(request.get("kwargs", {}), blobs, numpy)
         target = request["target"]
         namespace = self.module.__dict__
+        measure = bool(request.get("measure_peak_memory"))  # optional: the peak the call allocates, in bytes
+        if measure:
+            tracemalloc.start()
         try:
             if "class" in target:
                 instance = namespace[target["class"]](*decode(target.get("init", []), blobs, numpy))
@@ -193,13 +196,19 @@ class Worker:
             if isinstance(error, KeyError) and not error.__traceback__.tb_next:
                 return {"ok": False, "error": {"type": "MissingName", "message": str(error)[:200]}}, []
             return {"ok": False, "error": describe_error(error, self.filenames)}, []
+        finally:
+            peak = tracemalloc.get_traced_memory()[1] if measure and tracemalloc.is_tracing() else None
+            tracemalloc.stop()
         out_blobs = []
         try:
             encoded = encode(value, out_blobs, numpy, self.reply_limit)
             after = [encode(arg, out_blobs, numpy, self.reply_limit) for arg in args]
         except BaseException as error:  # noqa: BLE001 - a hostile object may fail to encode
             return {"ok": False, "error": {"type": "UnencodableResult", "message": repr(type(error))}}, []
-        return {"ok": True, "value": encoded, "args_after": after}, out_blobs
+        reply = {"ok": True, "value": encoded, "args_after": after}
+        if measure:
+            reply["peak_memory"] = peak
+        return reply, out_blobs
 
 
 def _step(instance, step):

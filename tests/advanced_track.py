@@ -86,7 +86,7 @@ def assert_not_implemented(code: int, result: dict) -> None:
 def assert_diagnosed(code: int, result: dict, expected: str) -> None:
     assert code == 1
     assert result["misconceptions"] == [expected], [(t["name"], t["misconception"]) for t in result["tests"]]
-    assert 0 < result["score"] < result["max_score"]
+    assert result["score"] < result["max_score"]
 
 
 def assert_public_cases_up_to_date(assignment: str) -> None:
