@@ -24,6 +24,7 @@ NAMESPACES = (("pid", CLONE_NEWPID), ("net", CLONE_NEWNET), ("mount", CLONE_NEWN
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 4096, 16384, 1 << 18
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 NOBODY = 65534
+SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")
 SYSTEM_LIBRARIES = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib")
 SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/usr/share/zoneinfo",
                 "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random")
@@ -108,18 +109,20 @@ def _mount(libc, source: str | None, target: str, kind: str | None, flags: int, 
 
 
 def arrange_mounts(policy: ReadPolicy, uid: int = NOBODY, keep=()) -> list[str]:
-    """In a new mount namespace: let ``uid`` reach the readable paths, and mask the hidden folders.
+    """In a new mount namespace: let ``uid`` reach the readable paths, and mask the hidden and shared folders.
 
     A folder on the way to the interpreter that ``uid`` may not enter (for a
     Python under ``/root``) is covered with an empty tmpfs, and the paths the
     worker needs are bound back into it; the rest of that folder is gone.
+    ``/tmp``, ``/var/tmp`` and ``/dev/shm`` become empty and private (the
+    scratch folder bound back in), hidden folders empty and read-only.
     A hidden folder that holds a readable path or one in ``keep`` (the scratch
     folder) stays. Returns warnings for anything that could not be arranged.
     """
     libc = _libc()
     warnings: list[str] = []
     _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here reaches the host
-    for blocked, needed in _blocked_folders(policy.readable, uid).items():
+    for blocked, needed in blocked_folders(policy.readable, uid).items():
         sources = {path: os.open(path, os.O_PATH | os.O_CLOEXEC) for path in needed}
         try:
             _mount(libc, "tmpfs", blocked, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=64k")
@@ -131,6 +134,10 @@ def arrange_mounts(policy: ReadPolicy, uid: int = NOBODY, keep=()) -> list[str]:
         finally:
             for fd in sources.values():
                 os.close(fd)
+    for folder in SHARED_WRITABLE:  # without Landlock, uid nobody could still leave files in these
+        scratch = [path for path in keep if _within(os.path.realpath(path), os.path.realpath(folder))]
+        if os.path.isdir(folder) and not os.path.islink(folder):
+            _private_folder(libc, os.path.realpath(folder), [os.path.realpath(path) for path in scratch], warnings)
     for folder in policy.hidden:
         needed = (*policy.readable, *(os.path.realpath(path) for path in keep))
         if folder != "/" and os.path.isdir(folder) and not any(_within(path, folder) for path in needed):
@@ -141,11 +148,26 @@ def arrange_mounts(policy: ReadPolicy, uid: int = NOBODY, keep=()) -> list[str]:
     return warnings
 
 
+def _private_folder(libc, folder: str, keep: list[str], warnings: list[str]) -> None:
+    """Cover ``folder`` with an empty tmpfs of its own, binding ``keep`` (paths below it) back in."""
+    sources = {path: os.open(path, os.O_PATH | os.O_CLOEXEC) for path in keep}
+    try:
+        _mount(libc, "tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=1m")
+        for path, fd in sources.items():
+            os.makedirs(path, exist_ok=True)
+            _mount(libc, f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
+    except OSError as failed:
+        warnings.append(f"could not give the worker a private {folder}: {failed}")
+    finally:
+        for fd in sources.values():
+            os.close(fd)
+
+
 def _within(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def _blocked_folders(paths, uid: int) -> dict[str, list[str]]:
+def blocked_folders(paths, uid: int) -> dict[str, list[str]]:
     """Map each folder ``uid`` cannot enter to the folders below it that must stay reachable."""
     blocked: dict[str, list[str]] = {}
     for path in paths:

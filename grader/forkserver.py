@@ -54,8 +54,12 @@ class ForkServer:
         self.address, self.info, self.process = address, info, process
 
     @classmethod
-    def start(cls, *, hidden=(), timeout: float = 30.0) -> ForkServer:
-        """Start a server (it imports NumPy: the one start-up cost); ``hidden`` folders are masked for workers."""
+    def start(cls, *, hidden=(), without=(), timeout: float = 30.0) -> ForkServer:
+        """Start a server (it imports NumPy: the one start-up cost); ``hidden`` folders are masked for workers.
+
+        ``without`` ("landlock", "namespaces") leaves a layer out, to see the
+        fallbacks at work on a machine that has everything.
+        """
         import numpy
 
         folder = tempfile.mkdtemp(prefix="mha-forkserver-")  # mode 0700: only this user may connect
@@ -64,6 +68,8 @@ class ForkServer:
                    "--numpy-dir", os.path.dirname(numpy.__file__)]
         for path in hidden:
             command += ["--hide", str(path)]
+        for layer in without:
+            command += ["--without", str(layer)]
         environment = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
                        "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
         with open(os.path.join(folder, "server.log"), "wb") as log:
@@ -82,7 +88,10 @@ class ForkServer:
         except ValueError:
             process.kill()
             process.wait()
+            process.stdin.close()
+            process.stdout.close()
             log_text = Path(folder, "server.log").read_text(errors="replace")[-2000:]
+            _remove_folder(address)
             raise ForkServerError(f"the fork server did not start: {log_text or 'no output'}") from None
         return cls(address, info, process)
 
@@ -120,16 +129,20 @@ class ForkServer:
                 self.process.wait()
             self.process.stdout.close()
             self.process = None
-            folder = os.path.dirname(self.address)
-            for name in ("server.sock", "server.log"):
-                try:
-                    os.unlink(os.path.join(folder, name))
-                except OSError:
-                    pass
-            try:
-                os.rmdir(folder)
-            except OSError:
-                pass
+            _remove_folder(self.address)
+
+
+def _remove_folder(address: str) -> None:
+    folder = os.path.dirname(address)
+    for name in ("server.sock", "server.log"):
+        try:
+            os.unlink(os.path.join(folder, name))
+        except OSError:
+            pass
+    try:
+        os.rmdir(folder)
+    except OSError:
+        pass
 
 
 def stop_worker(connection: socket.socket, *, timeout: float = 10.0) -> int | None:
@@ -164,7 +177,7 @@ def _load(name: str):
     return module
 
 
-def serve(address: str, numpy_dir: str, hidden: list[str]) -> None:
+def serve(address: str, numpy_dir: str, hidden: list[str], without: list[str]) -> None:
     confinement, landlock, worker_main = _load("confinement"), _load("landlock"), _load("worker_main")
     site = os.path.dirname(numpy_dir)
     sys.path.append(site)
@@ -175,7 +188,8 @@ def serve(address: str, numpy_dir: str, hidden: list[str]) -> None:
     as_root = os.geteuid() == 0
     context = {"numpy": numpy, "policy": policy, "confinement": confinement, "landlock": landlock,
                "worker_main": worker_main, "uid": confinement.NOBODY if as_root else None,
-               "landlock_abi": landlock.abi_version()}
+               "landlock_abi": 0 if "landlock" in without else landlock.abi_version(),
+               "namespaces": as_root and "namespaces" not in without}
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(address)
     os.chmod(address, 0o600)
@@ -228,10 +242,15 @@ def _keeper(connection: socket.socket, listener: socket.socket, request: dict, f
         connection.settimeout(None)
         confinement = context["confinement"]
         namespaces, warnings = [], []
-        if context["uid"] is not None:
+        if context["namespaces"]:
             namespaces = confinement.enter_namespaces()
             if "mount" in namespaces:
                 warnings += confinement.arrange_mounts(context["policy"], context["uid"], keep=[request["scratch"]])
+        if context["uid"] is not None and "mount" not in namespaces:
+            blocked = sorted(confinement.blocked_folders(context["policy"].readable, context["uid"]))
+            if blocked:
+                warnings.append(f"uid {context['uid']} cannot enter {', '.join(blocked)} without a mount namespace: "
+                                "student code can import only the modules the fork server preloaded")
         confinement.become_subreaper()
         worker = os.fork()
         if worker == 0:
@@ -304,24 +323,25 @@ def _worker(request: dict, fds: list[int], context: dict, namespaces: list[str],
                  "rlimits": sorted(request["limits"]), "warnings": warnings}
     except BaseException as failed:  # noqa: BLE001 - refuse to run student code half-confined
         hello = {"op": "hello", "ok": False, "error": f"{type(failed).__name__}: {failed}"}
+    code = 70
     try:
-        if not hello["ok"]:
+        if hello["ok"]:
+            context["worker_main"].serve(3, 4, context["numpy"], hello=hello)
+            code = 0
+        else:
             context["worker_main"].write_message(os.fdopen(4, "wb"), hello)
-            os._exit(70)
-        context["worker_main"].serve(3, 4, context["numpy"], hello=hello)
     finally:
-        os._exit(0)
+        os._exit(code)
 
 
 def main(argv: list[str]) -> None:
-    arguments = {"--socket": None, "--numpy-dir": None}
-    hidden = []
+    arguments = {"--socket": None, "--numpy-dir": None, "--hide": [], "--without": []}
     for flag, value in zip(argv[::2], argv[1::2]):
-        if flag == "--hide":
-            hidden.append(value)
+        if isinstance(arguments[flag], list):
+            arguments[flag].append(value)
         else:
             arguments[flag] = value
-    serve(arguments["--socket"], arguments["--numpy-dir"], hidden)
+    serve(arguments["--socket"], arguments["--numpy-dir"], arguments["--hide"], arguments["--without"])
 
 
 if __name__ == "__main__":

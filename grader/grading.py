@@ -7,6 +7,7 @@ from pathlib import Path
 
 from grader.assignments import get_assignment
 from grader.catalog import misconception_ids
+from grader.forkserver import ForkServer
 from grader.messages import render
 from grader.results import SubmissionResult, load_failure, summarize
 from grader.runner import collect, run_tests
@@ -21,12 +22,14 @@ VISIBILITIES = {"public": ("public",), "all": ("public", "hidden"), "hidden": ("
 def grade_submission(*, path: Path | None = None, source: SubmissionSource | None = None,
                      assignment: str = "multihead_attention", visibility: str = "public",
                      functions: tuple[str, ...] | None = None, student: str | None = None,
-                     seed: int | None = None, limits: Limits | None = None, lang: str = "en") -> SubmissionResult:
+                     seed: int | None = None, limits: Limits | None = None, lang: str = "en",
+                     server: ForkServer | str | None = None) -> SubmissionResult:
     """Grade the submission at ``path`` (or an already read ``source``).
 
     ``visibility`` is ``public`` (the student's own check), ``hidden`` or
     ``all``; hidden checks draw their inputs from ``seed``, by default derived
-    from the course key and ``student``.
+    from the course key and ``student``. ``server``: a shared fork server
+    (``grader.sandbox.start_server()``, or its address) for bulk grading.
     """
     started = time.monotonic()
     exercise = get_assignment(assignment)
@@ -43,7 +46,7 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
         source = source if source is not None else read_submission(Path(path))
     except SubmissionError as bad:
         return load_failure(error=str(bad), **common)
-    with Sandbox.open(source=source, limits=limits or Limits()) as box:
+    with Sandbox.open(source=source, limits=limits or Limits(), server=server) as box:
         report = box.load_report
         if not report.ok:
             return load_failure(error=_load_message(report.error, lang), notes=source.notes,

@@ -33,7 +33,7 @@ from grader.confinement import NOBODY
 from grader.forkserver import ForkServer, ForkServerError, stop_worker, worker_status
 from grader.submission import SubmissionSource, read_submission
 
-STATUS_WAIT = 0.5  # seconds to wait for a worker that broke the protocol to report its own exit
+STATUS_WAIT = 0.25  # seconds to wait for a worker that broke the protocol to report its own exit
 
 
 @dataclass(frozen=True)
@@ -117,9 +117,12 @@ class _Worker:
     reaped: bool = False
 
 
-def start_server(*, hidden=()) -> ForkServer:
-    """A fork server for many submissions; ``hidden`` folders (e.g. the output folder) are masked too."""
-    return ForkServer.start(hidden=(*default_hidden(), *hidden))
+def start_server(*, hidden=(), without=()) -> ForkServer:
+    """A fork server for many submissions; ``hidden`` folders (e.g. the output folder) are masked too.
+
+    ``without`` ("landlock", "namespaces") leaves a layer out, to check the fallbacks.
+    """
+    return ForkServer.start(hidden=(*default_hidden(), *hidden), without=without)
 
 
 def default_hidden() -> tuple[str, ...]:
@@ -191,12 +194,17 @@ class Sandbox:
     def _call(self, target: dict, args: tuple, kwargs: dict, *, measure_peak_memory: bool = False) -> CallOutcome:
         if self.load_report is None or not self.load_report.ok:
             return CallOutcome(error=CallError("LoadError", "the submission could not be loaded"))
+        if self.spent >= self.limits.submission_timeout:
+            return self._timed_out()
         if self.worker is None:
             if self.restarts >= self.limits.max_restarts:
                 return CallOutcome(error=CallError("WorkerGone", "the worker was stopped too often; no more calls"))
             restarted = self._start()
             if not restarted.ok:
-                return CallOutcome(error=restarted.error)
+                if restarted.error.type == "Timeout":
+                    return self._timed_out()
+                return CallOutcome(error=CallError("WorkerGone", f"the worker could not be restarted: "
+                                                                 f"{restarted.error.message}"))
         blobs: list[bytes] = []
         header = {"op": "call", "target": encode_request(target, blobs), "args": encode_request(list(args), blobs),
                   "kwargs": encode_request(kwargs, blobs)}
@@ -207,7 +215,7 @@ class Sandbox:
         except WorkerGone as gone:
             self._kill()
             if gone.timed_out:
-                return CallOutcome(error=CallError("Timeout", f"{self.limits.call_timeout:g}"), timed_out=True)
+                return self._timed_out()
             return CallOutcome(error=CallError("WorkerGone", str(gone)))
         if not reply.get("ok"):
             return CallOutcome(error=_call_error(reply.get("error")))
@@ -219,6 +227,11 @@ class Sandbox:
             return CallOutcome(error=CallError("BadReply", str(bad)[:300]))
         peak = reply.get("peak_memory")
         return CallOutcome(value=value, args_after=after, peak_memory=peak if type(peak) is int else None)
+
+    def _timed_out(self) -> CallOutcome:
+        """A timeout, naming the limit that ended it (the message is the limit in seconds)."""
+        limit = self.limits.submission_timeout if self.spent >= self.limits.submission_timeout else self.limits.call_timeout
+        return CallOutcome(error=CallError("Timeout", f"{limit:g}"), timed_out=True)
 
     # ---- process management ------------------------------------------------------
     def _start(self) -> LoadReport:

@@ -13,8 +13,11 @@ as ``.npy`` bytes; in the JSON tree an array is ``{"__array__": i}``, a tuple
 ``{"__object__": "<description>"}``.
 """
 
+import builtins
+import contextlib
 import io
 import json
+import linecache
 import os
 import struct
 import sys
@@ -141,12 +144,46 @@ def describe_error(error, filenames):
     }
 
 
+class BuiltinsGuard:
+    """Student code may rebind builtins (``builtins.isinstance = ...``); the worker's own code never sees that.
+
+    The student's version of the builtins is swapped in around student code
+    and the original one back afterwards, so a submission that patches them
+    is graded on what its functions return, not on a broken worker.
+    """
+
+    def __init__(self):
+        self.original = dict(builtins.__dict__)
+        self.student = dict(self.original)
+
+    @contextlib.contextmanager
+    def student_side(self):
+        _swap(self.student)
+        try:
+            yield
+        finally:
+            self.student = _copy(builtins.__dict__)
+            _swap(self.original)
+
+
+def _swap(state, _namespace=builtins.__dict__, _list=list, _copy_state=dict.copy):
+    """Make the builtins exactly ``state``, using only references bound before any student code ran."""
+    for name in _list(_namespace):
+        if name not in state:
+            del _namespace[name]
+    _namespace.update(_copy_state(state))
+
+
+_copy = dict.copy
+
+
 class Worker:
     def __init__(self, numpy):
         self.numpy = numpy
         self.reply_limit = MESSAGE_LIMIT
         self.module = types.ModuleType("submission")
         self.filenames = set()
+        self.builtins = BuiltinsGuard()
 
     def load(self, request):
         namespace = self.module.__dict__
@@ -154,12 +191,18 @@ class Worker:
         cell_errors = []
         for cell in request["cells"]:
             self.filenames.add(cell["filename"])
-            try:
-                code = compile(cell["source"], cell["filename"], "exec")
-                exec(code, namespace)
-            except BaseException as error:  # noqa: BLE001 - any failure is the student's to read
-                if isinstance(error, KeyboardInterrupt):
-                    raise
+            # tracebacks read lines from here: the submission's own file is out of the worker's reach
+            linecache.cache[cell["filename"]] = (len(cell["source"]), None, cell["source"].splitlines(True),
+                                                 cell["filename"])
+            error = None
+            with self.builtins.student_side():
+                try:
+                    exec(compile(cell["source"], cell["filename"], "exec"), namespace)
+                except BaseException as raised:  # noqa: BLE001 - any failure is the student's to read
+                    error = raised
+            if isinstance(error, KeyboardInterrupt):
+                raise error
+            if error is not None:
                 described = describe_error(error, self.filenames)
                 described["cell"] = cell.get("label")
                 if request.get("mode") == "module":
@@ -175,30 +218,23 @@ class Worker:
         kwargs = decode(request.get("kwargs", {}), blobs, numpy)
         target = request["target"]
         namespace = self.module.__dict__
+        error = value = None
         measure = bool(request.get("measure_peak_memory"))  # optional: the peak the call allocates, in bytes
         if measure:
             tracemalloc.start()
-        try:
-            if "class" in target:
-                instance = namespace[target["class"]](*decode(target.get("init", []), blobs, numpy))
-                for name, value in decode(target.get("attributes", {}), blobs, numpy).items():
-                    setattr(instance, name, value)
-                if target.get("calls") is not None:
-                    value = tuple(_step(instance, step) for step in decode(target["calls"], blobs, numpy))
-                else:
-                    function = getattr(instance, target["method"]) if target.get("method") else None
-                    value = function(*args, **kwargs) if function is not None else None
-            else:
-                value = namespace[target["function"]](*args, **kwargs)
-        except BaseException as error:  # noqa: BLE001 - any failure is the student's to read
-            if isinstance(error, KeyboardInterrupt):
-                raise
-            if isinstance(error, KeyError) and not error.__traceback__.tb_next:
+        with self.builtins.student_side():
+            try:
+                value = self._run(target, namespace, args, kwargs, blobs)
+            except BaseException as raised:  # noqa: BLE001 - any failure is the student's to read
+                error = raised
+        peak = tracemalloc.get_traced_memory()[1] if measure and tracemalloc.is_tracing() else None
+        tracemalloc.stop()
+        if isinstance(error, KeyboardInterrupt):
+            raise error
+        if error is not None:
+            if isinstance(error, KeyError) and not error.__traceback__.tb_next.tb_next:
                 return {"ok": False, "error": {"type": "MissingName", "message": str(error)[:200]}}, []
             return {"ok": False, "error": describe_error(error, self.filenames)}, []
-        finally:
-            peak = tracemalloc.get_traced_memory()[1] if measure and tracemalloc.is_tracing() else None
-            tracemalloc.stop()
         out_blobs = []
         try:
             encoded = encode(value, out_blobs, numpy, self.reply_limit)
@@ -209,6 +245,18 @@ class Worker:
         if measure:
             reply["peak_memory"] = peak
         return reply, out_blobs
+
+    def _run(self, target, namespace, args, kwargs, blobs):
+        numpy = self.numpy
+        if "class" not in target:
+            return namespace[target["function"]](*args, **kwargs)
+        instance = namespace[target["class"]](*decode(target.get("init", []), blobs, numpy))
+        for name, value in decode(target.get("attributes", {}), blobs, numpy).items():
+            setattr(instance, name, value)
+        if target.get("calls") is not None:
+            return tuple(_step(instance, step) for step in decode(target["calls"], blobs, numpy))
+        function = getattr(instance, target["method"]) if target.get("method") else None
+        return function(*args, **kwargs) if function is not None else None
 
 
 def _step(instance, step):
