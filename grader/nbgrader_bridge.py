@@ -11,6 +11,7 @@ nbgrader's own ``Gradebook`` API; nothing here touches the database directly.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,7 +67,9 @@ def write_to_gradebook(*, db: Path, assignment: str, results: list[SubmissionRes
     groups = check_groups(assignment)
     maxima = _group_maxima(assignment, groups)
     created = False
-    with Gradebook(f"sqlite:///{db.resolve()}") as gradebook:
+    with warnings.catch_warnings(), Gradebook(f"sqlite:///{db.resolve()}") as gradebook:
+        # nbgrader's own add_submission trips SQLAlchemy's autoflush warnings; the rows are written all the same
+        warnings.filterwarnings("ignore", message=".*not in session.*")
         try:
             known = gradebook.find_notebook(notebook, assignment)
         except MissingEntry:
