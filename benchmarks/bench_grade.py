@@ -1,0 +1,229 @@
+"""Benchmark `mha grade` against nbgrader autograde and against the same checks run unsandboxed.
+
+    python benchmarks/bench_grade.py                 # N=200, nbgrader on a subset of 12, memory at 100 and 1000
+    python benchmarks/bench_grade.py --n 50 --scale none --nbgrader-subset 6   # a quick look
+
+Figures, all on this machine and in this run:
+
+- `mha grade` (the installed command, all checks public + hidden, default
+  --jobs and with --jobs 1): submissions per second and seconds per submission
+  over the grading phase (from the first to the last progress line), and end
+  to end including the class outputs; peak memory of the grader and every
+  process under it (PSS summed over the process tree, sampled every 50 ms).
+- `nbgrader autograde` on the same submissions as notebooks, with equivalent
+  autograded test cells, over a subset: the cost per submission is the
+  difference between a run over the subset and a run over 2 submissions,
+  divided by the difference in count (nbgrader's start-up left out, in its
+  favour); printed with the extrapolation to N.
+- the same suites run unsandboxed in this one process (each submission
+  imported, the checks calling it directly): the floor the sandbox is compared to.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from generated_class import REFERENCE, write_class  # noqa: E402
+
+KEY = "benchmark-course-key"
+
+
+class TreeSampler(threading.Thread):
+    """Peak memory of a process and all its descendants, read from /proc every ``interval`` seconds."""
+
+    def __init__(self, root: int, interval: float = 0.05):
+        super().__init__(daemon=True)
+        self.root, self.interval = root, interval
+        self.peak_pss = self.peak_rss = self.peak_root_rss = 0
+        self.peak_processes = 0
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.is_set():
+            tree = descendants(self.root)
+            pss = rss = 0
+            for pid in tree:
+                pss += _field_kb(f"/proc/{pid}/smaps_rollup", "Pss:")
+                rss += _field_kb(f"/proc/{pid}/status", "VmRSS:")
+            self.peak_pss, self.peak_rss = max(self.peak_pss, pss), max(self.peak_rss, rss)
+            self.peak_root_rss = max(self.peak_root_rss, _field_kb(f"/proc/{self.root}/status", "VmHWM:"))
+            self.peak_processes = max(self.peak_processes, len(tree))
+            self.stopped.wait(self.interval)
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.join()
+
+
+def descendants(root: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
+                parent = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(parent, []).append(int(entry))
+    found, queue = [], [root]
+    while queue:
+        pid = queue.pop()
+        found.append(pid)
+        queue.extend(children.get(pid, ()))
+    return found
+
+
+def _field_kb(path: str, name: str) -> int:
+    try:
+        with open(path, encoding="ascii", errors="replace") as handle:
+            for line in handle:
+                if line.startswith(name):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def mha_command() -> list[str]:
+    installed = shutil.which("mha")
+    return [installed] if installed else [sys.executable, "-c", "from grader.cli import main; main()"]
+
+
+def run_mha(folder: Path, out: Path, *, jobs: int | None) -> dict:
+    """Run `mha grade` on ``folder``; time it from its progress lines and sample its memory."""
+    command = mha_command() + ["grade", str(folder), "--out", str(out)] + (["--jobs", str(jobs)] if jobs else [])
+    environment = dict(os.environ, MHA_COURSE_KEY=KEY)
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
+    sampler = TreeSampler(process.pid)
+    sampler.start()
+    first = last = None
+    for line in process.stdout:
+        now = time.perf_counter()
+        if line.startswith("grading "):
+            first = now
+        elif line.startswith("["):
+            last = now
+    process.wait()
+    finished = time.perf_counter()
+    sampler.stop()
+    if process.returncode != 0:
+        raise RuntimeError(f"mha grade failed: {process.stderr.read()[-2000:]}")
+    count = len(list(folder.glob("*.py")))
+    return {"count": count, "grading": last - first, "total": finished - started,
+            "peak_pss_mb": sampler.peak_pss / 1024, "peak_rss_mb": sampler.peak_rss / 1024,
+            "grader_peak_rss_mb": sampler.peak_root_rss / 1024, "processes": sampler.peak_processes,
+            "scores": {r["student"]: r["score"] for r in json.loads((out / "results.json").read_text())},
+            "isolation": next((r["isolation"] for r in json.loads((out / "results.json").read_text())
+                               if r.get("isolation")), "")}
+
+
+def run_nbgrader(work: Path, submissions: list[Path], subset: int) -> dict:
+    from nbgrader_course import autograde_scores, build_course, time_autograde
+
+    small = build_course(work / "nbgrader-2", submissions[:2], REFERENCE)
+    large = build_course(work / f"nbgrader-{subset}", submissions[:subset], REFERENCE)
+    time_small, time_large = time_autograde(small), time_autograde(large)
+    per_submission = (time_large - time_small) / (subset - 2)
+    scores = autograde_scores(large)
+    return {"subset": subset, "time_2": time_small, "time_subset": time_large, "per_submission": per_submission,
+            "graded": len(scores)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--n", type=int, default=200, help="submissions in the main comparison (default 200)")
+    parser.add_argument("--nbgrader-subset", type=int, default=12,
+                        help="submissions nbgrader autogrades (default 12; 0 skips nbgrader)")
+    parser.add_argument("--scale", default="100,1000", help="class sizes for the memory comparison, or 'none'")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    options = parser.parse_args()
+    os.environ["MHA_COURSE_KEY"] = KEY
+    work = Path(tempfile.mkdtemp(prefix="mha-bench-"))
+    figures: dict = {"n": options.n, "cores": len(os.sched_getaffinity(0))}
+    try:
+        folder = work / "class"
+        kinds = write_class(folder, options.n)
+        correct = sum(kind.startswith("correct") for _, kind in kinds)
+        print(f"{options.n} generated submissions ({correct} correct, {options.n - correct} with a mistake or a "
+              f"syntax error), {figures['cores']} cores\n")
+
+        parallel = run_mha(folder, work / "out-parallel", jobs=None)
+        serial = run_mha(folder, work / "out-serial", jobs=1)
+        figures["mha"], figures["mha_jobs_1"] = _strip(parallel), _strip(serial)
+        print(f"mha grade (default --jobs = {figures['cores']}): {_rate(parallel)}")
+        print(f"mha grade --jobs 1:                  {_rate(serial)}")
+        print(f"  isolation: {parallel['isolation']}")
+
+        from in_process import grade_folder_in_process
+
+        unsandboxed_time, unsandboxed_scores = grade_folder_in_process(folder)
+        figures["unsandboxed"] = {"total": unsandboxed_time, "per_submission": unsandboxed_time / options.n}
+        same = sum(unsandboxed_scores[s] == parallel["scores"].get(s) for s in unsandboxed_scores)
+        print(f"unsandboxed, one process:            {options.n / unsandboxed_time:6.1f} submissions/s, "
+              f"{1000 * unsandboxed_time / options.n:6.1f} ms/submission "
+              f"(same score as mha grade for {same}/{options.n})")
+        overhead_serial = serial["grading"] / unsandboxed_time
+        overhead_parallel = parallel["grading"] / unsandboxed_time
+        figures["sandbox_overhead"] = {"jobs_1": overhead_serial, "default_jobs": overhead_parallel}
+        print(f"  sandbox overhead: {overhead_serial:.2f}x the unsandboxed cost at --jobs 1 (goal <= 1.5x); "
+              f"{overhead_parallel:.2f}x with all cores against the one-process floor\n")
+
+        if options.nbgrader_subset >= 3:
+            nbgrader = run_nbgrader(work, sorted(folder.glob("*.py")), min(options.nbgrader_subset, options.n))
+            figures["nbgrader"] = nbgrader
+            per = nbgrader["per_submission"]
+            print(f"nbgrader autograde: {nbgrader['time_subset']:.1f} s for {nbgrader['subset']} submissions, "
+                  f"{nbgrader['time_2']:.1f} s for 2 -> {per:.2f} s per submission (start-up left out), "
+                  f"extrapolated to {options.n}: {per * options.n:.0f} s")
+            ratio = (per * options.n) / parallel["grading"]
+            figures["throughput_ratio_vs_nbgrader"] = ratio
+            print(f"  mha grade throughput = {ratio:.0f}x nbgrader's (goal >= 50x); "
+                  f"end to end with outputs: {(per * options.n) / parallel['total']:.0f}x\n")
+
+        sizes = [] if options.scale == "none" else [int(size) for size in options.scale.split(",")]
+        memory = {}
+        for size in sizes:
+            scale_folder = work / f"class-{size}"
+            write_class(scale_folder, size)
+            run = run_mha(scale_folder, work / f"out-{size}", jobs=None)
+            memory[size] = _strip(run)
+            print(f"{size:>5} submissions: peak {run['peak_pss_mb']:6.1f} MB PSS over {run['processes']} processes "
+                  f"(RSS sum {run['peak_rss_mb']:.0f} MB); the grader process itself {run['grader_peak_rss_mb']:.1f}"
+                  f" MB; {_rate(run)}")
+            shutil.rmtree(scale_folder)
+        if len(sizes) == 2:
+            small, large = memory[sizes[0]], memory[sizes[1]]
+            figures["memory_ratio"] = large["peak_pss_mb"] / small["peak_pss_mb"]
+            print(f"  memory({sizes[1]}) / memory({sizes[0]}) = {figures['memory_ratio']:.2f} (goal <= 1.2); "
+                  f"grader process alone: {large['grader_peak_rss_mb'] / small['grader_peak_rss_mb']:.2f}")
+        figures["memory"] = memory
+        if options.json:
+            options.json.write_text(json.dumps(figures, indent=2) + "\n")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _rate(run: dict) -> str:
+    return (f"{run['count'] / run['grading']:6.1f} submissions/s, {1000 * run['grading'] / run['count']:6.1f} "
+            f"ms/submission (end to end {run['total']:.1f} s), peak {run['peak_pss_mb']:.0f} MB")
+
+
+def _strip(run: dict) -> dict:
+    return {key: value for key, value in run.items() if key != "scores"}
+
+
+if __name__ == "__main__":
+    main()

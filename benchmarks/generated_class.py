@@ -1,0 +1,61 @@
+"""A generated class for the benchmark: correct submissions in several styles and typical mistakes.
+
+Correct ones are the reference and the correct submissions of the demo class;
+buggy ones are the reference with one catalogued mistake put in by text
+replacement (each replacement is checked to apply). No infinite loops: a
+timeout costs the same wall clock in any grader and would only measure it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parent.parent
+DEMO = PROJECT / "examples" / "demo_class"
+REFERENCE = PROJECT / "solutions" / "multihead_attention.py"
+CORRECT_STYLES = ("amara_einsum", "bilal_loops", "chen_float32", "dmitri_swapaxes", "esi_tensordot")
+
+# name -> (text to find in the reference, what to put instead)
+MISTAKES = {
+    "attention-no-scale": ("/ np.sqrt(d_k)", ""),
+    "attention-wrong-scale": ("/ np.sqrt(d_k)", "/ d_k"),
+    "softmax-unstable": ("shifted = x - np.max(x, axis=-1, keepdims=True)", "shifted = x"),
+    "softmax-wrong-axis": ("np.sum(exponentials, axis=-1, keepdims=True)", "np.sum(exponentials, axis=0, keepdims=True)"),
+    "split-heads-no-transpose": ("x = x.reshape(batch, length, self.num_heads, self.d_k)  # (B, T, H, d_k)\n"
+                                 "        return x.transpose(0, 2, 1, 3)",
+                                 "return x.reshape(batch, self.num_heads, length, self.d_k)"),
+    "mha-no-output-projection": ("out = self.combine_heads(heads) @ self.W_O", "out = self.combine_heads(heads)"),
+    "mha-no-divisibility-check": ("if d_model % num_heads != 0:", "if False:"),
+    "mha-ignores-key-value": ("keys = self.split_heads(K @ self.W_K)", "keys = self.split_heads(Q @ self.W_K)"),
+}
+SYNTAX_ERROR = "import numpy as np\n\n\ndef softmax(x)\n    return np.exp(x)\n"
+
+
+def templates() -> list[tuple[str, str]]:
+    """(kind, source) in the order the class cycles through: about half right, half wrong."""
+    reference = REFERENCE.read_text(encoding="utf-8")
+    correct = [("correct:reference", reference)] + [
+        (f"correct:{name}", (DEMO / f"{name}.py").read_text(encoding="utf-8")) for name in CORRECT_STYLES]
+    buggy = []
+    for name, (old, new) in MISTAKES.items():
+        if old not in reference:
+            raise RuntimeError(f"the reference no longer contains the text the {name} mutation replaces")
+        buggy.append((f"buggy:{name}", reference.replace(old, new, 1)))
+    buggy.append(("buggy:syntax-error", SYNTAX_ERROR))
+    mixed = []
+    for index in range(max(len(correct), len(buggy))):
+        mixed += [correct[index % len(correct)], buggy[index % len(buggy)]]
+    return mixed
+
+
+def write_class(folder: Path, count: int) -> list[tuple[str, str]]:
+    """Write ``count`` submissions ``student_0001.py``...; returns (student, kind) of each."""
+    folder.mkdir(parents=True, exist_ok=True)
+    cycle = templates()
+    written = []
+    for index in range(count):
+        kind, source = cycle[index % len(cycle)]
+        student = f"student_{index + 1:04d}"
+        (folder / f"{student}.py").write_text(source, encoding="utf-8")
+        written.append((student, kind))
+    return written
