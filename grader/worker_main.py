@@ -222,15 +222,23 @@ class Worker:
         measure = bool(request.get("measure_peak_memory"))  # optional: the peak the call allocates, in bytes
         if measure:
             tracemalloc.start()
+        init = decode(target.get("init", []), blobs, numpy)  # decoded here: student code may have patched builtins
+        attributes = decode(target.get("attributes", {}), blobs, numpy)
+        steps = None
+        if target.get("calls") is not None:
+            steps = [(str(path).split("."), step_args, step_kwargs)
+                     for path, step_args, step_kwargs in decode(target["calls"], blobs, numpy)]
         with self.builtins.student_side():
             try:
-                value = self._run(target, namespace, args, kwargs, blobs)
+                value = self._run(target, namespace, args, kwargs, init, attributes, steps)
             except BaseException as raised:  # noqa: BLE001 - any failure is the student's to read
                 error = raised
         peak = tracemalloc.get_traced_memory()[1] if measure and tracemalloc.is_tracing() else None
         tracemalloc.stop()
         if isinstance(error, KeyboardInterrupt):
             raise error
+        if steps is not None and error is None:
+            value = tuple(value)
         if error is not None:
             if isinstance(error, KeyError) and not error.__traceback__.tb_next.tb_next:
                 return {"ok": False, "error": {"type": "MissingName", "message": str(error)[:200]}}, []
@@ -246,26 +254,24 @@ class Worker:
             reply["peak_memory"] = peak
         return reply, out_blobs
 
-    def _run(self, target, namespace, args, kwargs, blobs):
-        numpy = self.numpy
+    @staticmethod
+    def _run(target, namespace, args, kwargs, init, attributes, steps, _setattr=setattr, _getattr=getattr):
+        """The student's part of a call; the builtins it uses were bound before any student code ran."""
         if "class" not in target:
             return namespace[target["function"]](*args, **kwargs)
-        instance = namespace[target["class"]](*decode(target.get("init", []), blobs, numpy))
-        for name, value in decode(target.get("attributes", {}), blobs, numpy).items():
-            setattr(instance, name, value)
-        if target.get("calls") is not None:
-            return tuple(_step(instance, step) for step in decode(target["calls"], blobs, numpy))
-        function = getattr(instance, target["method"]) if target.get("method") else None
+        instance = namespace[target["class"]](*init)
+        for name, value in attributes.items():
+            _setattr(instance, name, value)
+        if steps is not None:
+            results = []
+            for names, step_args, step_kwargs in steps:  # a path "a.b"; no arguments: read the attribute
+                value = instance
+                for name in names:
+                    value = _getattr(value, name)
+                results.append(value if step_args is None else value(*step_args, **(step_kwargs or {})))
+            return results
+        function = _getattr(instance, target["method"]) if target.get("method") else None
         return function(*args, **kwargs) if function is not None else None
-
-
-def _step(instance, step):
-    """One of several uses of one instance: ``(path, args, kwargs)``; ``args`` None reads the attribute."""
-    path, args, kwargs = step
-    value = instance
-    for name in str(path).split("."):
-        value = getattr(value, name)
-    return value if args is None else value(*args, **(kwargs or {}))
 
 
 def serve(read_fd, write_fd, numpy, hello=None):

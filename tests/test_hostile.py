@@ -1,0 +1,255 @@
+"""Hostile submissions, one per attack class: each ends with its honest score and never harms the grader.
+
+"Honest score" is what the same submission earns with the attack taken out:
+0 when there is no honest work, else the score of a control submission that
+does the same honest work (an honest softmax, answers of no use, ...), test by
+test. Every attack is graded with ``grade_submission`` through a shared fork
+server (small limits keep it fast), and the ones that need no timeout also
+through ``mha check FILE --json`` (CliRunner, and once the installed command).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import FIXTURES, PROJECT
+from grader.cli import root
+from grader.grading import grade_submission
+from grader.sandbox import Limits, start_server
+from grader.submission import Cell, SubmissionSource, read_submission
+
+HOSTILE = FIXTURES / "hostile"
+LIMITS = Limits(call_timeout=0.75, submission_timeout=8.0, memory_mb=512, cpu_seconds=10, max_processes=64,
+                max_restarts=1)
+NETWORK_PORT = 47613  # the port network.py tries
+
+NO_USE = '''
+def softmax(x):
+    return None
+
+def scaled_dot_product_attention(Q, K, V):
+    return None, None
+
+class MultiHeadAttention:
+    def __init__(self, d_model=8, num_heads=2):
+        pass
+
+    def split_heads(self, x):
+        return None
+
+    def combine_heads(self, x):
+        return None
+
+    def forward(self, Q, K, V, return_weights=False):
+        return (None, None) if return_weights else None
+'''
+HONEST_SOFTMAX = (HOSTILE / "honest_softmax_only.py").read_text()
+
+
+@dataclass(frozen=True)
+class Attack:
+    """What an attack must come to: its status, and the control whose score and passing tests it must equal."""
+
+    status: str = "graded"
+    control: str | None = None  # source of the control; None: no honest work, score 0
+    error: str = ""  # a phrase the load error contains
+    cli: bool = True  # fast enough for the command line's default limits
+
+
+def without_attack(name: str) -> str:
+    """The fixture with its ``# BEGIN ATTACK`` ... ``# END ATTACK`` block taken out."""
+    return re.sub(r"# BEGIN ATTACK.*?# END ATTACK\n", "", (HOSTILE / f"{name}.py").read_text(), flags=re.S)
+
+
+ATTACKS = {
+    "always_equal": Attack(control=NO_USE),
+    "monkeypatch_numpy": Attack(control=without_attack("monkeypatch_numpy")),
+    "exit_at_import": Attack(status="error", error="SystemExit"),
+    "os_exit_at_import": Attack(status="error", error="exited with status 3"),
+    "exit_in_function": Attack(control=HONEST_SOFTMAX, cli=False),
+    "infinite_loop": Attack(cli=False),
+    "sleep_at_import": Attack(status="error", error="took too long", cli=False),
+    "memory_bomb": Attack(cli=False),
+    "fork_bomb": Attack(),
+    "kill_parent": Attack(),
+    "fake_output": Attack(),
+    "write_outside": Attack(),
+    "steal_reference": Attack(),
+    "daemon": Attack(),
+    "odd_arrays": Attack(control=HONEST_SOFTMAX.replace("import numpy as np", "import numpy as np\n" + NO_USE.replace(
+        "def softmax(x):\n    return None\n", ""))),
+    "deep_recursion": Attack(),
+    "enormous_output": Attack(),
+    "network": Attack(),
+    "forged_replies": Attack(cli=False),
+    "stop_reading": Attack(cli=False),
+}
+
+
+@pytest.fixture(scope="module")
+def server():
+    shared = start_server()
+    yield shared
+    shared.stop()
+
+
+def graded(path: Path, server, **options):
+    return grade_submission(path=path, limits=LIMITS, server=server, **options)
+
+
+def passed(result) -> set[str]:
+    return {test.name for test in result.tests if test.outcome == "passed"}
+
+
+def processes_named(name: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if Path(f"/proc/{entry}/comm").read_text().strip() == name:
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+def control_result(control: str, server):
+    source = SubmissionSource(cells=(Cell(control, "control.py", "control.py"),), mode="module")
+    return grade_submission(source=source, limits=LIMITS, server=server)
+
+
+def test_every_attack_has_a_fixture_and_every_fixture_an_attack():
+    fixtures = {path.stem for path in HOSTILE.glob("*.py")} - {"honest_softmax_only"}
+    assert fixtures == set(ATTACKS)
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_attack_ends_with_its_honest_score(name, server):
+    attack = ATTACKS[name]
+    started = time.monotonic()
+    result = graded(HOSTILE / f"{name}.py", server)
+    assert time.monotonic() - started < LIMITS.submission_timeout + 5
+    assert result.status == attack.status, result.error
+    assert attack.error in (result.error or "")
+    if attack.control is None:
+        assert result.score == 0.0 and passed(result) == set(), passed(result)
+    else:
+        control = control_result(attack.control, server)
+        assert control.status == "graded"
+        assert (result.score, passed(result)) == (control.score, passed(control))
+    assert result.max_score == 44.0
+    assert server.process.poll() is None, "the attack ended the fork server"
+
+
+def test_values_that_are_not_plain_arrays_are_wrong_type(server):
+    result = graded(HOSTILE / "always_equal.py", server)
+    value_checks = [test for test in result.tests if "unchanged" not in test.name and test.function != "__init__"]
+    assert value_checks and all(test.outcome == "failed" for test in value_checks)
+    assert {test.misconception for test in value_checks if test.function in ("softmax", "split_heads")} == {"wrong-type"}
+    odd = graded(HOSTILE / "odd_arrays.py", server)
+    softmax_checks = [test for test in odd.tests if test.function == "softmax"]
+    assert all(test.outcome == "passed" for test in softmax_checks)  # a strided view of the right numbers is right
+    by_function = {test.function: test.misconception for test in odd.tests if test.outcome == "failed"}
+    assert by_function["split_heads"] == by_function["combine_heads"] == "wrong-type"
+
+
+def test_daemons_and_forked_children_are_dead_after_grading(server):
+    graded(HOSTILE / "daemon.py", server)
+    graded(HOSTILE / "fork_bomb.py", server)
+    assert processes_named("mha-hostile-dmn") == []
+    assert processes_named("mha-hostile-frk") == []
+
+
+def test_nothing_is_written_outside_the_scratch_folder(server, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "results.json").write_text('[{"student": "alice", "score": 44.0}]')
+    before = (out / "results.json").read_text()
+    marker = "mha-hostile-was-here"
+    result = graded(HOSTILE / "write_outside.py", server)
+    message = result.tests[0].message
+    written = ast.literal_eval(message.split("wrote ", 1)[1])
+    assert all(Path(path).parent.name.startswith("mha-worker-") for path in written), written  # its own scratch only
+    assert (out / "results.json").read_text() == before
+    for folder in [*HOSTILE.parents, Path("/tmp"), Path("/work/main"), Path("/")]:
+        assert not (folder / f"{marker}.txt").exists(), folder
+    assert not list((PROJECT / "grader" / "suites").glob(f"{marker}*"))
+
+
+def test_the_reference_and_hidden_tests_cannot_be_found(server):
+    result = graded(HOSTILE / "steal_reference.py", server, visibility="all")
+    assert result.score == 0.0
+    assert "no reference found" in next(test.message for test in result.tests if test.function == "softmax")
+
+
+def test_no_connection_reaches_the_network(server):
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        listener.bind(("127.0.0.1", NETWORK_PORT))
+    except OSError:
+        pytest.skip(f"port {NETWORK_PORT} is taken on this machine")
+    listener.listen(1)
+    listener.settimeout(0.2)
+    try:
+        result = graded(HOSTILE / "network.py", server)
+        with pytest.raises(socket.timeout):
+            listener.accept()
+    finally:
+        listener.close()
+    attempts = next(test.message for test in result.tests if test.function == "softmax")
+    assert "reached" not in attempts.split("network attempts:")[1][:60], attempts  # the TCP and UDP tries
+
+
+def test_a_symlink_to_the_reference_is_refused(server, tmp_path):
+    link = tmp_path / "alice.py"
+    link.symlink_to(PROJECT / "solutions" / "multihead_attention.py")
+    result = graded(link, server)
+    assert result.status == "error" and result.score == 0.0 and "symbolic link" in result.error
+
+
+def test_other_students_are_graded_the_same_after_the_attacks(server):
+    honest = PROJECT / "solutions" / "multihead_attention.py"
+    before = graded(honest, server, student="bob")
+    for name in ("kill_parent", "fork_bomb", "monkeypatch_numpy", "daemon", "write_outside", "forged_replies"):
+        graded(HOSTILE / f"{name}.py", server, student=name)
+    after = graded(honest, server, student="bob")
+    assert before.score == after.score == before.max_score
+    assert [test.to_dict() for test in before.tests] == [test.to_dict() for test in after.tests]
+
+
+# ---- through the command line ------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(name for name, attack in ATTACKS.items() if attack.cli))
+def test_mha_check_json_gives_the_same_honest_result(name, server):
+    outcome = CliRunner().invoke(root, ["check", str(HOSTILE / f"{name}.py"), "--json"])
+    assert outcome.exit_code == 1, outcome.output  # checks failed; the grader itself did not
+    result = json.loads(outcome.output)
+    assert result["score"] == graded(HOSTILE / f"{name}.py", server).score
+    assert result["isolation"]
+    assert len(outcome.output) < 200_000  # nothing the submission printed reached the grader's output
+
+
+@pytest.mark.slow
+def test_the_installed_command_prints_only_the_true_result():
+    mha = shutil.which("mha")
+    if mha is None:
+        if os.environ.get("CI"):
+            pytest.fail("the mha command is not installed")
+        pytest.skip("the mha command is not installed here")
+    done = subprocess.run([mha, "check", str(HOSTILE / "fake_output.py"), "--json"], capture_output=True, text=True,
+                          timeout=60)
+    result = json.loads(done.stdout)
+    assert done.returncode == 1
+    assert result["score"] == 0.0 and result["status"] == "graded"
+    assert "ALL CHECKS PASSED" not in done.stdout + done.stderr
