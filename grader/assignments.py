@@ -83,6 +83,12 @@ ASSIGNMENTS: dict[str, Assignment] = {
         upstream={},
         build_hidden_cases=functools.partial(_track_hidden, "memory_efficient_attention"),
     ),
+    "attention_backward": Assignment(
+        name="attention_backward",
+        functions=("softmax_backward", "attention_backward", "backward"),
+        upstream={"attention_backward": ("softmax_backward",), "backward": ("softmax_backward", "attention_backward")},
+        build_hidden_cases=functools.partial(_track_hidden, "attention_backward"),
+    ),
 }
 
 

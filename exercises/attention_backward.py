@@ -1,0 +1,142 @@
+"""The backward pass of attention in NumPy: softmax, scaled dot-product attention, multi-head attention.
+
+Shape legend, used in every docstring and comment below:
+
+    B    batch size
+    H    number of heads
+    T    query length
+    S    key/value length
+    D    model width (d_model)
+    d_k  width of one head, D // H
+
+Each ``*_backward`` takes the gradient of a scalar loss with respect to a
+forward function's output (``dout``: same shape as that output) and returns
+the gradients with respect to its inputs (each the shape of its input).
+Forward and backward come in pairs, the forward given, the backward to
+write; the grader compares every gradient with central-difference numerical
+gradients.
+"""
+
+import numpy as np
+
+
+def softmax(x):
+    """Numerically stable softmax over the last axis (given)."""
+    shifted = x - np.max(x, axis=-1, keepdims=True)
+    exponentials = np.exp(shifted)
+    return exponentials / np.sum(exponentials, axis=-1, keepdims=True)
+
+
+def softmax_backward(dweights, weights):
+    """Gradient through ``weights = softmax(scores)`` over the last axis.
+
+    Args:
+        dweights: ``(..., S)``, gradient of the loss with respect to the weights.
+        weights: ``(..., S)``, the softmax's output.
+
+    Returns:
+        ``dscores``, ``(..., S)``: each row is the softmax Jacobian (not just
+        its diagonal) applied to that row of ``dweights``.
+    """
+    # TODO: implement softmax_backward.
+    # TODO：实现 softmax_backward。
+    # Hint: the Jacobian of a softmax row is diag(w) - w w^T, so dscores = w * (dweights - sum(dweights * w, axis=-1, keepdims=True)).
+    # 提示：softmax 一行的雅可比矩阵是 diag(w) - w w^T，所以 dscores = w * (dweights - sum(dweights * w, axis=-1, keepdims=True))。
+    raise NotImplementedError("softmax_backward: not implemented yet / 尚未实现")
+
+
+def attention_forward(Q, K, V):
+    """Scaled dot-product attention (given): ``(out, weights)``.
+
+    Q ``(B, H, T, d_k)``, K and V ``(B, H, S, d_k)``; ``out``
+    ``(B, H, T, d_k)``, ``weights`` ``(B, H, T, S)``.
+    """
+    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])  # (B, H, T, S)
+    weights = softmax(scores)  # (B, H, T, S)
+    return weights @ V, weights
+
+
+def attention_backward(dout, Q, K, V, weights):
+    """Gradients of scaled dot-product attention.
+
+    Args:
+        dout: ``(B, H, T, d_k)``, gradient with respect to ``out``.
+        Q: ``(B, H, T, d_k)``; K, V: ``(B, H, S, d_k)``, the forward's inputs.
+        weights: ``(B, H, T, S)``, the forward's attention weights.
+
+    Returns:
+        ``(dQ, dK, dV)``, shaped like ``Q``, ``K`` and ``V``.
+    """
+    # TODO: implement attention_backward.
+    # TODO：实现 attention_backward。
+    # Hint: out = weights @ V gives dV = weights^T @ dout and dweights = dout @ V^T; go through softmax_backward to dscores; scores = Q K^T / sqrt(d_k) gives dQ = dscores @ K / sqrt(d_k) and dK = dscores^T @ Q / sqrt(d_k). Transpose only the last two axes.
+    # 提示：由 out = weights @ V 得 dV = weights^T @ dout，dweights = dout @ V^T；经过 softmax_backward 得到 dscores；由 scores = Q K^T / sqrt(d_k) 得 dQ = dscores @ K / sqrt(d_k)，dK = dscores^T @ Q / sqrt(d_k)。只转置最后两个轴。
+    raise NotImplementedError("attention_backward: not implemented yet / 尚未实现")
+
+
+class MultiHeadAttention:
+    """Multi-head attention with a backward pass.
+
+    Args:
+        d_model: model width D.
+        num_heads: number of heads H; must divide D.
+
+    Attributes:
+        W_Q, W_K, W_V, W_O: ``(D, D)`` arrays, applied as ``x @ W``.
+        dW_Q, dW_K, dW_V, dW_O: their gradients, ``(D, D)`` each, set by
+            ``backward``.
+    """
+
+    def __init__(self, d_model=8, num_heads=2):
+        if d_model % num_heads != 0:
+            raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+        self.num_heads = num_heads
+        self.d_k = d_model // num_heads
+        rng = np.random.default_rng(0)
+        scale = 1.0 / np.sqrt(d_model)  # keeps the initial scores in softmax's soft range
+        self.W_Q = rng.normal(0.0, scale, (d_model, d_model))  # (D, D)
+        self.W_K = rng.normal(0.0, scale, (d_model, d_model))  # (D, D)
+        self.W_V = rng.normal(0.0, scale, (d_model, d_model))  # (D, D)
+        self.W_O = rng.normal(0.0, scale, (d_model, d_model))  # (D, D)
+        self.cache = None
+
+    def split_heads(self, x):
+        """``(B, T, D)`` -> ``(B, H, T, d_k)`` (given)."""
+        batch, length, _ = x.shape
+        return x.reshape(batch, length, self.num_heads, self.d_k).transpose(0, 2, 1, 3)
+
+    def combine_heads(self, x):
+        """``(B, H, T, d_k)`` -> ``(B, T, D)`` (given)."""
+        batch, heads, length, d_k = x.shape
+        return x.transpose(0, 2, 1, 3).reshape(batch, length, heads * d_k)
+
+    def forward(self, Q, K, V):
+        """Project, split, attend, combine, project (given); keeps what backward needs.
+
+        Q ``(B, T, D)``, K and V ``(B, S, D)`` -> ``out`` ``(B, T, D)``.
+        """
+        queries = self.split_heads(Q @ self.W_Q)  # (B, H, T, d_k)
+        keys = self.split_heads(K @ self.W_K)  # (B, H, S, d_k)
+        values = self.split_heads(V @ self.W_V)  # (B, H, S, d_k)
+        heads, weights = attention_forward(queries, keys, values)  # (B, H, T, d_k), (B, H, T, S)
+        combined = self.combine_heads(heads)  # (B, T, D)
+        self.cache = (Q, K, V, queries, keys, values, weights, combined)
+        return combined @ self.W_O
+
+    def backward(self, dout):
+        """Gradients of the last ``forward`` call.
+
+        Args:
+            dout: ``(B, T, D)``, gradient with respect to ``forward``'s output.
+
+        Returns:
+            ``(dQ, dK, dV)``, gradients with respect to the inputs Q
+            ``(B, T, D)``, K and V ``(B, S, D)``. Also sets ``dW_Q``,
+            ``dW_K``, ``dW_V`` and ``dW_O`` (each ``(D, D)``, summed over
+            the batch and the positions).
+        """
+        # TODO: implement backward.
+        # TODO：实现 backward。
+        # Hint: for y = x @ W: dW = x^T @ dy summed over batch and positions (flatten them), dx = dy @ W^T; go back through W_O, combine_heads (its inverse is split_heads), attention_backward and the three input projections.
+        # 提示：对 y = x @ W：dW = x^T @ dy（把 batch 和位置展平后求和），dx = dy @ W^T；依次反向经过 W_O、combine_heads（它的逆是 split_heads）、attention_backward 以及三个输入投影。
+        raise NotImplementedError("backward: not implemented yet / 尚未实现")
