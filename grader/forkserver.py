@@ -65,7 +65,7 @@ class ForkServer:
         folder = tempfile.mkdtemp(prefix="mha-forkserver-")  # mode 0700: only this user may connect
         address = os.path.join(folder, "server.sock")
         command = [sys.executable, "-I", "-S", str(HERE / "forkserver.py"), "--socket", address,
-                   "--numpy-dir", os.path.dirname(numpy.__file__)]
+                   "--numpy-dir", os.path.dirname(numpy.__file__), "--scratch-root", tempfile.gettempdir()]
         for path in hidden:
             command += ["--hide", str(path)]
         for layer in without:
@@ -177,7 +177,7 @@ def _load(name: str):
     return module
 
 
-def serve(address: str, numpy_dir: str, hidden: list[str], without: list[str]) -> None:
+def serve(address: str, numpy_dir: str, scratch_root: str, hidden: list[str], without: list[str]) -> None:
     confinement, landlock, worker_main = _load("confinement"), _load("landlock"), _load("worker_main")
     site = os.path.dirname(numpy_dir)
     sys.path.append(site)
@@ -189,7 +189,7 @@ def serve(address: str, numpy_dir: str, hidden: list[str], without: list[str]) -
     context = {"numpy": numpy, "policy": policy, "confinement": confinement, "landlock": landlock,
                "worker_main": worker_main, "uid": confinement.NOBODY if as_root else None,
                "landlock_abi": 0 if "landlock" in without else landlock.abi_version(),
-               "namespaces": as_root and "namespaces" not in without}
+               "namespaces": as_root and "namespaces" not in without, "scratch_root": scratch_root}
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     listener.bind(address)
     os.chmod(address, 0o600)
@@ -221,8 +221,9 @@ def _handle(connection: socket.socket, listener: socket.socket, context: dict) -
         request = json.loads(message)
         if peer_uid != os.geteuid():
             raise ValueError(f"uid {peer_uid} may not ask for workers")
-        if len(fds) != 3 or not os.path.isdir(request["scratch"]):
-            raise ValueError("a request needs three descriptors and a scratch folder")
+        scratch = request["scratch"]
+        if len(fds) != 3 or not _is_scratch(scratch, context["scratch_root"]):
+            raise ValueError("a request needs three descriptors and a scratch folder of its own")
         pid = os.fork()
         if pid == 0:
             _keeper(connection, listener, request, fds, context)  # never returns
@@ -231,6 +232,13 @@ def _handle(connection: socket.socket, listener: socket.socket, context: dict) -
     finally:
         for fd in fds:
             os.close(fd)
+
+
+def _is_scratch(path: str, root: str) -> bool:
+    """Only a fresh ``mha-worker-*`` folder right inside the scratch root may become writable for a worker."""
+    real = os.path.realpath(path)
+    return (real == path and os.path.dirname(real) == os.path.realpath(root) and os.path.isdir(real)
+            and os.path.basename(real).startswith("mha-worker-"))
 
 
 def _keeper(connection: socket.socket, listener: socket.socket, request: dict, fds: list[int], context: dict) -> None:
@@ -335,13 +343,14 @@ def _worker(request: dict, fds: list[int], context: dict, namespaces: list[str],
 
 
 def main(argv: list[str]) -> None:
-    arguments = {"--socket": None, "--numpy-dir": None, "--hide": [], "--without": []}
+    arguments = {"--socket": None, "--numpy-dir": None, "--scratch-root": "/tmp", "--hide": [], "--without": []}
     for flag, value in zip(argv[::2], argv[1::2]):
         if isinstance(arguments[flag], list):
             arguments[flag].append(value)
         else:
             arguments[flag] = value
-    serve(arguments["--socket"], arguments["--numpy-dir"], arguments["--hide"], arguments["--without"])
+    serve(arguments["--socket"], arguments["--numpy-dir"], arguments["--scratch-root"], arguments["--hide"],
+          arguments["--without"])
 
 
 if __name__ == "__main__":

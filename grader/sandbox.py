@@ -273,7 +273,7 @@ class Sandbox:
         server = self.server or self._own_server
         if self.scratch is not None:  # a restart: the previous worker's files go
             shutil.rmtree(self.scratch, ignore_errors=True)
-        self.scratch = Path(tempfile.mkdtemp(prefix="mha-worker-"))
+        self.scratch = Path(os.path.realpath(tempfile.mkdtemp(prefix="mha-worker-")))
         output = os.open(self.scratch / "output.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
         if os.geteuid() == 0:  # the worker runs as nobody and must own its folder
             os.chown(self.scratch, NOBODY, NOBODY)

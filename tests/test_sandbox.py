@@ -296,7 +296,10 @@ def test_a_daemonized_child_dies_with_the_worker(without):
     name = f"dmn{os.getpid() % 10000}{len(without)}"
     shared = start_server(without=without)
     try:
-        with Sandbox.open(source=source(DAEMON), limits=FAST, server=shared) as box:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SandboxWarning)  # without a mount namespace some folders may be out of reach
+            box = Sandbox.open(source=source(DAEMON), limits=FAST, server=shared)
+        with box:
             assert box.call("start_daemon", name).value == "started"
             assert wait_until(lambda: processes_named(name)), "the daemon never ran"
             daemons = processes_named(name)
@@ -532,3 +535,32 @@ def test_sigkill_to_the_pid_namespace_init_from_outside_works(server):
         outcome = box.call("f")
         assert outcome.error.type == "WorkerGone" and "SIGKILL" in outcome.error.message
         assert box.call("f").value == 1  # restarted
+
+
+def test_the_server_makes_only_a_fresh_scratch_folder_writable(server, tmp_path):
+    from grader.forkserver import ForkServerError
+
+    victim = tmp_path / "mha-worker-not-really"  # right name, wrong place
+    victim.mkdir()
+    request = {"scratch": str(victim), "environment": {}, "limits": {}}
+    reader, writer = os.pipe()
+    try:
+        with pytest.raises(ForkServerError, match="scratch folder of its own"):
+            server.spawn(request, [reader, writer, writer], timeout=5)
+    finally:
+        os.close(reader)
+        os.close(writer)
+
+
+def test_the_cpu_limit_ends_a_spinning_worker_even_as_namespace_init(server):
+    code = "def spin():\n    while True:\n        pass\n"
+    started = time.monotonic()
+    outcome = run(code, "spin", server=server, limits=Limits(call_timeout=10.0, cpu_seconds=1))
+    assert outcome.error.type == "WorkerGone" and "SIGKILL" in outcome.error.message
+    assert time.monotonic() - started < 5
+
+
+def test_the_memory_limit_turns_a_huge_allocation_into_an_error(server):
+    code = "import numpy as np\ndef hog():\n    return np.ones((1 << 30,))\n"  # 8 GiB
+    outcome = run(code, "hog", server=server, limits=Limits(memory_mb=512))
+    assert outcome.error.type in ("MemoryError", "_ArrayMemoryError")
