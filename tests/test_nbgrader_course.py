@@ -142,6 +142,36 @@ def test_gradebook_with_other_cells_or_public_only_results_is_refused(tmp_path, 
         write_to_gradebook(db=fresh, assignment=ASSIGNMENT, results=[public])
 
 
+def test_mha_grade_writes_into_the_gradebook(tmp_path, results, empty_gradebook):
+    from click.testing import CliRunner
+
+    from grader.cli import root
+
+    submissions = tmp_path / "submissions"
+    submissions.mkdir()
+    shutil.copy(SOLUTION, submissions / "ada.py")
+    shutil.copy(PROJECT / "exercises" / f"{ASSIGNMENT}.py", submissions / "ben.py")
+    db = empty_gradebook(tmp_path / "gradebook.db")
+    done = CliRunner().invoke(root, ["grade", str(submissions), "--out", str(tmp_path / "out"), "--jobs", "1",
+                                     "--nbgrader-db", str(db)])
+    assert done.exit_code == 0, done.output
+    assert "Wrote 2 scores" in done.output
+    assert gradebook_scores(db, ["ada", "ben"]) == {"ada": results["ada"].score, "ben": 0.0}
+    public = CliRunner().invoke(root, ["grade", str(submissions), "--out", str(tmp_path / "out2"),
+                                       "--visibility", "public", "--nbgrader-db", str(db)])
+    assert public.exit_code == 2 and "--visibility all" in public.output
+    assert not (tmp_path / "out2").exists()  # refused before grading anything
+
+
+def test_grade_help_mentions_the_gradebook_option():
+    from click.testing import CliRunner
+
+    from grader.cli import root
+
+    done = CliRunner().invoke(root, ["grade", "--help"])
+    assert done.exit_code == 0 and "--nbgrader-db" in done.output
+
+
 # ---- the real nbgrader workflow --------------------------------------------------------------
 def submit(course: Path, student: str, edit=None, fill: bool = True) -> Path:
     """Fill the released notebook's answer cells with the reference (optionally edited) and submit it."""
@@ -192,6 +222,14 @@ def test_nbgrader_workflow_gives_the_same_scores_as_mha(tmp_path):
         assert feedback.is_file()
     assert "split-heads-no-transpose" in (course / "feedback" / "carol" / ASSIGNMENT
                                           / f"{ASSIGNMENT}.html").read_text(encoding="utf-8")
+
+    # `mha grade` on the same submissions folder gives the gradebook's scores
+    graded = subprocess.run(["mha", "grade", str(course / "submitted"), "--out", str(tmp_path / "mha"),
+                             "--assignment", ASSIGNMENT], capture_output=True, text=True)
+    assert graded.returncode == 0, graded.stdout + graded.stderr
+    by_mha = {entry["student"]: entry["score"]
+              for entry in json.loads((tmp_path / "mha" / "results.json").read_text(encoding="utf-8"))}
+    assert by_mha == gradebook_scores(db, submissions)
 
     # mha's own scores written into a copy of the same gradebook agree with nbgrader's
     copy = shutil.copy(db, tmp_path / "copy.db")

@@ -28,10 +28,13 @@ FORMAT_CHOICES = ("gradescope", "junit")
               help="Grade only every N-th submission, starting at the K-th (1/4, 2/4...); join with `mha merge`.")
 @click.option("--visibility", type=click.Choice(("public", "hidden", "all")), default="all", show_default=True,
               help="Which checks to run: the public ones students see, the hidden ones, or both.")
+@click.option("--nbgrader-db", "nbgrader_db", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Also write the scores into this nbgrader gradebook (the course's gradebook.db), for formgrader.")
 @lang_option
 @assignment_option
 def command(submissions: Path, out: Path, jobs: int | None, timeout: float | None, resume: bool,
-            formats: tuple[str, ...], shard: str | None, visibility: str, lang: str | None, assignment: str) -> None:
+            formats: tuple[str, ...], shard: str | None, visibility: str, nbgrader_db: Path | None,
+            lang: str | None, assignment: str) -> None:
     """Grade every submission in SUBMISSIONS, in parallel and sandboxed, into --out.
 
     SUBMISSIONS holds one entry per student: <student>.py, <student>.ipynb, or
@@ -46,6 +49,8 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
     from grader.i18n import resolve_language
     from grader.sandbox import Limits
 
+    if nbgrader_db is not None and visibility != "all":
+        raise UsageError("--nbgrader-db records every check, public and hidden: use it with --visibility all")
     try:
         shard_range = parse_shard(shard)
     except ValueError as bad:
@@ -63,6 +68,11 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
     from grader.render_summary import print_summary
 
     print_summary(summary, formats=formats)
+    if nbgrader_db is not None:
+        from grader.nbgrader_bridge import read_results, write_to_gradebook
+
+        written = write_to_gradebook(db=nbgrader_db, assignment=assignment, results=read_results(out / "results.json"))
+        click.echo(f"Wrote {len(written.students)} scores into the nbgrader gradebook {nbgrader_db}")
 
 
 def make_progress():
