@@ -253,3 +253,23 @@ def test_the_installed_command_prints_only_the_true_result():
     assert done.returncode == 1
     assert result["score"] == 0.0 and result["status"] == "graded"
     assert "ALL CHECKS PASSED" not in done.stdout + done.stderr
+
+
+@pytest.mark.slow
+def test_mha_grade_finishes_a_class_with_every_attack_and_keeps_honest_scores(tmp_path, server):
+    submissions, out = tmp_path / "class", tmp_path / "out"
+    submissions.mkdir()
+    shutil.copy(PROJECT / "solutions" / "multihead_attention.py", submissions / "honest.py")
+    fast = sorted(name for name, attack in ATTACKS.items() if attack.cli)
+    for name in fast:
+        shutil.copy(HOSTILE / f"{name}.py", submissions / f"{name}.py")
+    outcome = CliRunner().invoke(root, ["grade", str(submissions), "--out", str(out), "--jobs", "2",
+                                        "--visibility", "all"])
+    assert outcome.exit_code == 0, outcome.output
+    results = {result["student"]: result for result in json.loads((out / "results.json").read_text())}
+    assert set(results) == {"honest", *fast}
+    assert results["honest"]["score"] == results["honest"]["max_score"]
+    for name in fast:
+        alone = graded(HOSTILE / f"{name}.py", server, visibility="all", student=name)
+        assert results[name]["score"] == alone.score, name
+    assert processes_named("mha-hostile-dmn") == [] and processes_named("mha-hostile-frk") == []
