@@ -95,9 +95,9 @@ def stub_cell_code(names: tuple[str, ...], parts: dict[str, str], filling: str, 
     if missing:
         raise ContentError(f"layout.toml: the reference has no part {missing[0]!r}; "
                            f"known parts: {', '.join(sorted(parts))}")
-    classes = {name.split(".")[0] for name in names if "." in name}
-    if classes and (len(classes) > 1 or len(classes) != len({name.split(".")[0] for name in names})
-                    or any("." not in name for name in names)):
+    methods = [name for name in names if "." in name]
+    classes = {name.split(".")[0] for name in methods}
+    if methods and (len(methods) != len(names) or len(classes) > 1):
         raise ContentError(f"layout.toml: parts {list(names)} mix methods of several classes or other parts")
     text = "\n\n".join(parts[name].rstrip("\n") for name in names) + "\n"
     if classes:
