@@ -233,3 +233,30 @@ def test_the_output_folder_may_not_lie_inside_the_submissions(tmp_path):
     root = small_class(tmp_path / "class", ["ada"])
     with pytest.raises(UsageError, match="inside"):
         grade_class(submissions=root, out=root / "out", jobs=1, limits=FAST)
+
+
+def test_unreadable_files_each_get_an_error_with_a_clear_reason(tmp_path):
+    root = tmp_path / "class"
+    root.mkdir()
+    (root / "empty.py").write_bytes(b"")
+    (root / "binary.py").write_bytes(b"\x00\x01\x02numpy")
+    (root / "latin.py").write_bytes("x = 'caf\xe9'\n".encode("latin-1"))
+    (root / "huge.py").write_bytes(b"# padding\n" * 400_000)
+    (root / "broken.ipynb").write_text('{"cells": [', encoding="utf-8")
+    grade_class(submissions=root, out=tmp_path / "out", jobs=2, limits=FAST)
+    errors = {r["student"]: r["error"] for r in json.loads((tmp_path / "out" / "results.json").read_text())}
+    assert all(r is not None for r in errors.values())
+    assert "empty" in errors["empty"]
+    assert "binary" in errors["binary"]
+    assert "UTF-8" in errors["latin"]
+    assert "at most" in errors["huge"]
+    assert "not a valid notebook" in errors["broken"]
+
+
+def test_an_empty_class_still_writes_every_output(tmp_path):
+    (tmp_path / "class").mkdir()
+    summary = grade_class(submissions=tmp_path / "class", out=tmp_path / "out", jobs=1, limits=FAST)
+    assert summary.students == 0
+    assert json.loads((tmp_path / "out" / "results.json").read_text()) == []
+    assert (tmp_path / "out" / "grades.csv").read_text() == "student,score,max_score,status,misconceptions\n"
+    assert "None" in (tmp_path / "out" / "report.html").read_text()

@@ -188,3 +188,14 @@ def test_mixed_class_outputs_and_summary(demo_run):
     assert "Graded 13 submissions" in completed.stdout
     assert "timeout kemal_infinite_loop" in completed.stdout and "error   jonas_syntax_error" in completed.stdout
     assert "isolation:" in completed.stdout
+
+
+def test_the_progress_bar_counts_every_result(capsys):
+    from grader.render_summary import BarProgress
+
+    bar = BarProgress()
+    bar.begin(3, 1)
+    bar.advance({"student": "ann", "status": "graded", "score": 60.0, "max_score": 60.0, "misconceptions": []})
+    task = bar.progress.tasks[0]
+    assert (task.completed, task.total) == (2, 3) and "ann: 60/60" in task.description
+    bar.end()
