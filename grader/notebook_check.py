@@ -220,9 +220,13 @@ def nbgrader_student() -> str:
     return "student"
 
 
+# The scripts a grading worker runs as __main__ (grader/worker_main.py, or its fork server).
+WORKER_SCRIPTS = frozenset({"worker_main.py", "forkserver.py"})
+
+
 def _inside_worker() -> bool:
     """True when this code runs inside the grading worker (a submission that calls the grader)."""
-    return Path(getattr(sys.modules.get("__main__"), "__file__", "") or "").name == "worker_main.py"
+    return Path(getattr(sys.modules.get("__main__"), "__file__", "") or "").name in WORKER_SCRIPTS
 
 
 def _as_notebook(source: SubmissionSource) -> dict:

@@ -156,6 +156,19 @@ def test_check_outside_a_notebook_says_what_to_do():
         check("split_head", lang="en")
 
 
+@pytest.mark.parametrize("script", ["worker_main.py", "forkserver.py"])
+def test_grader_calls_inside_a_grading_worker_do_nothing(monkeypatch, script):
+    """A submitted cell that calls check() must not start a grading inside the worker."""
+    import types
+
+    from grader.notebook_check import autograde, check, show_heads
+
+    worker = types.ModuleType("__main__")
+    worker.__file__ = f"/somewhere/grader/{script}"
+    monkeypatch.setitem(sys.modules, "__main__", worker)
+    assert check("softmax") is None and autograde("softmax") == 0.0 and show_heads() is None
+
+
 def test_importing_grader_stays_light_and_check_comes_on_demand():
     code = ("import sys, grader; light = 'grader.notebook_check' not in sys.modules; "
             "from grader import check; print(light, check.__module__)")
