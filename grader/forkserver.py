@@ -29,6 +29,7 @@ import fcntl
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import struct
@@ -202,6 +203,7 @@ def serve(address: str, numpy_dir: str, scratch_root: str, hidden: list[str], wi
     while True:
         readable, _, _ = select.select([listener, sys.stdin], [], [])
         if sys.stdin in readable and not os.read(sys.stdin.fileno(), 4096):
+            _remove_folder(address)  # also when the process that started it was killed
             return
         if listener in readable:
             connection, _ = listener.accept()
@@ -250,6 +252,7 @@ def _keeper(connection: socket.socket, listener: socket.socket, request: dict, f
         connection.settimeout(None)
         confinement = context["confinement"]
         namespaces, warnings = [], []
+        scratch_parent = os.open(os.path.dirname(request["scratch"]), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
         if context["namespaces"]:
             namespaces = confinement.enter_namespaces()
             if "mount" in namespaces:
@@ -266,17 +269,23 @@ def _keeper(connection: socket.socket, listener: socket.socket, request: dict, f
         for fd in fds:
             os.close(fd)
         connection.send(json.dumps({"pid": worker}).encode())
-        status = _watch(connection, worker)
+        status, client_gone = _watch(connection, worker)
         confinement.kill_descendants()
-        connection.send(json.dumps({"status": status}).encode())
+        if client_gone:  # the grader died: nobody else will clear the scratch folder (the host's, not our /tmp)
+            shutil.rmtree(os.path.basename(request["scratch"]), dir_fd=scratch_parent, ignore_errors=True)
+        else:
+            connection.send(json.dumps({"status": status}).encode())
         code = 0
     finally:
         os._exit(code)
 
 
-def _watch(connection: socket.socket, worker: int) -> int:
-    """Wait for the worker to end; kill it (and its session) when the client asks or disappears."""
-    watched = [connection]
+def _watch(connection: socket.socket, worker: int) -> tuple[int, bool]:
+    """Wait for the worker to end; kill it (and its session) when the client asks or disappears.
+
+    Returns the worker's exit code and whether the client went away.
+    """
+    watched, client_gone = [connection], False
     try:
         ended = os.pidfd_open(worker)
     except (AttributeError, OSError):
@@ -284,10 +293,14 @@ def _watch(connection: socket.socket, worker: int) -> int:
     while True:
         pid, status = os.waitpid(worker, os.WNOHANG)
         if pid:
-            return os.waitstatus_to_exitcode(status)
+            return os.waitstatus_to_exitcode(status), client_gone
         readable, _, _ = select.select(watched + ([ended] if ended is not None else []), [], [],
                                        None if ended is not None else 0.01)
         if connection in readable:
+            try:
+                client_gone = not connection.recv(64)
+            except OSError:
+                client_gone = True
             watched = []  # any word or the end of the connection means the same: stop
             for kill in (lambda: os.killpg(worker, signal.SIGKILL), lambda: os.kill(worker, signal.SIGKILL)):
                 try:

@@ -318,17 +318,18 @@ def test_killing_the_grader_kills_its_workers(tmp_path):
         code = {DAEMON!r}
         box = Sandbox.open(source=SubmissionSource(cells=(Cell(code, "/tmp/d.py", "d"),), mode="module"))
         box.call("start_daemon", {name!r})
-        print(box.worker.pid, flush=True)
+        print(box.worker.pid, box.scratch, flush=True)
         time.sleep(120)
     """))
     grader = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=PROJECT)
-    worker = int(grader.stdout.readline())
+    worker, scratch = grader.stdout.readline().split()
     assert wait_until(lambda: processes_named(name))
     grader.kill()  # kill -9: no cleanup code runs in the grader
     grader.wait()
     assert wait_until(lambda: not processes_named(name)), "the daemon outlived a killed grader"
     assert wait_until(lambda: not Path(f"/proc/{worker}").exists() or
                       Path(f"/proc/{worker}/stat").read_text().split()[2] == "Z")
+    assert wait_until(lambda: not Path(scratch).exists()), "the scratch folder of a killed grader stayed"
 
 
 # ---- time limits -------------------------------------------------------------------
