@@ -113,3 +113,11 @@ def _same(a, b) -> bool:
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return same_value(np.asarray(a), np.asarray(b)) and np.asarray(a).dtype.kind == np.asarray(b).dtype.kind
     return a == b
+
+
+def assert_audit_clean(assignment: str) -> None:
+    """``mha audit --assignment A`` finds every fixture diagnosed as its ``# expect:`` line says."""
+    result = CliRunner().invoke(root, ["audit", "--assignment", assignment, "--json"])
+    findings = json.loads(result.output)
+    assert [(f["path"], f["verdict"]) for f in findings if f["verdict"] != "ok"] == []
+    assert result.exit_code == 0 and len(findings) == len(mistakes(assignment)) + len(correct_variants(assignment))

@@ -61,3 +61,7 @@ def test_a_gradient_off_by_a_small_factor_fails_with_its_name():
     gradient = np.linspace(-1.0, 1.0, 12)
     assert rel_error(gradient * (1 + 4 * TOLERANCE), gradient) > TOLERANCE
     assert [name for name, _ in leaves((1, (2, 3), 4), ("out", "(dQ, dK)", "dW"))] == ["out", "dQ", "dK", "dW"]
+
+
+def test_audit_of_the_fixtures_is_clean():
+    track.assert_audit_clean(ASSIGNMENT)

@@ -38,3 +38,7 @@ def test_every_grouped_query_misconception_has_a_mistaken_fixture():
 
 def test_shipped_public_cases_are_up_to_date():
     track.assert_public_cases_up_to_date(ASSIGNMENT)
+
+
+def test_audit_of_the_fixtures_is_clean():
+    track.assert_audit_clean(ASSIGNMENT)

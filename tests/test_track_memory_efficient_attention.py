@@ -50,3 +50,7 @@ def test_the_worker_measures_the_peak_a_call_allocates(tmp_path):
         plain = box.call("allocate", 1000)
     assert small.peak_memory < 200_000 < 8_000_000 <= large.peak_memory < 9_000_000
     assert plain.peak_memory is None and plain.value == 1e6
+
+
+def test_audit_of_the_fixtures_is_clean():
+    track.assert_audit_clean(ASSIGNMENT)
