@@ -17,11 +17,7 @@ pay that once for a whole class.
 
 from __future__ import annotations
 
-import os
-import select
 import shutil
-import signal
-import tempfile
 import time
 import warnings
 from dataclasses import asdict, dataclass, field
@@ -30,10 +26,9 @@ from pathlib import Path
 from grader import worker_main
 from grader.boundary import BadReply, ForeignObject, decode_reply, encode_request, load_checked_array  # noqa: F401
 from grader.confinement import NOBODY
-from grader.forkserver import ForkServer, ForkServerError, stop_worker, worker_status
+from grader.forkserver import ForkServer, ForkServerError
 from grader.submission import SubmissionSource, read_submission
-
-STATUS_WAIT = 0.25  # seconds to wait for a worker that broke the protocol to report its own exit
+from grader.worker_link import WorkerGone, WorkerLink  # noqa: F401 - WorkerGone is part of this module's API
 
 
 @dataclass(frozen=True)
@@ -86,14 +81,6 @@ class CallOutcome:
         return self.error is None
 
 
-class WorkerGone(Exception):
-    """The worker died, overran its time, or broke the protocol."""
-
-    def __init__(self, reason: str, *, timed_out: bool = False):
-        super().__init__(reason)
-        self.timed_out = timed_out
-
-
 class SandboxWarning(UserWarning):
     """Part of the confinement is missing on this machine."""
 
@@ -105,16 +92,6 @@ class LoadReport:
     names: tuple[str, ...] = ()
     cell_errors: tuple[CallError, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
-
-
-@dataclass
-class _Worker:
-    connection: object  # socket to the keeper: ask it to kill, hear the exit status
-    pid: int
-    to_worker: int
-    from_worker: int
-    status: int | None = None
-    reaped: bool = False
 
 
 def start_server(*, hidden=(), without=()) -> ForkServer:
@@ -146,8 +123,8 @@ class Sandbox:
         self.limits = limits
         self.server = ForkServer.attach(server, {}) if isinstance(server, str) else server
         self._own_server: ForkServer | None = None
-        self.worker: _Worker | None = None
-        self.scratch: Path | None = None
+        self.worker: WorkerLink | None = None
+        self.scratch: Path | None = None  # the last worker's folder (kept until close, for its output)
         self.restarts = -1
         self.spent = 0.0
         self.load_report: LoadReport | None = None
@@ -239,7 +216,7 @@ class Sandbox:
         started = time.monotonic()
         try:
             self._spawn()
-            hello, _ = self._read(started + self.limits.start_timeout)
+            hello, _ = self.worker.receive(started + self.limits.start_timeout, self.limits.max_reply_mb << 20)
         except (ForkServerError, WorkerGone) as failed:
             self._kill()
             return LoadReport(ok=False, error=CallError("SandboxError", f"no confined worker could be started: {failed}"))
@@ -270,32 +247,11 @@ class Sandbox:
     def _spawn(self) -> None:
         if self.server is None and self._own_server is None:
             self._own_server = start_server()
-        server = self.server or self._own_server
         if self.scratch is not None:  # a restart: the previous worker's files go
             shutil.rmtree(self.scratch, ignore_errors=True)
-        self.scratch = Path(os.path.realpath(tempfile.mkdtemp(prefix="mha-worker-")))
-        output = os.open(self.scratch / "output.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-        if os.geteuid() == 0:  # the worker runs as nobody and must own its folder
-            os.chown(self.scratch, NOBODY, NOBODY)
-            os.chown(self.scratch / "output.txt", NOBODY, NOBODY)
-        to_worker_read, to_worker_write = os.pipe2(os.O_CLOEXEC)
-        from_worker_read, from_worker_write = os.pipe2(os.O_CLOEXEC)
-        limits = asdict(self.limits)
-        request = {"scratch": str(self.scratch), "environment": _scrubbed_environment(self.scratch),
-                   "limits": {key: limits[key] for key in ("memory_mb", "cpu_seconds", "max_processes",
-                                                           "file_size_mb", "open_files")}}
-        try:
-            connection, pid = server.spawn(request, [to_worker_read, from_worker_write, output],
-                                           timeout=self.limits.start_timeout)
-        except ForkServerError:
-            for fd in (to_worker_write, from_worker_read):
-                os.close(fd)
-            raise
-        finally:
-            for fd in (to_worker_read, from_worker_write, output):
-                os.close(fd)
-        os.set_blocking(to_worker_write, False)
-        self.worker = _Worker(connection, pid, to_worker_write, from_worker_read)
+        self.worker = WorkerLink.spawn(self.server or self._own_server, asdict(self.limits),
+                                       timeout=self.limits.start_timeout)
+        self.scratch = self.worker.scratch
 
     def _exchange(self, header: dict, blobs: list[bytes], *, timeout: float) -> tuple[dict, list[bytes]]:
         remaining_budget = self.limits.submission_timeout - self.spent
@@ -304,43 +260,10 @@ class Sandbox:
         started = time.monotonic()
         deadline = started + min(timeout, remaining_budget)
         try:
-            self._write(worker_main.frame(header, blobs), deadline)
-            return self._read(deadline)
+            self.worker.send(worker_main.frame(header, blobs), deadline)
+            return self.worker.receive(deadline, self.limits.max_reply_mb << 20)
         finally:
             self.spent += time.monotonic() - started
-
-    def _write(self, data: bytes, deadline: float) -> None:
-        """Send without ever blocking past ``deadline`` (a worker may stop reading)."""
-        view = memoryview(data)
-        while view:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not select.select([], [self.worker.to_worker], [], remaining)[1]:
-                raise WorkerGone("the call did not finish in time", timed_out=True)
-            try:
-                view = view[os.write(self.worker.to_worker, view[:1 << 16]):]
-            except BlockingIOError:
-                continue
-            except OSError as broken:
-                raise WorkerGone(self._death_reason(broken)) from None
-
-    def _read(self, deadline: float) -> tuple[dict, list[bytes]]:
-        reader = _DeadlineReader(self.worker.from_worker, deadline, self.limits.max_reply_mb << 20)
-        try:
-            message = worker_main.read_message(reader, limit=self.limits.max_reply_mb << 20)
-        except WorkerGone:
-            raise
-        except (OSError, EOFError, ValueError, TypeError, RecursionError) as broken:
-            raise WorkerGone(self._death_reason(broken)) from None
-        if message is None:
-            raise WorkerGone(self._death_reason(None))
-        return message
-
-    def _death_reason(self, error: Exception | None) -> str:
-        """Why the worker stopped answering; waits briefly for its own exit status."""
-        if self.worker is not None and not self.worker.reaped:
-            self.worker.status = worker_status(self.worker.connection, timeout=STATUS_WAIT)
-            self.worker.reaped = self.worker.status is not None
-        return _death_reason(self.worker.status if self.worker else None, error)
 
     def output(self, limit: int = 4000) -> str:
         """What the student's code printed (the start of it)."""
@@ -350,18 +273,10 @@ class Sandbox:
             return handle.read(limit).decode("utf-8", "replace")
 
     def _kill(self) -> None:
-        """Kill the worker and everything it started; wait until the keeper says they are gone."""
+        """Kill the worker and everything it started; wait until its keeper says they are gone."""
         worker, self.worker = self.worker, None
-        if worker is None:
-            return
-        if not worker.reaped:
-            worker.status = stop_worker(worker.connection, timeout=self.limits.start_timeout)
-        for closing in (worker.connection.close, lambda: os.close(worker.to_worker),
-                        lambda: os.close(worker.from_worker)):
-            try:
-                closing()
-            except OSError:
-                pass
+        if worker is not None:
+            worker.kill(timeout=self.limits.start_timeout)
 
     def close(self) -> None:
         self._kill()
@@ -370,23 +285,6 @@ class Sandbox:
         if self._own_server is not None:
             self._own_server.stop()
             self._own_server = None
-
-
-class _DeadlineReader:
-    """A file-like reader over a pipe that gives up at a deadline or a size limit."""
-
-    def __init__(self, fd: int, deadline: float, limit: int):
-        self.fd, self.deadline, self.left = fd, deadline, limit + (1 << 21)  # room for the JSON header
-
-    def read(self, size: int) -> bytes:
-        remaining = self.deadline - time.monotonic()
-        if remaining <= 0 or not select.select([self.fd], [], [], remaining)[0]:
-            raise WorkerGone("the call did not finish in time", timed_out=True)
-        chunk = os.read(self.fd, min(size, 1 << 20))
-        self.left -= len(chunk)
-        if self.left < 0:
-            raise WorkerGone("the reply was larger than allowed")
-        return chunk
 
 
 _WARNED: set[str] = set()
@@ -418,26 +316,6 @@ def describe_isolation(hello: dict) -> str:
             _WARNED.add(text)
             warnings.warn(text, SandboxWarning, stacklevel=3)
     return ", ".join(parts) + "".join(f"; WARNING: {text}" for text in missing)
-
-
-def _death_reason(code: int | None, error: Exception | None) -> str:
-    if code is not None and code < 0:
-        name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
-        hints = {"SIGKILL": " (killed: out of memory or CPU time?)", "SIGXCPU": " (CPU time limit)",
-                 "SIGXFSZ": " (wrote too much output)", "SIGSEGV": " (crashed: recursion too deep?)"}
-        return f"the worker was ended by {name}{hints.get(name, '')}"
-    if code is not None:
-        return f"the worker exited with status {code} (sys.exit or os._exit in the submission?)"
-    return f"the worker broke the protocol ({str(error)[:200]})" if error else "the worker stopped answering"
-
-
-def _scrubbed_environment(scratch: Path) -> dict[str, str]:
-    keep = {"PATH": "/usr/bin:/bin", "HOME": str(scratch), "TMPDIR": str(scratch), "LANG": "C.UTF-8"}
-    for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
-        if name in os.environ:
-            keep[name] = os.environ[name]
-    keep.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONHASHSEED="0")
-    return keep
 
 
 def _call_error(data) -> CallError:
