@@ -133,7 +133,8 @@ def test_a_submission_that_kills_the_grader_twice_is_marked_error_and_the_rest_a
     assert journal.attempts("poison") == 1 and not journal.is_done("poison")
     assert run_grader(folder, out, resume=True) == -signal.SIGKILL
     assert journal.attempts("poison") == 2
-    assert [student for student in students if journal.attempts(student)] == ["poison"]  # only the culprit is blamed
+    # only the culprit reached a second attempt; a bystander in flight during the first crash waits at one
+    assert [student for student in students if journal.attempts(student) > 1] == ["poison"]
     assert run_grader(folder, out, resume=True) == 0
     by_student = {result["student"]: result for result in results_of(out)}
     assert sorted(by_student) == students
