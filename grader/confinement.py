@@ -37,14 +37,17 @@ class ReadPolicy:
     readable: tuple[str, ...]
     sys_path: tuple[str, ...]
     hidden: tuple[str, ...]  # folders masked in the worker's mount namespace
+    packages: tuple[tuple[str, str], ...] = ()  # (name, folder) of third-party packages besides NumPy
 
 
-def read_policy(numpy_dir: str, hidden=()) -> ReadPolicy:
-    """The interpreter's standard library and shared libraries, and NumPy: nothing else.
+def read_policy(numpy_dir: str, hidden=(), packages=()) -> ReadPolicy:
+    """The interpreter's standard library and shared libraries, NumPy and the named ``packages``: nothing else.
 
     Folders that hold other installed packages (``site-packages``, where the
     grader or an editable-install finder may sit) and ``hidden`` folders
     (the project, the course key) are carved out of every granted folder.
+    A package is granted as its own folder (and its ``<name>.libs`` folder of
+    bundled libraries) beside NumPy's.
     """
     paths = sysconfig.get_paths()
     excluded = {os.path.realpath(path) for path in (paths["purelib"], paths["platlib"], *hidden)}
@@ -57,11 +60,32 @@ def read_policy(numpy_dir: str, hidden=()) -> ReadPolicy:
     for root in dict.fromkeys(os.path.realpath(root) for root in roots):
         readable += _carve(root, excluded)
     numpy_dir = os.path.realpath(numpy_dir)
-    readable += [numpy_dir, numpy_dir + ".libs", *SYSTEM_FILES]
+    site = os.path.dirname(numpy_dir)
+    found = tuple((name, os.path.join(site, name)) for name in packages
+                  if name.isidentifier() and os.path.isfile(os.path.join(site, name, "__init__.py")))
+    for folder in (numpy_dir, *(folder for _, folder in found)):
+        readable += [folder, folder + ".libs"]
+    readable += SYSTEM_FILES
     stdlib = os.path.realpath(paths["stdlib"])
     sys_path = (stdlib, os.path.join(stdlib, "lib-dynload"))
     return ReadPolicy(tuple(path for path in dict.fromkeys(readable) if os.path.exists(path)), sys_path,
-                      tuple(os.path.realpath(path) for path in hidden))
+                      tuple(os.path.realpath(path) for path in hidden), found)
+
+
+class PackageFinder:
+    """Imports the granted packages by their own folder: the site-packages folder itself stays unreadable."""
+
+    def __init__(self, packages):
+        self.packages = dict(packages)
+
+    def find_spec(self, name, path=None, target=None):
+        import importlib.util
+
+        folder = self.packages.get(name)
+        if folder is None:
+            return None
+        return importlib.util.spec_from_file_location(name, os.path.join(folder, "__init__.py"),
+                                                      submodule_search_locations=[folder])
 
 
 def _carve(root: str, excluded: set[str]) -> list[str]:

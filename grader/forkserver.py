@@ -55,8 +55,11 @@ class ForkServer:
         self.address, self.info, self.process = address, info, process
 
     @classmethod
-    def start(cls, *, hidden=(), without=(), timeout: float = 30.0) -> ForkServer:
+    def start(cls, *, hidden=(), packages=(), without=(), timeout: float = 30.0) -> ForkServer:
         """Start a server (it imports NumPy: the one start-up cost); ``hidden`` folders are masked for workers.
+
+        ``packages`` (e.g. ``("scipy",)``) are installed packages besides NumPy
+        that student code may import; their folders become readable.
 
         ``without`` ("landlock", "namespaces") leaves a layer out, to see the
         fallbacks at work on a machine that has everything.
@@ -69,6 +72,8 @@ class ForkServer:
                    "--numpy-dir", os.path.dirname(numpy.__file__), "--scratch-root", tempfile.gettempdir()]
         for path in hidden:
             command += ["--hide", str(path)]
+        for name in packages:
+            command += ["--package", str(name)]
         for layer in without:
             command += ["--without", str(layer)]
         environment = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
@@ -178,14 +183,15 @@ def _load(name: str):
     return module
 
 
-def serve(address: str, numpy_dir: str, scratch_root: str, hidden: list[str], without: list[str]) -> None:
+def serve(address: str, numpy_dir: str, scratch_root: str, hidden: list[str], packages: list[str],
+          without: list[str]) -> None:
     confinement, landlock, worker_main = _load("confinement"), _load("landlock"), _load("worker_main")
     site = os.path.dirname(numpy_dir)
     sys.path.append(site)
     import numpy  # the cost every worker is spared
 
     sys.path.remove(site)
-    policy = confinement.read_policy(numpy_dir, hidden)
+    policy = confinement.read_policy(numpy_dir, hidden, packages)
     as_root = os.geteuid() == 0
     context = {"numpy": numpy, "policy": policy, "confinement": confinement, "landlock": landlock,
                "worker_main": worker_main, "uid": confinement.NOBODY if as_root else None,
@@ -338,6 +344,8 @@ def _worker(request: dict, fds: list[int], context: dict, namespaces: list[str],
             confinement.drop_privileges(context["uid"])
         confinement.set_parent_death_signal()  # after the uid change, which clears it
         sys.path[:] = context["policy"].sys_path
+        if context["policy"].packages:
+            sys.meta_path.append(context["confinement"].PackageFinder(context["policy"].packages))
         sys.argv[:] = ["worker"]
         hello = {"op": "hello", "ok": True, "landlock": enforced.describe(), "landlock_abi": enforced.abi,
                  "namespaces": namespaces, "uid": os.getuid(), "session": os.getsid(0) == os.getpid(),
@@ -356,14 +364,15 @@ def _worker(request: dict, fds: list[int], context: dict, namespaces: list[str],
 
 
 def main(argv: list[str]) -> None:
-    arguments = {"--socket": None, "--numpy-dir": None, "--scratch-root": "/tmp", "--hide": [], "--without": []}
+    arguments = {"--socket": None, "--numpy-dir": None, "--scratch-root": "/tmp", "--hide": [], "--package": [],
+                 "--without": []}
     for flag, value in zip(argv[::2], argv[1::2]):
         if isinstance(arguments[flag], list):
             arguments[flag].append(value)
         else:
             arguments[flag] = value
     serve(arguments["--socket"], arguments["--numpy-dir"], arguments["--scratch-root"], arguments["--hide"],
-          arguments["--without"])
+          arguments["--package"], arguments["--without"])
 
 
 if __name__ == "__main__":

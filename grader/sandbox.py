@@ -31,6 +31,9 @@ from grader.submission import SubmissionSource, read_submission
 from grader.worker_link import WorkerGone, WorkerLink  # noqa: F401 - WorkerGone is part of this module's API
 
 
+STUDENT_PACKAGES = ("scipy",)  # besides NumPy, where installed: e.g. scipy.special.softmax in a correct variant
+
+
 @dataclass(frozen=True)
 class Limits:
     """Resource limits of one worker; the defaults suit this exercise."""
@@ -94,12 +97,13 @@ class LoadReport:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-def start_server(*, hidden=(), without=()) -> ForkServer:
+def start_server(*, hidden=(), packages=STUDENT_PACKAGES, without=()) -> ForkServer:
     """A fork server for many submissions; ``hidden`` folders (e.g. the output folder) are masked too.
 
+    Student code may import the standard library, NumPy and ``packages``.
     ``without`` ("landlock", "namespaces") leaves a layer out, to check the fallbacks.
     """
-    return ForkServer.start(hidden=(*default_hidden(), *hidden), without=without)
+    return ForkServer.start(hidden=(*default_hidden(), *hidden), packages=packages, without=without)
 
 
 def default_hidden() -> tuple[str, ...]:

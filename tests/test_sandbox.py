@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import ctypes
+import importlib.util
 import io
 import os
 import pickle
@@ -136,14 +137,14 @@ def test_read_policy_grants_interpreter_and_numpy_but_not_site_packages_or_proje
     import sysconfig
 
     numpy_dir = os.path.realpath(os.path.dirname(np.__file__))
-    policy = read_policy(numpy_dir, hidden=[str(PROJECT)])
+    policy = read_policy(numpy_dir, hidden=[str(PROJECT)], packages=["scipy", "grader", "../etc"])
     site = os.path.realpath(sysconfig.get_paths()["purelib"])
     assert numpy_dir in policy.readable
     assert any(path.endswith("lib-dynload") for path in policy.readable)
     for path in policy.readable:
         assert not (site + "/").startswith(path.rstrip("/") + "/"), f"{path} would expose all of site-packages"
         if path.startswith(site + "/"):
-            assert os.path.basename(path) in ("numpy", "numpy.libs"), path
+            assert os.path.basename(path) in ("numpy", "numpy.libs", "scipy", "scipy.libs"), path
         assert not path.startswith(str(PROJECT)), path
 
 
@@ -565,3 +566,22 @@ def test_the_memory_limit_turns_a_huge_allocation_into_an_error(server):
     code = "import numpy as np\ndef hog():\n    return np.ones((1 << 30,))\n"  # 8 GiB
     outcome = run(code, "hog", server=server, limits=Limits(memory_mb=512))
     assert outcome.error.type in ("MemoryError", "_ArrayMemoryError")
+
+
+def test_student_code_imports_the_granted_packages_and_no_others(server):
+    code = """
+        import importlib
+        def imports(names):
+            found = {}
+            for name in names:
+                try:
+                    importlib.import_module(name)
+                    found[name] = "imported"
+                except ImportError as missing:
+                    found[name] = type(missing).__name__
+            return repr(found)
+    """
+    names = ["numpy.fft", "scipy.special", "click", "grader", "matplotlib", "_pytest"]
+    found = ast.literal_eval(run(code, "imports", names, server=server).value)
+    granted = {"numpy.fft"} | ({"scipy.special"} if importlib.util.find_spec("scipy") else set())
+    assert {name for name, verdict in found.items() if verdict == "imported"} == granted, found
