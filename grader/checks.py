@@ -63,10 +63,16 @@ def expect_value(student: StudentCode, case: Case):
 
 
 def expect_unchanged(student: StudentCode, case: Case) -> None:
-    """The call of ``case`` must leave its inputs as they were."""
+    """The call of ``case`` must leave its inputs as they were.
+
+    Only a call that did its work counts: the value must have the expected
+    structure and shapes, so an empty body that returns None earns nothing here.
+    """
     outcome = student.invoke(case)
     if outcome.error is not None:
         raise failure_from_error(case.function, outcome, case)
+    if not _same_structure(outcome.value, case.expected):
+        raise failure_from_value(case, outcome.value)
     names = case.argument_names or ARGUMENT_NAMES.get(case.function, ())
     for position, (before, after) in enumerate(zip(case.args, outcome.args_after)):
         if not isinstance(after, np.ndarray) or before.shape != after.shape or not np.array_equal(
@@ -74,6 +80,15 @@ def expect_unchanged(student: StudentCode, case: Case) -> None:
             name = names[position] if position < len(names) else f"#{position + 1}"
             raise CheckFailure(Message("mutated", {"function": case.function, "argument": name}),
                                misconception=case.mutation_id or MUTATION_IDS.get(case.function))
+
+
+def _same_structure(got, expected) -> bool:
+    if isinstance(expected, tuple):
+        return isinstance(got, tuple) and len(got) == len(expected) and all(
+            _same_structure(g, e) for g, e in zip(got, expected))
+    if isinstance(expected, np.ndarray):
+        return isinstance(got, np.ndarray) and got.shape == expected.shape
+    return True
 
 
 def failure_from_error(function: str, outcome: CallOutcome, case: Case | None = None) -> CheckFailure:
