@@ -10,6 +10,7 @@ exception of another kind.
 
 from __future__ import annotations
 
+import functools
 import io
 
 import numpy as np
@@ -90,9 +91,21 @@ def _scalar(tree: dict):
         raise BadReply(f"scalar {value!r:.40} does not fit {dtype}") from None
 
 
-def load_checked_array(blob: bytes, max_bytes: int) -> np.ndarray:
-    """Load ``.npy`` bytes after checking version, dtype, shape and size in the header."""
-    stream = io.BytesIO(blob)
+def _header_end(blob: bytes) -> int:
+    """Where the data of a ``.npy`` blob starts (the header's own length field says)."""
+    if len(blob) < 10 or blob[:6] != b"\x93NUMPY":
+        raise BadReply("malformed array in reply: not .npy data")
+    if blob[6] == 1:
+        return 10 + int.from_bytes(blob[8:10], "little")
+    if len(blob) < 12:
+        raise BadReply("malformed array in reply: truncated header")
+    return 12 + int.from_bytes(blob[8:12], "little")
+
+
+@functools.lru_cache(maxsize=512)
+def _checked_header(header: bytes):
+    """Version, shape, order and dtype of a ``.npy`` header (cached: replies repeat few headers)."""
+    stream = io.BytesIO(header)
     try:
         version = np.lib.format.read_magic(stream)
         if version not in ((1, 0), (2, 0)):
@@ -104,13 +117,22 @@ def load_checked_array(blob: bytes, max_bytes: int) -> np.ndarray:
         raise
     except Exception as bad:  # noqa: BLE001 - any malformed header is a bad reply
         raise BadReply(f"malformed array in reply: {bad}") from None
+    if stream.tell() != len(header):
+        raise BadReply("malformed array in reply: header length")
+    return shape, fortran_order, dtype, len(header)
+
+
+def load_checked_array(blob: bytes, max_bytes: int) -> np.ndarray:
+    """Load ``.npy`` bytes after checking version, dtype, shape and size in the header."""
+    shape, fortran_order, dtype, data_start = _checked_header(bytes(blob[:_header_end(blob)]))
+    stream = io.BytesIO(blob)
     if dtype.hasobject or dtype.kind not in ALLOWED_KINDS or dtype.fields is not None or dtype.subdtype is not None:
         raise BadReply(f"array of dtype {dtype} is not plain numeric data")
     count = 1
     for extent in shape:
         count *= extent
     size = count * dtype.itemsize
-    if size > max_bytes or size != len(blob) - stream.tell():
+    if size > max_bytes or size != len(blob) - data_start:
         raise BadReply(f"array of shape {shape} does not match its {len(blob)} bytes")
     stream.seek(0)
     try:

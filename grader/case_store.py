@@ -43,7 +43,7 @@ def save_cases(cases: dict[str, Case], path: Path) -> None:
                 "id": case.id, "function": case.function, "args": tree(case.args), "kwargs": tree(case.kwargs),
                 "d_model": case.d_model, "heads": case.heads, "weights": tree(case.weights),
                 "expected": tree(case.expected),
-                "twins": [[misconception, label, tree(value)] for misconception, label, value in case.twins],
+                "twins": [[misconception, label, tree(value)] for misconception, label, value in case.known_twins()],
                 **{name: tree(getattr(case, name)) for name in OPTIONAL_FIELDS if getattr(case, name) is not None},
             }
             for name, case in cases.items()

@@ -107,7 +107,7 @@ def failure_from_error(function: str, outcome: CallOutcome, case: Case | None = 
         return CheckFailure(Message("not_implemented", {"function": function}), misconception="not-implemented")
     raised = Message("raised", {"function": function, "type": error.type, "message": error.message,
                                 "location": _location(error)})
-    matches = [(misconception, label) for misconception, label, value in (case.twins if case else ())
+    matches = [(misconception, label) for misconception, label, value in (case.known_twins() if case else ())
                if isinstance(value, Raised) and value.type == error.type and value.message == error.message]
     if matches:
         return _best([_diagnosed(case, misconception, label, raised) for misconception, label in matches], case)
@@ -118,7 +118,7 @@ def failure_from_value(case: Case, got) -> CheckFailure:
     """Explain a value that differs from the expected one."""
     what = _what(case)
     matches = [_diagnosed(case, misconception, label, Message("matches_mistake", {"what": what, "label": label}))
-               for misconception, label, value in case.twins
+               for misconception, label, value in case.known_twins()
                if not isinstance(value, Raised) and same_value(got, value)]
     return _best(matches, case) if matches else generic_failure(case, got)
 

@@ -57,6 +57,10 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
         if uses_hidden:
             fixtures["hidden"] = {"student": fixtures["public"]["student"],
                                   "cases": exercise.build_hidden_cases(seed), "seed": seed}
+        graded = {test.function for test in tests}
+        fixtures["public"]["student"].prefetch(
+            case for chosen in fixtures.values() for case in (chosen["cases"] or {}).values()
+            if case.function in graded)  # one exchange for most calls instead of one each
         results = run_tests(tests, fixtures=fixtures, assignment=exercise, lang=lang)
         notes = tuple(source.notes) + tuple(_cell_note(error, lang) for error in report.cell_errors)
         return summarize(tests=results, catalog_ids=misconception_ids(), notes=notes, isolation=box.isolation,

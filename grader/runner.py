@@ -61,8 +61,8 @@ def collect(assignment: Assignment, visibilities: tuple[str, ...]) -> list[Suite
                     run=function,
                 ))
     order = {name: position for position, name in enumerate(assignment.functions)}
-    lines = {test.name: inspect.getsourcelines(test.run)[1] for test in tests}
-    return sorted(tests, key=lambda t: (t.visibility != "public", order.get(t.function, 99), lines[t.name]))
+    return sorted(tests, key=lambda t: (t.visibility != "public", order.get(t.function, 99),
+                                        t.run.__module__, t.run.__code__.co_firstlineno))
 
 
 def run_tests(tests: list[SuiteTest], *, fixtures: dict[str, dict], assignment: Assignment,

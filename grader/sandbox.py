@@ -172,6 +172,51 @@ class Sandbox:
         """Like ``call``; the outcome's ``peak_memory`` is the peak the call allocated (tracemalloc)."""
         return self._call({"function": function}, args, kwargs, measure_peak_memory=True)
 
+    def run(self, target: dict, args: tuple = (), kwargs: dict | None = None) -> CallOutcome:
+        """One call described as a request target (see ``grader.student.request_of``)."""
+        return self._call(target, args, kwargs or {})
+
+    def call_batch(self, calls: list[tuple[dict, tuple, dict]]) -> list[CallOutcome] | None:
+        """Several independent calls ``(target, args, kwargs)`` in one exchange with the worker.
+
+        Returns one outcome per call, or None when the batch could not finish
+        (a hang, a crash, the worker gone): the caller then makes the calls
+        one by one, so that each failure is pinned to its own call.
+        """
+        if not calls or not self._ready():
+            return None
+        blobs: list[bytes] = []
+        header = {"op": "batch", "calls": [self._request(target, args, kwargs, blobs)
+                                           for target, args, kwargs in calls]}
+        try:
+            reply, reply_blobs = self._exchange(header, blobs, timeout=self.limits.call_timeout)
+        except WorkerGone:
+            self._kill()
+            return None
+        replies = reply.get("replies")
+        if not isinstance(replies, list) or len(replies) > len(calls):
+            return None
+        outcomes = []
+        for item in replies:
+            offset, count = item.get("blob_offset"), item.get("blob_count")
+            if not (type(offset) is int and type(count) is int and 0 <= offset <= offset + count <= len(reply_blobs)):
+                return None
+            outcomes.append(self._outcome(item, reply_blobs[offset:offset + count]))
+        return outcomes
+
+    def _ready(self) -> bool:
+        """Whether a worker is there (restarting one if allowed) and time is left."""
+        if self.load_report is None or not self.load_report.ok or self.spent >= self.limits.submission_timeout:
+            return False
+        if self.worker is None:
+            return self.restarts < self.limits.max_restarts and self._start().ok
+        return True
+
+    @staticmethod
+    def _request(target: dict, args: tuple, kwargs: dict, blobs: list[bytes]) -> dict:
+        return {"op": "call", "target": encode_request(target, blobs), "args": encode_request(list(args), blobs),
+                "kwargs": encode_request(kwargs, blobs)}
+
     def _call(self, target: dict, args: tuple, kwargs: dict, *, measure_peak_memory: bool = False) -> CallOutcome:
         if self.load_report is None or not self.load_report.ok:
             return CallOutcome(error=CallError("LoadError", "the submission could not be loaded"))
@@ -187,8 +232,7 @@ class Sandbox:
                 return CallOutcome(error=CallError("WorkerGone", f"the worker could not be restarted: "
                                                                  f"{restarted.error.message}"))
         blobs: list[bytes] = []
-        header = {"op": "call", "target": encode_request(target, blobs), "args": encode_request(list(args), blobs),
-                  "kwargs": encode_request(kwargs, blobs)}
+        header = self._request(target, args, kwargs, blobs)
         if measure_peak_memory:
             header["measure_peak_memory"] = True
         try:
@@ -198,6 +242,12 @@ class Sandbox:
             if gone.timed_out:
                 return self._timed_out()
             return CallOutcome(error=CallError("WorkerGone", str(gone)))
+        return self._outcome(reply, reply_blobs)
+
+    def _outcome(self, reply: dict, reply_blobs: list[bytes]) -> CallOutcome:
+        """The checked outcome of one call's reply."""
+        if not isinstance(reply, dict):
+            return CallOutcome(error=CallError("BadReply", "the worker sent a malformed reply"))
         if not reply.get("ok"):
             return CallOutcome(error=_call_error(reply.get("error")))
         limit = self.limits.max_reply_mb << 20

@@ -1,7 +1,8 @@
 """The student's code as the trusted side sees it: calls through the sandbox.
 
 Every call goes to the worker; replies are cached per case, so several checks
-of one case cost one round trip.
+of one case cost one round trip, and ``prefetch`` asks for many cases in a
+single exchange.
 """
 
 from __future__ import annotations
@@ -21,16 +22,19 @@ class StudentCode:
     def invoke(self, case: Case) -> CallOutcome:
         """The student's value for ``case`` (cached by case id)."""
         if case.id not in self._cache:
-            if case.class_name is not None:
-                self._cache[case.id] = self.sandbox.call_method(
-                    case.class_name, init=case.init or (), attributes=case.weights or {},
-                    method=None if case.calls is not None else case.function, args=case.args, kwargs=case.kwargs,
-                    **({"calls": case.calls} if case.calls is not None else {}))
-            else:
-                self._cache[case.id] = self.call(case.function, *case.args, d_model=case.d_model,
-                                                 heads=case.heads, weights=case.weights, **case.kwargs)
+            target, args, kwargs = request_of(case)
+            self._cache[case.id] = self.sandbox.run(target, args, kwargs)
         return self._cache[case.id]
 
+    def prefetch(self, cases) -> None:
+        """Ask for every case not yet cached in one exchange; on any trouble, leave them to ``invoke``."""
+        missing = [case for case in cases if case.id not in self._cache]
+        outcomes = self.sandbox.call_batch([request_of(case) for case in missing]) if missing else None
+        for case, outcome in zip(missing, outcomes or ()):
+            if not outcome.timed_out:
+                self._cache[case.id] = outcome
+
+    # ``call`` and ``construct`` are never cached: checks use them for one-off inputs.
     def call(self, function: str, *args, d_model: int | None = None, heads: int | None = None,
              weights: dict | None = None, **kwargs) -> CallOutcome:
         """Call ``function`` (a module function or a method of a fresh instance)."""
@@ -42,3 +46,17 @@ class StudentCode:
     def construct(self, d_model: int, heads: int) -> CallOutcome:
         """Only build ``MultiHeadAttention(d_model, heads)``."""
         return self.sandbox.call_method(CLASS_NAME, init=(d_model, heads))
+
+
+def request_of(case: Case) -> tuple[dict, tuple, dict]:
+    """The worker request ``(target, args, kwargs)`` that evaluates ``case``."""
+    if case.class_name is not None:
+        target = {"class": case.class_name, "init": list(case.init or ()), "attributes": case.weights or {},
+                  "method": None if case.calls is not None else case.function}
+        if case.calls is not None:
+            target["calls"] = [list(step) for step in case.calls]
+        return target, case.args, case.kwargs
+    if case.function in METHODS:
+        return ({"class": CLASS_NAME, "init": [case.d_model, case.heads], "attributes": case.weights or {},
+                 "method": case.function}, case.args, case.kwargs)
+    return {"function": case.function}, case.args, case.kwargs

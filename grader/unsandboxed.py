@@ -38,6 +38,31 @@ class InProcessBox:
             return getattr(instance, method)(*arguments, **(kwargs or {})) if method else None
         return self._run(run, args)
 
+    def run(self, target: dict, args: tuple = (), kwargs: dict | None = None) -> CallOutcome:
+        """A request target as ``grader.student.request_of`` builds it."""
+        if "class" not in target:
+            return self.call(target["function"], *args, **(kwargs or {}))
+        if target.get("calls") is not None:
+            return self._run(lambda a: self._steps(target), args)
+        return self.call_method(target["class"], init=tuple(target.get("init", ())),
+                                attributes=target.get("attributes"), method=target.get("method"), args=args,
+                                kwargs=kwargs)
+
+    def call_batch(self, calls) -> None:
+        return None  # nothing to save in one process: each call is made on its own
+
+    def _steps(self, target: dict):
+        instance = getattr(self.module, target["class"])(*target.get("init", ()))
+        for name, value in (target.get("attributes") or {}).items():
+            setattr(instance, name, value.copy())
+        results = []
+        for path, step_args, step_kwargs in target["calls"]:
+            value = instance
+            for name in str(path).split("."):
+                value = getattr(value, name)
+            results.append(value if step_args is None else value(*copy.deepcopy(step_args), **(step_kwargs or {})))
+        return tuple(results)
+
     def _run(self, function, args) -> CallOutcome:
         arguments = tuple(copy.deepcopy(a) for a in args)
         try:

@@ -30,7 +30,7 @@ def expect_steps(student: StudentCode, case: Case) -> tuple:
     got = outcome.value
     if same_value(got, case.expected):
         return got
-    diagnosed = failure_from_value(dataclasses.replace(case, twins=[t for t in case.twins]), got)
+    diagnosed = failure_from_value(dataclasses.replace(case, twins=list(case.known_twins())), got)
     if diagnosed.misconception not in ("numeric-mismatch", "wrong-shape", "wrong-type"):
         raise diagnosed
     if not isinstance(got, tuple) or len(got) != len(case.expected):

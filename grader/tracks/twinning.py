@@ -78,13 +78,19 @@ def outcome_of(module: ModuleType, case: Case):
 
 
 def with_expectations(case: Case, assignment: str, twins: tuple[Twin, ...]) -> Case:
-    """Fill in the reference's value and the values of the twins that differ from it."""
+    """Fill in the reference's value; the twins that differ from it follow on first use."""
     with np.errstate(all="ignore"):
         case.expected = run_case(load_reference(assignment), case)
-    for twin in twins:
-        value = outcome_of(patched(assignment, twin), case)
-        if not same_value(value, case.expected):
-            case.twins.append((twin.misconception, twin.label, value))
+
+    def differing(case: Case) -> list:
+        found = []
+        for twin in twins:
+            value = outcome_of(patched(assignment, twin), case)
+            if not same_value(value, case.expected):
+                found.append((twin.misconception, twin.label, value))
+        return found
+
+    case.twins, case.twin_builder = None, differing
     return case
 
 
