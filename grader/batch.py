@@ -85,11 +85,13 @@ def grade_class(*, submissions: Path, out: Path, jobs: int | None = None, limits
                 resume: bool = False, lang: str = "en", formats: tuple[str, ...] = (),
                 shard: tuple[int, int] | None = None, assignment: str = DEFAULT_ASSIGNMENT,
                 visibility: str = "all", progress: Progress | None = None,
-                runner: Callable[[dict], dict] = grade_task) -> BatchSummary:
+                runner: Callable[[dict], dict] = grade_task, quiz_points: float | dict = 1.0) -> BatchSummary:
     """Grade every submission under ``submissions`` (or one shard of them) into ``out``.
 
     ``runner`` is what a grading process applies to each task (a module-level
     function; by default ``grade_task``, which calls ``grade_submission``).
+    Quiz answers files beside the code are graded too, ``quiz_points`` each
+    (a number, or points per level; see ``grader.homework``).
     """
     started = time.monotonic()
     submissions, out = Path(submissions), Path(out)
@@ -108,7 +110,7 @@ def grade_class(*, submissions: Path, out: Path, jobs: int | None = None, limits
     try:
         graded_now = _grade_pending(chosen, journal, root=submissions, jobs=jobs or default_jobs(), limits=limits,
                                     lang=lang, assignment=assignment, visibility=visibility, progress=progress,
-                                    runner=runner)
+                                    runner=runner, quiz_points=quiz_points)
         tally = write_outputs(out=out, journal=journal, students=[entry.student for entry in chosen], lang=lang,
                               formats=formats, run=run)
     finally:
@@ -118,7 +120,8 @@ def grade_class(*, submissions: Path, out: Path, jobs: int | None = None, limits
 
 
 def _grade_pending(chosen: list[Submission], journal: Journal, *, root: Path, jobs: int, limits: Limits, lang: str,
-                   assignment: str, visibility: str, progress: Progress, runner: Callable[[dict], dict]) -> int:
+                   assignment: str, visibility: str, progress: Progress, runner: Callable[[dict], dict],
+                   quiz_points=1.0) -> int:
     """Grade what the journal does not hold yet; returns how many results this run added."""
     max_score = full_marks(assignment, visibility)
 
@@ -150,13 +153,13 @@ def _grade_pending(chosen: list[Submission], journal: Journal, *, root: Path, jo
             suspects.append(entry)
     if todo or suspects:
         _run_lanes(todo, suspects, journal, root=root, jobs=jobs, limits=limits, lang=lang, assignment=assignment,
-                   visibility=visibility, record=record, refuse=refuse, runner=runner)
+                   visibility=visibility, record=record, refuse=refuse, runner=runner, quiz_points=quiz_points)
     progress.end()
     return added
 
 
 def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, root: Path, jobs: int, limits: Limits, lang: str,
-               assignment: str, visibility: str, record, refuse, runner) -> None:
+               assignment: str, visibility: str, record, refuse, runner, quiz_points=1.0) -> None:
     time_limit = limits.submission_timeout + 2 * limits.call_timeout + LANE_GRACE_SECONDS
     server = _start_server(hidden=(root, journal.root.parent))
     pool = LanePool(max(1, min(jobs, len(todo) + len(suspects))), runner)
@@ -176,7 +179,9 @@ def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, root: Path, jo
                 task = {"student": entry.student, "path": str(entry.path), "assignment": assignment,
                         "visibility": visibility, "limits": asdict(limits), "lang": lang,
                         "submission": str(entry.path.relative_to(root)),
-                        "server": server.address if server is not None else None}
+                        "server": server.address if server is not None else None,
+                        "answers": str(entry.answers) if entry.answers is not None else None,
+                        "quiz_points": quiz_points}
                 pool.submit(task, time_limit=time_limit)
             for finished in pool.collect(timeout=0.5):
                 student = finished.task["student"]

@@ -17,8 +17,10 @@ refusal, so the student gets a ``status: error`` result saying why.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+from grader.homework import ANSWERS_SUFFIX, is_answers_file
 
 SUFFIXES = (".py", ".ipynb")
 SKIPPED_FOLDERS = {"__pycache__", ".ipynb_checkpoints", "__MACOSX", ".git"}
@@ -31,6 +33,7 @@ class Submission:
     student: str
     path: Path | None
     refusal: str | None = None
+    answers: Path | None = None  # quiz answers graded with the code (grader.homework)
 
 
 def discover_submissions(root: Path, *, assignment: str) -> tuple[list[Submission], list[str]]:
@@ -38,6 +41,7 @@ def discover_submissions(root: Path, *, assignment: str) -> tuple[list[Submissio
     root = Path(root)
     real_root = root.resolve()
     found: dict[str, list[Submission]] = {}
+    answers: dict[str, Path] = {}
     ignored = []
     for entry in sorted(os.scandir(root), key=lambda item: item.name):
         name = _readable(entry.name)
@@ -50,6 +54,8 @@ def discover_submissions(root: Path, *, assignment: str) -> tuple[list[Submissio
                 Submission(student, None, f"{name} is a symbolic link; submit the file itself"))
         elif entry.is_dir(follow_symlinks=False):
             found.setdefault(name, []).append(_from_folder(name, path, real_root, assignment))
+        elif entry.is_file(follow_symlinks=False) and is_answers_file(name) and name != "answers.toml":
+            answers[_readable(name[: -len(ANSWERS_SUFFIX)])] = path
         elif entry.is_file(follow_symlinks=False) and path.suffix in SUFFIXES:
             student = _readable(path.stem)
             found.setdefault(student, []).append(_checked(student, path, real_root))
@@ -58,12 +64,22 @@ def discover_submissions(root: Path, *, assignment: str) -> tuple[list[Submissio
     submissions = []
     for student, entries in sorted(found.items()):
         if len(entries) == 1:
-            submissions.append(entries[0])
+            entry = entries[0]
+            sheet = answers.get(student) or (_answers_in(root / student) if (root / student).is_dir() else None)
+            submissions.append(replace(entry, answers=sheet) if sheet is not None and entry.refusal is None
+                               else entry)
         else:
             names = ", ".join(sorted({e.path.name if e.path else e.student for e in entries}))
             submissions.append(Submission(student, None,
                                           f"{student} has {len(entries)} submissions ({names}); keep exactly one"))
     return submissions, ignored
+
+
+def _answers_in(folder: Path) -> Path | None:
+    """The quiz answers file inside a student's folder, if there is exactly one (links are not followed)."""
+    found = [Path(directory) / name for directory, _, files in os.walk(folder, followlinks=False)
+             for name in files if is_answers_file(name) and not (Path(directory) / name).is_symlink()]
+    return found[0] if len(found) == 1 else None
 
 
 def select_shard(submissions: list[Submission], shard: tuple[int, int] | None) -> list[Submission]:

@@ -51,11 +51,18 @@ def grade_task(task: dict) -> dict:
     from grader.grading import grade_submission
     from grader.sandbox import Limits
 
-    return grade_submission(
+    result = grade_submission(
         path=task["path"], student=task["student"], assignment=task["assignment"],
         visibility=task["visibility"], limits=Limits(**task["limits"]), lang=task["lang"],
         server=task.get("server"),
-    ).to_dict()
+    )
+    if task.get("answers"):
+        from pathlib import Path
+
+        from grader.homework import with_quiz
+
+        result = with_quiz(result, answers=Path(task["answers"]), points=task.get("quiz_points", 1.0))
+    return result.to_dict()
 
 
 @dataclass

@@ -30,11 +30,14 @@ FORMAT_CHOICES = ("gradescope", "junit")
               help="Which checks to run: the public ones students see, the hidden ones, or both.")
 @click.option("--nbgrader-db", "nbgrader_db", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
               help="Also write the scores into this nbgrader gradebook (the course's gradebook.db), for formgrader.")
+@click.option("--quiz-points", default=None, metavar="POINTS",
+              help="Points per quiz question in answers files beside the code (<student>.answers.toml): "
+                   "a number, or per level such as basic=1,intermediate=2,advanced=3 (default 1).")
 @lang_option
 @assignment_option
 def command(submissions: Path, out: Path, jobs: int | None, timeout: float | None, resume: bool,
             formats: tuple[str, ...], shard: str | None, visibility: str, nbgrader_db: Path | None,
-            lang: str | None, assignment: str) -> None:
+            quiz_points: str | None, lang: str | None, assignment: str) -> None:
     """Grade every submission in SUBMISSIONS, in parallel and sandboxed, into --out.
 
     SUBMISSIONS holds one entry per student: <student>.py, <student>.ipynb, or
@@ -46,6 +49,7 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
     from grader.batch import grade_class
     from grader.discovery import parse_shard
     from grader.errors import UsageError
+    from grader.homework import parse_points
     from grader.i18n import resolve_language
     from grader.sandbox import Limits
 
@@ -60,7 +64,8 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
     try:
         summary = grade_class(submissions=submissions, out=out, jobs=jobs, limits=limits, resume=resume,
                               lang=resolve_language(lang), formats=tuple(dict.fromkeys(formats)), shard=shard_range,
-                              assignment=assignment, visibility=visibility, progress=make_progress())
+                              assignment=assignment, visibility=visibility, progress=make_progress(),
+                              quiz_points=parse_points(quiz_points))
     except KeyboardInterrupt:
         click.echo(f"\nInterrupted. The results so far are kept in {out}; continue with the same command "
                    "and --resume.", err=True)
