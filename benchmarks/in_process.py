@@ -8,53 +8,19 @@ do this with real student code.
 
 from __future__ import annotations
 
-import copy
 import importlib.util
 import time
 from pathlib import Path
 
-import numpy as np
 
 from grader.assignments import get_assignment
 from grader.catalog import misconception_ids
 from grader.grading import VISIBILITIES
 from grader.results import SubmissionResult, load_failure, summarize
 from grader.runner import collect, run_tests
-from grader.sandbox import CallError, CallOutcome
 from grader.seeding import student_seed
 from grader.student import StudentCode
-
-
-class InProcessBox:
-    """What ``StudentCode`` needs of a sandbox (``call``, ``call_method``), answered by direct calls."""
-
-    def __init__(self, module):
-        self.module = module
-
-    def call(self, function: str, *args, **kwargs) -> CallOutcome:
-        copies = copy.deepcopy(args)
-        return self._run(lambda: getattr(self.module, function)(*copies, **kwargs), copies)
-
-    def call_method(self, class_name: str, *, init: tuple = (), attributes: dict | None = None,
-                    method: str | None = None, args: tuple = (), kwargs: dict | None = None) -> CallOutcome:
-        copies = copy.deepcopy(args)
-
-        def run():
-            instance = getattr(self.module, class_name)(*init)
-            for name, value in (attributes or {}).items():
-                setattr(instance, name, np.array(value, copy=True))
-            return getattr(instance, method)(*copies, **(kwargs or {})) if method else None
-
-        return self._run(run, copies)
-
-    @staticmethod
-    def _run(action, copies: tuple) -> CallOutcome:
-        try:
-            with np.errstate(all="ignore"):
-                value = action()
-        except Exception as error:  # the student's exception, as the worker would report it
-            return CallOutcome(error=CallError(type(error).__name__, str(error)))
-        return CallOutcome(value=value, args_after=copies)
+from grader.unsandboxed import InProcessBox
 
 
 def grade_in_process(path: Path, *, student: str, assignment: str = "multihead_attention",

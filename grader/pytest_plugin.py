@@ -48,7 +48,7 @@ def _mha_sandbox(request):
     if request.config.getoption("--mha-unsandboxed"):
         from grader.unsandboxed import InProcessBox
 
-        yield InProcessBox(Path(path))
+        yield InProcessBox.load(Path(path))
         return
     with Sandbox.open(path=Path(path)) as box:
         if not box.load_report.ok:

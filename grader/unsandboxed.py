@@ -21,10 +21,16 @@ class InProcessBox:
 
     isolation = "none (in-process, for benchmarks only)"
 
-    def __init__(self, path: Path):
+    def __init__(self, module):
+        self.module = module
+
+    @classmethod
+    def load(cls, path: Path) -> InProcessBox:
+        """Import the file at ``path`` (exceptions propagate) and wrap it."""
         spec = importlib.util.spec_from_file_location(f"unsandboxed_{Path(path).stem}", path)
-        self.module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(self.module)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return cls(module)
 
     def call(self, function: str, *args, **kwargs) -> CallOutcome:
         return self._run(lambda a: getattr(self.module, function)(*a, **kwargs), args)
@@ -66,7 +72,8 @@ class InProcessBox:
     def _run(self, function, args) -> CallOutcome:
         arguments = tuple(copy.deepcopy(a) for a in args)
         try:
-            value = function(arguments)
+            with np.errstate(all="ignore"):
+                value = function(arguments)
         except Exception as error:  # noqa: BLE001 - reported like the worker does
             return CallOutcome(error=CallError(type(error).__name__, str(error)))
         return CallOutcome(value=_plain(value), args_after=arguments)
