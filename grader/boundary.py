@@ -34,19 +34,28 @@ class ForeignObject:
         return f"<{self.description}>"
 
 
-def encode_request(value, blobs: list[bytes]):
-    """A JSON tree for trusted data sent to the worker; arrays are appended to ``blobs``."""
+def encode_request(value, blobs: list[bytes], sent: dict | None = None):
+    """A JSON tree for trusted data sent to the worker; arrays are appended to ``blobs``.
+
+    With ``sent`` (id of an array -> its blob index), an array that several
+    requests of one exchange share (the weights of every forward case) is sent
+    once. The arrays must stay alive while ``sent`` is in use.
+    """
     if isinstance(value, np.ndarray):
+        if sent is not None and id(value) in sent:
+            return {"__array__": sent[id(value)]}
         buffer = io.BytesIO()
         np.save(buffer, value, allow_pickle=False)
         blobs.append(buffer.getvalue())
+        if sent is not None:
+            sent[id(value)] = len(blobs) - 1
         return {"__array__": len(blobs) - 1}
     if isinstance(value, tuple):
-        return {"__tuple__": [encode_request(item, blobs) for item in value]}
+        return {"__tuple__": [encode_request(item, blobs, sent) for item in value]}
     if isinstance(value, list):
-        return [encode_request(item, blobs) for item in value]
+        return [encode_request(item, blobs, sent) for item in value]
     if isinstance(value, dict):
-        return {key: encode_request(item, blobs) for key, item in value.items()}
+        return {key: encode_request(item, blobs, sent) for key, item in value.items()}
     if isinstance(value, np.generic):
         return value.item()
     return value

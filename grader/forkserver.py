@@ -190,6 +190,7 @@ def serve(address: str, numpy_dir: str, scratch_root: str, hidden: list[str], pa
     sys.path.append(site)
     import numpy  # the cost every worker is spared
 
+    worker_main.warm_up(numpy)
     sys.path.remove(site)
     policy = confinement.read_policy(numpy_dir, hidden, packages)
     as_root = os.geteuid() == 0

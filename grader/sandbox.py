@@ -186,7 +186,8 @@ class Sandbox:
         if not calls or not self._ready():
             return None
         blobs: list[bytes] = []
-        header = {"op": "batch", "calls": [self._request(target, args, kwargs, blobs)
+        sent: dict[int, int] = {}
+        header = {"op": "batch", "calls": [self._request(target, args, kwargs, blobs, sent)
                                            for target, args, kwargs in calls]}
         try:
             reply, reply_blobs = self._exchange(header, blobs, timeout=self.limits.call_timeout)
@@ -213,9 +214,9 @@ class Sandbox:
         return True
 
     @staticmethod
-    def _request(target: dict, args: tuple, kwargs: dict, blobs: list[bytes]) -> dict:
-        return {"op": "call", "target": encode_request(target, blobs), "args": encode_request(list(args), blobs),
-                "kwargs": encode_request(kwargs, blobs)}
+    def _request(target: dict, args: tuple, kwargs: dict, blobs: list[bytes], sent: dict | None = None) -> dict:
+        return {"op": "call", "target": encode_request(target, blobs, sent),
+                "args": encode_request(list(args), blobs, sent), "kwargs": encode_request(kwargs, blobs, sent)}
 
     def _call(self, target: dict, args: tuple, kwargs: dict, *, measure_peak_memory: bool = False) -> CallOutcome:
         if self.load_report is None or not self.load_report.ok:

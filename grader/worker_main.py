@@ -106,16 +106,26 @@ def _describe(value):
     return name
 
 
-def decode(tree, blobs, numpy):
-    """Inverse of ``encode`` for what the trusted side sends (plain data only)."""
+def decode(tree, blobs, numpy, cache=None):
+    """Inverse of ``encode`` for what the trusted side sends (plain data only).
+
+    ``cache`` (blob index -> array) parses an array sent once for several
+    calls only once; every use still gets its own copy, so a call that changes
+    its inputs cannot reach the next one.
+    """
     if isinstance(tree, dict):
         if "__array__" in tree:
-            return numpy.load(io.BytesIO(blobs[tree["__array__"]]), allow_pickle=False)
+            index = tree["__array__"]
+            if cache is None:
+                return numpy.load(io.BytesIO(blobs[index]), allow_pickle=False)
+            if index not in cache:
+                cache[index] = numpy.load(io.BytesIO(blobs[index]), allow_pickle=False)
+            return cache[index].copy()
         if "__tuple__" in tree:
-            return tuple(decode(item, blobs, numpy) for item in tree["__tuple__"])
-        return {key: decode(item, blobs, numpy) for key, item in tree.items()}
+            return tuple(decode(item, blobs, numpy, cache) for item in tree["__tuple__"])
+        return {key: decode(item, blobs, numpy, cache) for key, item in tree.items()}
     if isinstance(tree, list):
-        return [decode(item, blobs, numpy) for item in tree]
+        return [decode(item, blobs, numpy, cache) for item in tree]
     return tree
 
 
@@ -211,23 +221,23 @@ class Worker:
         names = sorted(name for name in namespace if not name.startswith("__"))[:500]
         return {"ok": True, "names": names, "cell_errors": cell_errors}
 
-    def call(self, request, blobs):
-        """Run one call; return (reply, reply blobs)."""
+    def call(self, request, blobs, cache=None):
+        """Run one call; return (reply, reply blobs). ``cache`` is shared by the calls of one batch."""
         numpy = self.numpy
-        args = list(decode(request.get("args", []), blobs, numpy))
-        kwargs = decode(request.get("kwargs", {}), blobs, numpy)
+        args = list(decode(request.get("args", []), blobs, numpy, cache))
+        kwargs = decode(request.get("kwargs", {}), blobs, numpy, cache)
         target = request["target"]
         namespace = self.module.__dict__
         error = value = None
         measure = bool(request.get("measure_peak_memory"))  # optional: the peak the call allocates, in bytes
         if measure:
             tracemalloc.start()
-        init = decode(target.get("init", []), blobs, numpy)  # decoded here: student code may have patched builtins
-        attributes = decode(target.get("attributes", {}), blobs, numpy)
+        init = decode(target.get("init", []), blobs, numpy, cache)  # decoded here: student code may have patched builtins
+        attributes = decode(target.get("attributes", {}), blobs, numpy, cache)
         steps = None
         if target.get("calls") is not None:
             steps = [(str(path).split("."), step_args, step_kwargs)
-                     for path, step_args, step_kwargs in decode(target["calls"], blobs, numpy)]
+                     for path, step_args, step_kwargs in decode(target["calls"], blobs, numpy, cache)]
         with self.builtins.student_side():
             try:
                 value = self._run(target, namespace, args, kwargs, init, attributes, steps)
@@ -256,9 +266,9 @@ class Worker:
 
     def batch(self, request, blobs):
         """Run several independent calls in one exchange; each reply names its slice of the blobs."""
-        replies, out_blobs = [], []
+        replies, out_blobs, cache = [], [], {}
         for call in request.get("calls", [])[:1000]:
-            reply, reply_blobs = self.call(call, blobs)
+            reply, reply_blobs = self.call(call, blobs, cache)
             reply["blob_offset"], reply["blob_count"] = len(out_blobs), len(reply_blobs)
             replies.append(reply)
             out_blobs.extend(reply_blobs)
@@ -284,6 +294,20 @@ class Worker:
             return results
         function = _getattr(instance, target["method"]) if target.get("method") else None
         return function(*args, **kwargs) if function is not None else None
+
+
+def warm_up(numpy):
+    """Run once in the fork server, before any fork: NumPy loads parts of itself
+    on first use (the .npy format, einsum, linalg, errstate), and every worker
+    would otherwise pay for that again after its fork."""
+    x = numpy.linspace(-1.0, 1.0, 24).reshape(2, 3, 4)
+    blobs = []
+    decode(encode((x, x.astype(numpy.float32)), blobs, numpy), blobs, numpy, {})
+    with numpy.errstate(all="ignore"):
+        y = numpy.exp(x - x.max(axis=-1, keepdims=True)) / numpy.sum(x, axis=-1, keepdims=True)
+    numpy.einsum("bij,bkj->bik", x, x), numpy.tensordot(x, x, axes=([2], [2])), numpy.swapaxes(y, -1, -2) @ x
+    numpy.linalg.norm(x), numpy.moveaxis(x, 1, 2).copy(), numpy.concatenate([x, x], axis=-1), numpy.stack([x, x])
+    numpy.allclose(x, x), numpy.isfinite(x).all(), numpy.random.default_rng(0).normal(size=3)
 
 
 def serve(read_fd, write_fd, numpy, hello=None):
