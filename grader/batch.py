@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable, Protocol
 
+from grader import seeding
 from grader.assignments import get_assignment
 from grader.class_report import ClassTally
 from grader.discovery import Submission, discover_submissions, select_shard
@@ -162,6 +163,7 @@ def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, root: Path, jo
                assignment: str, visibility: str, record, refuse, runner, quiz_points=1.0) -> None:
     time_limit = limits.submission_timeout + 2 * limits.call_timeout + LANE_GRACE_SECONDS
     server = _start_server(hidden=(root, journal.root.parent))
+    course_key = seeding.course_key()  # read once here; lanes get it with each task (never written to disk)
     pool = LanePool(max(1, min(jobs, len(todo) + len(suspects))), runner)
     attempts: dict[str, int] = {}
     alone: str | None = None  # a suspect is graded with nothing else in flight
@@ -181,7 +183,7 @@ def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, root: Path, jo
                         "submission": str(entry.path.relative_to(root)),
                         "server": server.address if server is not None else None,
                         "answers": str(entry.answers) if entry.answers is not None else None,
-                        "quiz_points": quiz_points}
+                        "quiz_points": quiz_points, "course_key": course_key}
                 pool.submit(task, time_limit=time_limit)
             for finished in pool.collect(timeout=0.5):
                 student = finished.task["student"]

@@ -43,12 +43,13 @@ def parse_points(text: str | None) -> float | dict[str, float]:
                          f"(e.g. basic=1,intermediate=2,advanced=3): {bad}") from None
 
 
-def with_quiz(result: SubmissionResult, *, answers: Path, points: float | dict[str, float] = 1.0) -> SubmissionResult:
+def with_quiz(result: SubmissionResult, *, answers: Path, points: float | dict[str, float] = 1.0,
+              key: str | None = None) -> SubmissionResult:
     """``result`` with the quiz questions of ``answers`` added as tests and to the score."""
     from grader.sheets import grade_answers_file
 
     try:
-        sheet = grade_answers_file(path=answers, student=result.student, points=points)
+        sheet = grade_answers_file(path=answers, student=result.student, points=points, key=key)
         tests = sheet.tests()
     except (MhaError, OSError, ValueError, KeyError, TypeError) as bad:
         tests = (TestResult(name="quiz:answers-file", function="quiz", outcome="error", score=0.0, max_score=0.0,

@@ -50,18 +50,23 @@ def grade_task(task: dict) -> dict:
     """What a lane does with one task: grade the submission, return the result as a dict."""
     from grader.grading import grade_submission
     from grader.sandbox import Limits
+    from grader.seeding import student_seed
 
+    # The key comes from the process that started the run, not from this
+    # lane's environment, which may be older than the run.
+    key = task.get("course_key")
+    seed = student_seed(task["student"], key=key) if key is not None else None
     result = grade_submission(
         path=task["path"], student=task["student"], assignment=task["assignment"],
         visibility=task["visibility"], limits=Limits(**task["limits"]), lang=task["lang"],
-        server=task.get("server"),
+        server=task.get("server"), seed=seed,
     )
     if task.get("answers"):
         from pathlib import Path
 
         from grader.homework import with_quiz
 
-        result = with_quiz(result, answers=Path(task["answers"]), points=task.get("quiz_points", 1.0))
+        result = with_quiz(result, answers=Path(task["answers"]), points=task.get("quiz_points", 1.0), key=key)
     return result.to_dict()
 
 

@@ -52,6 +52,19 @@ def test_answers_beside_the_code_are_graded_with_it(tmp_path):
         assert sum(t["outcome"] == "passed" for t in quiz) == right
         assert results[student]["score"] == pytest.approx(sum(t["score"] for t in code) + 2 * right)
         assert results[student]["max_score"] == pytest.approx(sum(t["max_score"] for t in code) + 2 * count)
+    written = [path for path in (tmp_path / "out").rglob("*") if path.is_file()]
+    assert written and not any(b"test-course-key" in path.read_bytes() for path in written)
+
+
+def test_lanes_use_the_key_of_the_run_not_their_own_environment(tmp_path, monkeypatch):
+    from grader.lanes import grade_task
+    from grader.sandbox import Limits
+    from grader.seeding import student_seed
+
+    task = {"student": "alice", "path": str(REFERENCE), "assignment": "multihead_attention", "visibility": "all",
+            "limits": Limits().__dict__, "lang": "en", "course_key": "key-of-the-run"}
+    monkeypatch.setenv("MHA_COURSE_KEY", "some-older-key")
+    assert grade_task(task)["seed"] == student_seed("alice", key="key-of-the-run")
 
 
 def test_points_per_level_and_bad_points():
