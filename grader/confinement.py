@@ -14,7 +14,9 @@ import ctypes
 import os
 import resource
 import signal
+import site as site_packages
 import stat
+import sys
 import sysconfig
 import time
 from dataclasses import dataclass
@@ -50,7 +52,13 @@ def read_policy(numpy_dir: str, hidden=(), packages=()) -> ReadPolicy:
     bundled libraries) beside NumPy's.
     """
     paths = sysconfig.get_paths()
-    excluded = {os.path.realpath(path) for path in (paths["purelib"], paths["platlib"], *hidden)}
+    # In a virtual environment the base interpreter's site-packages sit inside
+    # the granted standard library folder: carve them out too, and the folder
+    # NumPy itself was found in (NumPy is granted on its own below).
+    base = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_exec_prefix})
+    sites = (paths["purelib"], paths["platlib"], base["purelib"], base["platlib"], os.path.dirname(numpy_dir),
+             *site_packages.getsitepackages())
+    excluded = {os.path.realpath(path) for path in (*sites, *hidden)}
     roots = [paths["stdlib"], paths["platstdlib"], *SYSTEM_LIBRARIES]
     library_dir = sysconfig.get_config_var("LIBDIR") or ""
     library = sysconfig.get_config_var("LDLIBRARY") or ""
