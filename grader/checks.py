@@ -206,9 +206,11 @@ def _error_heuristic(function: str, error: CallError) -> str:
     text = f"{error.message} {error.source_line}"
     if function == "softmax" and "broadcast" in error.message:
         return "softmax-no-keepdims"
-    if function == "scaled_dot_product_attention" and "matmul" in error.message and (
-            ".T" in error.source_line or "transpose" in error.source_line or "swapaxes" in error.source_line):
-        return "attention-wrong-transpose"
+    transposes = (".T", "transpose", "swapaxes", "moveaxis", "rollaxis")
+    if function == "scaled_dot_product_attention" and any(word in error.source_line for word in transposes) and (
+            "matmul" in error.message or "axes don't match" in error.message or "dot" in error.message
+            or "shapes" in error.message):
+        return "attention-wrong-transpose"  # the line that failed turns K around; no twin raised the same error
     if function == "split_heads" and "reshape" in text:
         return "split-heads-hardcoded-shape" if "cannot reshape" in error.message else "error"
     return "error"
