@@ -178,17 +178,21 @@ def _overflow_kind(x: np.ndarray, got: np.ndarray) -> str:
     """Tell an unstable softmax from a global-max one by which rows broke.
 
     Used when no twin matches exactly (float32 arithmetic over- and underflows
-    at other thresholds than the float64 twins). Without any shift the row
-    holding the largest logit overflows; with one global shift that row is fine
-    and only rows far below it underflow to 0/0.
+    at other thresholds than the float64 twins). With one global shift the row
+    holding the largest logit is fine and every row far below it underflows
+    to 0/0; without a shift, or with a shift by the row mean, some row
+    overflows while the rows far below the top stay finite or break anyway.
     """
     rows_in, rows_out = x.reshape(-1, x.shape[-1]), got.reshape(-1, x.shape[-1])
     finite_max = np.where(np.isfinite(rows_in), rows_in, -np.inf).max(axis=-1)
     if not np.isfinite(finite_max).any() or np.abs(finite_max[np.isfinite(finite_max)]).max() <= 80:
         return "numeric-mismatch"
     broken = ~np.isfinite(rows_out).all(axis=-1)
-    top_row = int(np.argmax(finite_max))
-    if not broken[top_row] and (finite_max[broken] < finite_max[top_row] - 80).all():
+    top = finite_max.max()
+    certain = finite_max < top - 750  # exp underflows to 0 here in float64 and float32 alike
+    possible = finite_max < top - 87  # ... and here in float32
+    if not broken[int(np.argmax(finite_max))] and certain.any() and broken[certain].all() \
+            and not (broken & ~possible).any():
         return "softmax-global-max"
     return "softmax-unstable"
 
