@@ -27,3 +27,16 @@ def test_unlocked_state_is_remembered(tmp_path, monkeypatch):
     result = CliRunner().invoke(root, ["check", str(REFERENCE), "--function", "split_heads", "--unlock", "--json"])
     assert result.exit_code == 0
     assert {test["function"] for test in json.loads(result.output)["tests"]} == {"split_heads"}
+
+
+def test_unlock_questions_stay_out_of_the_json(tmp_path, monkeypatch):
+    monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path))
+    from grader.unlocking import mark_unlocked
+
+    mark_unlocked("softmax")
+    runner = CliRunner(mix_stderr=False) if "mix_stderr" in CliRunner.__init__.__code__.co_varnames else CliRunner()
+    result = runner.invoke(root, ["check", str(REFERENCE), "--function", "softmax", "--function", "split_heads",
+                                  "--unlock", "--json"], input="(1, 2)\n")
+    assert result.exit_code == 0
+    assert {test["function"] for test in json.loads(result.stdout)["tests"]} == {"softmax"}
+    assert "split_heads" in result.stderr

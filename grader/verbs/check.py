@@ -42,7 +42,7 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
     if unknown:
         raise UsageError(f"unknown function {unknown[0]!r}; choose from: {', '.join(exercise.functions)}")
     if unlock:
-        functions = _unlocked(functions or exercise.functions, lang)
+        functions = _unlocked(functions or exercise.functions, lang, quiet_stdout=as_json)
     visibility = "public"
     notice = None
     if run_all:
@@ -69,8 +69,12 @@ def _default_file(assignment: str) -> Path:
     return local if local.exists() else exercise_path(assignment)
 
 
-def _unlocked(functions: tuple[str, ...], lang: str) -> tuple[str, ...]:
-    """Ask the unlock questions of each locked function; keep the functions now unlocked."""
+def _unlocked(functions: tuple[str, ...], lang: str, *, quiet_stdout: bool) -> tuple[str, ...]:
+    """Ask the unlock questions of each locked function; keep the functions now unlocked.
+
+    With ``quiet_stdout`` (``--json``) the questions go to stderr, so stdout
+    holds only the result object.
+    """
     import sys
 
     import numpy as np
@@ -78,7 +82,17 @@ def _unlocked(functions: tuple[str, ...], lang: str) -> tuple[str, ...]:
     from grader.quiz_prompts import ArrowKeyPrompter, PlainPrompter
     from grader.unlocking import unlock_interactively
 
-    prompter = ArrowKeyPrompter() if sys.stdin.isatty() else PlainPrompter()
+    if quiet_stdout:
+        def write(text: str) -> None:
+            click.echo(text, err=True)
+
+        def read(prompt: str) -> str:
+            click.echo(prompt, err=True, nl=False)
+            return input()
+
+        prompter = ArrowKeyPrompter(write=write) if sys.stdin.isatty() else PlainPrompter(read=read, write=write)
+    else:
+        prompter = ArrowKeyPrompter() if sys.stdin.isatty() else PlainPrompter()
     rng = np.random.default_rng()
     opened = tuple(name for name in functions if unlock_interactively(name, lang=lang, prompter=prompter, rng=rng))
     if not opened:
