@@ -183,7 +183,7 @@ def test_nothing_is_written_outside_the_scratch_folder(server, tmp_path):
     written = ast.literal_eval(message.split("wrote ", 1)[1])
     assert all(Path(path).parent.name.startswith("mha-worker-") for path in written), written  # its own scratch only
     assert (out / "results.json").read_text() == before
-    for folder in [*HOSTILE.parents, Path("/tmp"), Path("/work/main"), Path("/")]:
+    for folder in [*HOSTILE.parents, Path("/tmp"), *(top for top in Path("/").iterdir() if top.is_dir())]:
         assert not (folder / f"{marker}.txt").exists(), folder
     assert not list((PROJECT / "grader" / "suites").glob(f"{marker}*"))
 
