@@ -85,16 +85,15 @@ def load_cases(path: Path) -> dict[str, Case]:
 
 
 def main() -> None:
-    """Regenerate the shipped public cases (``python -m grader.case_store``)."""
-    from grader.assignments import ASSIGNMENTS
-    from grader.cases import public_cases
+    """Regenerate every exercise's shipped public cases (``python -m grader.case_store``)."""
+    import importlib
 
-    builders = {"multihead_attention": public_cases}
+    from grader.assignments import ASSIGNMENTS
+    from grader.paths import DEFAULT_ASSIGNMENT
+
     for name, assignment in ASSIGNMENTS.items():
-        builder = builders.get(name) or getattr(assignment, "build_public_cases", None)
-        if builder is None:
-            continue
-        save_cases(builder(), assignment.public_cases_file)
+        module = "grader.cases" if name == DEFAULT_ASSIGNMENT else f"grader.tracks.{name}"
+        save_cases(importlib.import_module(module).public_cases(), assignment.public_cases_file)
         print(f"wrote {assignment.public_cases_file}")
 
 
