@@ -78,6 +78,11 @@ def softmax_whole_array(x):
     return exponentials / exponentials.sum()
 
 
+def softmax_whole_array_unshifted(x):
+    exponentials = np.exp(x)
+    return exponentials / exponentials.sum()
+
+
 def softmax_no_keepdims_max(x):
     exponentials = np.exp(x - np.max(x, axis=-1))
     return exponentials / exponentials.sum(axis=-1, keepdims=True)
@@ -106,6 +111,11 @@ def _attention(Q, K, V, softmax, *, scale=None, keys=None, value_product=None, r
 
 def attention_with(**options):
     return lambda Q, K, V, softmax: _attention(Q, K, V, softmax, **options)
+
+
+def _scaled_after_softmax(Q, K, V, softmax):
+    weights = softmax(Q @ np.swapaxes(K, -1, -2)) / np.sqrt(Q.shape[-1])
+    return weights @ V, weights
 
 
 def reference_attention(Q, K, V, softmax):
@@ -220,6 +230,7 @@ TWINS: tuple[Twin, ...] = (
     Twin("softmax-wrong-axis", "softmax", "normalizes over axis -2", softmax_axis(-2)),
     Twin("softmax-wrong-axis", "softmax", "normalizes over axis 1", softmax_axis(1)),
     Twin("softmax-wrong-axis", "softmax", "normalizes over the whole array", softmax_whole_array),
+    Twin("softmax-wrong-axis", "softmax", "normalizes over the whole array, unshifted", softmax_whole_array_unshifted),
     Twin("softmax-no-keepdims", "softmax", "row max without keepdims", softmax_no_keepdims_max),
     Twin("softmax-no-keepdims", "softmax", "row sum without keepdims", softmax_no_keepdims_sum),
     Twin("softmax-no-keepdims", "softmax", "max and sum without keepdims", softmax_no_keepdims_both),
@@ -232,6 +243,8 @@ TWINS: tuple[Twin, ...] = (
     Twin("attention-wrong-scale", "attention", "divides by sqrt(S)", attention_with(scale=lambda s, Q, K: s / np.sqrt(K.shape[-2]))),
     Twin("attention-wrong-scale", "attention", "divides by sqrt(T)", attention_with(scale=lambda s, Q, K: s / np.sqrt(Q.shape[-2]))),
     Twin("attention-wrong-scale", "attention", "divides by sqrt(H)", attention_with(scale=lambda s, Q, K: s / np.sqrt(Q.shape[1]))),
+    Twin("attention-wrong-scale", "attention", "scales the weights after the softmax",
+         lambda Q, K, V, softmax: _scaled_after_softmax(Q, K, V, softmax)),
     Twin("attention-wrong-transpose", "attention", "K.T on 4-D", attention_with(keys=lambda K: K.T)),
     Twin("attention-wrong-transpose", "attention", "swaps axes 1 and 2 of K", attention_with(keys=lambda K: K.transpose(0, 2, 1, 3))),
     Twin("attention-wrong-transpose", "attention", "swaps heads and width of K", attention_with(keys=lambda K: K.transpose(0, 3, 2, 1))),
