@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.catalog import load_catalog
+from grader.render_terminal import check_title
 from grader.journal import atomic_write_text
 
 
@@ -146,9 +147,10 @@ def render_report(tally: ClassTally, *, title: str, lang: str = "en") -> str:
     for check in tally.checks.values():
         index = check.discrimination
         rows.append(
-            f"<tr><td>{e(check.function)}</td><td>{e(check.name)}</td><td>{e(check.visibility)}</td>"
+            f"<tr><td>{e(check.function)}</td><td title='{e(check.name)}'>{e(check_title(check.name))}</td>"
+            f"<td>{e(check.visibility)}</td>"
             f"<td class=n>{check.max_score:g}</td><td class=n>{check.passes}/{check.attempts}</td>"
-            f"<td><span class=bar style='width:{100 * check.pass_rate:.0f}px'></span> {100 * check.pass_rate:.0f}%</td>"
+            f"<td class=rate><span class=bar style='width:{60 * check.pass_rate:.0f}px'></span> {100 * check.pass_rate:.0f}%</td>"
             f"<td class=n>{'—' if index is None else f'{index:+.2f}'}</td></tr>")
     parts.append("<h2>Item analysis: every check</h2><p>Pass rate among graded submissions; discrimination is the "
                  "correlation between passing the check and the score on all other checks (near 0 or below: the "
@@ -200,9 +202,9 @@ def _problems(tally: ClassTally) -> str:
 
 
 _STYLE = """
-body{font-family:system-ui,"Noto Sans CJK SC",sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#222}
-table{border-collapse:collapse;margin:.5rem 0 1.5rem}td,th{border-bottom:1px solid #ddd;padding:.25rem .6rem;
-text-align:left;vertical-align:top}td.n{text-align:right}.bar{display:inline-block;height:.7rem;background:#4a7bb7}
+body{font-family:system-ui,"Noto Sans CJK SC",sans-serif;max-width:72rem;margin:2rem auto;padding:0 1rem;color:#222}
+table{border-collapse:collapse;margin:.5rem 0 1.5rem;display:block;max-width:100%;overflow-x:auto}td,th{border-bottom:1px solid #ddd;padding:.25rem .6rem;
+text-align:left;vertical-align:top}td.n{text-align:right}td.rate{white-space:nowrap}.bar{display:inline-block;height:.7rem;background:#4a7bb7}
 .cards{display:flex;gap:1rem;flex-wrap:wrap}.cards div{border:1px solid #ddd;border-radius:6px;padding:.5rem 1rem}
 pre{white-space:pre-wrap;margin:0}.small{color:#666;font-size:.9rem}img{max-width:100%}
 """
