@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.catalog import load_catalog
-from grader.render_terminal import check_title
 from grader.journal import atomic_write_text
+from grader.messages import check_title
 
 
 @dataclass
@@ -147,7 +147,7 @@ def render_report(tally: ClassTally, *, title: str, lang: str = "en") -> str:
     for check in tally.checks.values():
         index = check.discrimination
         rows.append(
-            f"<tr><td>{e(check.function)}</td><td title='{e(check.name)}'>{e(check_title(check.name))}</td>"
+            f"<tr><td>{e(check.function)}</td><td title='{e(check.name)}'>{e(check_title(check.name, lang))}</td>"
             f"<td>{e(check.visibility)}</td>"
             f"<td class=n>{check.max_score:g}</td><td class=n>{check.passes}/{check.attempts}</td>"
             f"<td class=rate><span class=bar style='width:{60 * check.pass_rate:.0f}px'></span> {100 * check.pass_rate:.0f}%</td>"

@@ -11,6 +11,7 @@ from grader.i18n import LANGUAGES
 from grader.paths import CONTENT_DIR
 
 MESSAGES_FILE = CONTENT_DIR / "messages.toml"
+CHECKS_FILE = CONTENT_DIR / "checks.toml"
 
 
 @dataclass(frozen=True)
@@ -46,3 +47,27 @@ def render(key: str, params: dict, lang: str) -> str:
         return texts.get(lang, texts["en"]).format(**params)
     except (KeyError, IndexError) as bad:
         raise ContentError(f"{MESSAGES_FILE}: message.{key} ({lang}) uses an unknown field {bad}") from None
+
+
+@functools.cache
+def check_titles() -> dict[str, dict[str, str]]:
+    """The student-facing title of every check by test name (``content/checks.toml``)."""
+    if not CHECKS_FILE.exists():  # a suite added without titles still reads as its name
+        return {}
+    data = load_toml(CHECKS_FILE)
+    if data.get("schema_version") != 1:
+        raise ContentError(f"{CHECKS_FILE}: schema_version must be 1")
+    table = data.get("check", {})
+    for name, texts in table.items():
+        for lang in LANGUAGES:
+            if not isinstance(texts, dict) or not texts.get(lang):
+                raise ContentError(f"{CHECKS_FILE}: check.{name} lacks the {lang} text")
+    return table
+
+
+def check_title(name: str, lang: str = "en") -> str:
+    """``test_split_heads_shape`` -> its title in ``lang``, or ``split heads shape`` when it has none."""
+    texts = check_titles().get(name)
+    if texts:
+        return texts.get(lang) or texts["en"]
+    return name.removeprefix("test_").replace("_", " ")

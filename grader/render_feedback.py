@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from grader.catalog import load_catalog, load_toml
 from grader.errors import ContentError
 from grader.i18n import LANGUAGES, pick
-from grader.messages import render
+from grader.messages import check_title, render
 from grader.paths import CONTENT_DIR
-from grader.render_terminal import check_title
 from grader.results import SubmissionResult, TestResult
 
 FEEDBACK_FILE = CONTENT_DIR / "feedback.toml"
@@ -82,7 +81,7 @@ def by_function(tests) -> list[tuple[str, list[TestResult]]]:
 
 
 def _label(test: TestResult, lang: str) -> str:
-    label = check_title(test.name)
+    label = check_title(test.name, lang)
     return f"{label} ({say('hidden_check', lang)})" if test.visibility == "hidden" else label
 
 
@@ -114,7 +113,7 @@ def render_markdown(result: SubmissionResult, *, lang: str) -> str:
         for test in group:
             lines.append(f"| {_md(_label(test, lang))} | {test.score:g}/{test.max_score:g} | {_outcome(test, lang)} |")
             if test.outcome != "passed":
-                failures.append(f"- **{_md(check_title(test.name))}**: {_md(test.message)}")
+                failures.append(f"- **{_md(check_title(test.name, lang))}**: {_md(test.message)}")
         lines += [""] + failures + ([""] if failures else [])
     if any(test.visibility == "hidden" for test in result.tests):
         lines += [f"> {say('hidden_explained', lang)}", ""]

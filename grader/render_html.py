@@ -18,10 +18,9 @@ from itertools import groupby
 from grader.catalog import load_catalog, load_toml
 from grader.errors import ContentError
 from grader.i18n import LANGUAGES, pick
-from grader.messages import render
+from grader.messages import check_title, render
 from grader.paths import CONTENT_DIR
 from grader.render_feedback import mistakes_of
-from grader.render_terminal import check_title
 from grader.results import SubmissionResult
 
 NOTEBOOK_TEXTS_FILE = CONTENT_DIR / "notebook.toml"
@@ -87,7 +86,7 @@ def _function_table(function: str, tests: list, lang: str) -> str:
     e = html.escape
     rows = []
     for test in tests:
-        label = check_title(test.name)
+        label = check_title(test.name, lang)
         rows.append(f"<tr class='mha-{e(test.outcome)}' data-test='{e(test.name)}' data-outcome='{e(test.outcome)}' "
                     f"data-misconception='{e(test.misconception or '')}'><td>{e(label)}</td>"
                     f"<td class='mha-points'>{test.score:g}/{test.max_score:g}</td>"

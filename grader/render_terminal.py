@@ -9,15 +9,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from grader.catalog import load_catalog
-from grader.messages import render
+from grader.messages import check_title, render
 from grader.results import SubmissionResult
 
 MARKS = {"passed": "[green]✓[/]", "failed": "[red]✗[/]", "error": "[red]![/]", "timeout": "[yellow]⏱[/]"}
-
-
-def check_title(name: str) -> str:
-    """``test_split_heads_shape`` -> ``split heads shape``."""
-    return name.removeprefix("test_").replace("_", " ")
 
 
 def linked_question(misconception: str) -> str | None:
@@ -51,14 +46,15 @@ def print_result(result: SubmissionResult, *, file: str, lang: str, console: Con
         table.add_column(say("report_points"), justify="right")
         table.add_column(say("report_result"))
         for test in tests:
-            label = check_title(test.name) + (" [dim](hidden)[/]" if test.visibility == "hidden" else "")
+            label = escape(check_title(test.name, lang)) + (f" [dim]{escape(say('report_hidden'))}[/]"
+                                                           if test.visibility == "hidden" else "")
             table.add_row(label, f"{test.score:g}/{test.max_score:g}",
                           f"{MARKS.get(test.outcome, '?')} {say('outcome_' + test.outcome)}")
         console.print(table)
         for test in tests:
             if test.outcome == "passed":
                 continue
-            console.print(f"  [red]✗ {escape(check_title(test.name))}[/]: {escape(test.message)}")
+            console.print(f"  [red]✗ {escape(check_title(test.name, lang))}[/]: {escape(test.message)}")
             entry = catalog.get(test.misconception or "")
             if entry is not None:
                 console.print(f"    [bold]{escape(entry.text('title', lang))}[/] [dim]({entry.id})[/]")
