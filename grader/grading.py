@@ -8,7 +8,7 @@ from pathlib import Path
 from grader.assignments import get_assignment
 from grader.catalog import misconception_ids
 from grader.forkserver import ForkServer
-from grader.messages import render
+from grader.messages import Message, render
 from grader.results import SubmissionResult, load_failure, summarize
 from grader.runner import collect, run_tests
 from grader.sandbox import CallError, Limits, Sandbox
@@ -45,11 +45,11 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
     try:
         source = source if source is not None else read_submission(Path(path))
     except SubmissionError as bad:
-        return load_failure(error=str(bad), **common)
+        return load_failure(error=bad.message.render(lang), **common)
     with Sandbox.open(source=source, limits=limits or Limits(), server=server) as box:
         report = box.load_report
         if not report.ok:
-            return load_failure(error=_load_message(report.error, lang), notes=source.notes,
+            return load_failure(error=_load_message(report.error, lang), notes=_texts(source.notes, lang),
                                 isolation=box.isolation, duration=time.monotonic() - started, **common)
         fixtures = {"public": {"student": StudentCode(box), "cases": None, "seed": None}}
         if "public" in VISIBILITIES[visibility]:
@@ -62,9 +62,13 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
             case for chosen in fixtures.values() for case in (chosen["cases"] or {}).values()
             if case.function in graded)  # one exchange for most calls instead of one each
         results = run_tests(tests, fixtures=fixtures, assignment=exercise, lang=lang)
-        notes = tuple(source.notes) + tuple(_cell_note(error, lang) for error in report.cell_errors)
+        notes = _texts(source.notes, lang) + tuple(_cell_note(error, lang) for error in report.cell_errors)
         return summarize(tests=results, catalog_ids=misconception_ids(), notes=notes, isolation=box.isolation,
                          seed=seed, duration=round(time.monotonic() - started, 3), **common)
+
+
+def _texts(notes, lang: str) -> tuple[str, ...]:
+    return tuple(note.render(lang) if isinstance(note, Message) else str(note) for note in notes)
 
 
 def _location(error: CallError, lang: str) -> str:

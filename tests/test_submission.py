@@ -30,7 +30,9 @@ def test_notebook_drops_magics_and_test_cells_and_grades_like_the_script(tmp_pat
     ]))
     source = read_submission(path)
     assert source.mode == "cells" and len(source.cells) == 3
-    assert any("%matplotlib" in note for note in source.notes) and any("cell magic" in note for note in source.notes)
+    notes = [note.render("en") for note in source.notes]
+    assert any("%matplotlib" in note for note in notes) and any("cell magic" in note for note in notes)
+    assert any("魔法命令" in note.render("zh") for note in source.notes)
     result = grade_submission(path=path)
     script = grade_submission(path=PROJECT / "solutions" / "multihead_attention.py")
     assert result.score == script.score == result.max_score
@@ -52,6 +54,8 @@ def test_bad_files_get_a_clear_error(tmp_path, name, content, reason):
         read_submission(path)
     result = grade_submission(path=path)
     assert result.status == "error" and reason in result.error and result.tests == ()
+    chinese = grade_submission(path=path, lang="zh")
+    assert chinese.status == "error" and any("\u4e00" <= character <= "\u9fff" for character in chinese.error)
 
 
 def test_symlink_is_refused(tmp_path):
