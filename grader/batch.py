@@ -29,6 +29,7 @@ from grader.discovery import Submission, discover_submissions, select_shard
 from grader.errors import UsageError
 from grader.journal import MAX_ATTEMPTS, Journal
 from grader.lanes import LanePool, grade_task
+from grader.messages import Message
 from grader.outputs import write_outputs
 from grader.paths import DEFAULT_ASSIGNMENT
 from grader.results import load_failure
@@ -130,8 +131,9 @@ def _grade_pending(chosen: list[Submission], journal: Journal, *, root: Path, jo
         journal.record(student, result)
         progress.advance(result)
 
-    def refuse(student: str, reason: str) -> None:
-        record(student, load_failure(student=student, error=reason, max_score=max_score,
+    def refuse(student: str, reason) -> None:
+        text = reason.render(lang) if isinstance(reason, Message) else reason
+        record(student, load_failure(student=student, error=text, max_score=max_score,
                                      assignment=assignment).to_dict())
 
     returning = set(journal.in_flight())

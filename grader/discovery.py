@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from grader.homework import ANSWERS_SUFFIX, is_answers_file
+from grader.messages import Message
 
 SUFFIXES = (".py", ".ipynb")
 SKIPPED_FOLDERS = {"__pycache__", ".ipynb_checkpoints", "__MACOSX", ".git"}
@@ -32,7 +33,7 @@ class Submission:
 
     student: str
     path: Path | None
-    refusal: str | None = None
+    refusal: Message | None = None  # why the entry cannot be graded, rendered in the run's language
     answers: Path | None = None  # quiz answers graded with the code (grader.homework)
 
 
@@ -51,7 +52,7 @@ def discover_submissions(root: Path, *, assignment: str) -> tuple[list[Submissio
         if entry.is_symlink():
             student = path.stem if path.suffix in SUFFIXES else name
             found.setdefault(student, []).append(
-                Submission(student, None, f"{name} is a symbolic link; submit the file itself"))
+                Submission(student, None, Message("file_symlink", {"name": name})))
         elif entry.is_dir(follow_symlinks=False):
             found.setdefault(name, []).append(_from_folder(name, path, real_root, assignment))
         elif entry.is_file(follow_symlinks=False) and is_answers_file(name) and name != "answers.toml":
@@ -70,8 +71,8 @@ def discover_submissions(root: Path, *, assignment: str) -> tuple[list[Submissio
                                else entry)
         else:
             names = ", ".join(sorted({e.path.name if e.path else e.student for e in entries}))
-            submissions.append(Submission(student, None,
-                                          f"{student} has {len(entries)} submissions ({names}); keep exactly one"))
+            submissions.append(Submission(student, None, Message(
+                "entry_several", {"student": student, "count": len(entries), "names": names})))
     return submissions, ignored
 
 
@@ -118,15 +119,15 @@ def _from_folder(student: str, folder: Path, real_root: Path, assignment: str) -
             if path.suffix in SUFFIXES and not name.startswith("."):
                 candidates.append(path)
     if not candidates:
-        reason = f"{student}/ holds no .py or .ipynb file"
         if links:
-            reason += f" (symbolic links are not followed: {links[0].relative_to(folder)})"
-        return Submission(student, None, reason)
+            return Submission(student, None, Message("folder_no_code_links", {
+                "student": student, "link": str(links[0].relative_to(folder))}))
+        return Submission(student, None, Message("folder_no_code", {"student": student}))
     chosen = _choose(candidates, assignment)
     if chosen is None:
         listed = ", ".join(str(path.relative_to(folder)) for path in sorted(candidates)[:5])
-        return Submission(student, None, f"{student}/ holds several candidate files ({listed}); "
-                                         f"name the one to grade {assignment}.py or {assignment}.ipynb")
+        return Submission(student, None, Message("folder_ambiguous", {
+            "student": student, "listed": listed, "assignment": assignment}))
     return _checked(student, chosen, real_root)
 
 
@@ -145,10 +146,10 @@ def _choose(candidates: list[Path], assignment: str) -> Path | None:
 
 def _checked(student: str, path: Path, real_root: Path) -> Submission:
     if path.is_symlink():
-        return Submission(student, None, f"{path.name} is a symbolic link; submit the file itself")
+        return Submission(student, None, Message("file_symlink", {"name": path.name}))
     resolved = path.resolve()
     if not resolved.is_relative_to(real_root):
-        return Submission(student, None, f"{path.name} leads outside the submissions folder")
+        return Submission(student, None, Message("file_outside", {"name": path.name}))
     return Submission(student, path)
 
 

@@ -72,9 +72,10 @@ def test_in_a_folder_the_assignment_file_wins_and_checkpoints_are_skipped(tmp_pa
     write(root / "hugo" / "README.md", "no code here")
     entries = by_student(discover_submissions(root, assignment=ASSIGNMENT)[0])
     assert entries["frank"].path.name == "multihead_attention.py" and entries["frank"].refusal is None
-    assert entries["gina"].path is None and "several candidate files" in entries["gina"].refusal
-    assert "a.py" in entries["gina"].refusal
-    assert entries["hugo"].path is None and "no .py or .ipynb" in entries["hugo"].refusal
+    assert entries["gina"].path is None and "several candidate files" in entries["gina"].refusal.render("en")
+    assert "a.py" in entries["gina"].refusal.render("en")
+    assert "候选文件" in entries["gina"].refusal.render("zh")
+    assert entries["hugo"].path is None and "no .py or .ipynb" in entries["hugo"].refusal.render("en")
 
 
 def test_symlinks_and_paths_leading_outside_are_refused_not_followed(tmp_path):
@@ -92,10 +93,10 @@ def test_symlinks_and_paths_leading_outside_are_refused_not_followed(tmp_path):
     entries = by_student(discover_submissions(root, assignment=ASSIGNMENT)[0])
     assert set(entries) == {"ivan", "judy", "kim", "leo"}
     assert all(entry.path is None for entry in entries.values())
-    assert "symbolic link" in entries["ivan"].refusal
-    assert "symbolic link" in entries["judy"].refusal
-    assert "not followed" in entries["kim"].refusal
-    assert "symbolic link" in entries["leo"].refusal
+    assert "symbolic link" in entries["ivan"].refusal.render("en")
+    assert "symbolic link" in entries["judy"].refusal.render("en")
+    assert "not followed" in entries["kim"].refusal.render("en")
+    assert "symbolic link" in entries["leo"].refusal.render("en")
 
 
 def test_two_entries_for_one_student_are_refused(tmp_path):
@@ -103,7 +104,7 @@ def test_two_entries_for_one_student_are_refused(tmp_path):
     write(root / "mia.py")
     write(root / "mia.ipynb", "{}")
     entries = by_student(discover_submissions(root, assignment=ASSIGNMENT)[0])
-    assert entries["mia"].path is None and "keep exactly one" in entries["mia"].refusal
+    assert entries["mia"].path is None and "keep exactly one" in entries["mia"].refusal.render("en")
 
 
 def test_shards_split_the_sorted_class_without_overlap():
