@@ -34,6 +34,24 @@ def load_toml(path: Path) -> dict:
         raise ContentError(f"{path}: {bad}") from None
 
 
+def load_bilingual(path: Path, table: str) -> dict[str, dict[str, str]]:
+    """The ``[table.<key>]`` entries of a content file, each with non-empty en and zh texts.
+
+    Any problem is a ContentError naming the file and the key.
+    """
+    data = load_toml(path)
+    if data.get("schema_version") != 1:
+        raise ContentError(f"{path}: schema_version must be 1, found {data.get('schema_version')!r}")
+    entries = data.get(table)
+    if not isinstance(entries, dict):
+        raise ContentError(f"{path}: missing the [{table}.*] tables")
+    for key, texts in entries.items():
+        for lang in LANGUAGES:
+            if not isinstance(texts, dict) or not texts.get(lang):
+                raise ContentError(f"{path}: {table}.{key} lacks the {lang} text")
+    return entries
+
+
 @functools.cache
 def load_catalog(path: Path = CATALOG_FILE) -> dict[str, Entry]:
     """Every misconception and generic outcome by id."""

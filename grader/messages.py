@@ -5,9 +5,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
-from grader.catalog import load_toml
+from grader.catalog import load_bilingual
 from grader.errors import ContentError
-from grader.i18n import LANGUAGES
 from grader.paths import CONTENT_DIR
 
 MESSAGES_FILE = CONTENT_DIR / "messages.toml"
@@ -27,16 +26,7 @@ class Message:
 
 @functools.cache
 def templates() -> dict[str, dict[str, str]]:
-    data = load_toml(MESSAGES_FILE)
-    if data.get("schema_version") != 1:
-        raise ContentError(f"{MESSAGES_FILE}: schema_version must be 1")
-    table = data.get("message", {})
-    for key, texts in table.items():
-        for lang in LANGUAGES:
-            if not isinstance(texts, dict) or not texts.get(lang):
-                raise ContentError(f"{MESSAGES_FILE}: message.{key} lacks the {lang} text")
-    return table
-
+    return load_bilingual(MESSAGES_FILE, "message")
 
 def render(key: str, params: dict, lang: str) -> str:
     try:
@@ -52,18 +42,7 @@ def render(key: str, params: dict, lang: str) -> str:
 @functools.cache
 def check_titles() -> dict[str, dict[str, str]]:
     """The student-facing title of every check by test name (``content/checks.toml``)."""
-    if not CHECKS_FILE.exists():  # a suite added without titles still reads as its name
-        return {}
-    data = load_toml(CHECKS_FILE)
-    if data.get("schema_version") != 1:
-        raise ContentError(f"{CHECKS_FILE}: schema_version must be 1")
-    table = data.get("check", {})
-    for name, texts in table.items():
-        for lang in LANGUAGES:
-            if not isinstance(texts, dict) or not texts.get(lang):
-                raise ContentError(f"{CHECKS_FILE}: check.{name} lacks the {lang} text")
-    return table
-
+    return load_bilingual(CHECKS_FILE, "check") if CHECKS_FILE.exists() else {}
 
 def check_title(name: str, lang: str = "en") -> str:
     """``test_split_heads_shape`` -> its title in ``lang``, or ``split heads shape`` when it has none."""

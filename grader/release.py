@@ -18,7 +18,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.catalog import load_toml
+from grader.catalog import load_bilingual
 from grader.errors import ConfigError, ContentError, UsageError
 from grader.i18n import LANGUAGES, pick
 from grader.paths import CONTENT_DIR, PACKAGE_DIR, PROJECT_DIR, solution_path
@@ -70,17 +70,7 @@ class CourseRelease:
 
 @functools.cache
 def release_texts() -> dict[str, dict[str, str]]:
-    data = load_toml(RELEASE_TEXTS_FILE)
-    if data.get("schema_version") != 1:
-        raise ContentError(f"{RELEASE_TEXTS_FILE}: schema_version must be 1, found {data.get('schema_version')!r}")
-    table = data.get("text")
-    if not isinstance(table, dict):
-        raise ContentError(f"{RELEASE_TEXTS_FILE}: missing the [text.*] tables")
-    for key, texts in table.items():
-        if not isinstance(texts, dict) or any(not texts.get(lang) for lang in LANGUAGES):
-            raise ContentError(f"{RELEASE_TEXTS_FILE}: text.{key} needs non-empty en and zh texts")
-    return table
-
+    return load_bilingual(RELEASE_TEXTS_FILE, "text")
 
 # ---- the student release -------------------------------------------------------------------
 def build_student_release(*, target: Path, assignment: str = "multihead_attention", lang: str = "en",

@@ -14,9 +14,8 @@ import functools
 import html
 from dataclasses import dataclass
 
-from grader.catalog import load_catalog, load_toml
-from grader.errors import ContentError
-from grader.i18n import LANGUAGES, pick
+from grader.catalog import load_bilingual, load_catalog
+from grader.i18n import pick
 from grader.messages import check_title, render
 from grader.paths import CONTENT_DIR
 from grader.results import SubmissionResult, TestResult
@@ -27,19 +26,8 @@ MARKS = {"passed": "✓", "failed": "✗", "error": "!", "timeout": "⏱"}
 
 @functools.cache
 def feedback_texts() -> dict[str, dict[str, str]]:
-    """The page's own texts by key; a ContentError names the file and key of any gap."""
-    data = load_toml(FEEDBACK_FILE)
-    if data.get("schema_version") != 1:
-        raise ContentError(f"{FEEDBACK_FILE}: schema_version must be 1, found {data.get('schema_version')!r}")
-    table = data.get("text")
-    if not isinstance(table, dict):
-        raise ContentError(f"{FEEDBACK_FILE}: missing the [text.*] tables")
-    for key, texts in table.items():
-        for lang in LANGUAGES:
-            if not isinstance(texts, dict) or not texts.get(lang):
-                raise ContentError(f"{FEEDBACK_FILE}: text.{key} lacks the {lang} text")
-    return table
-
+    """The page's own texts by key."""
+    return load_bilingual(FEEDBACK_FILE, "text")
 
 def say(key: str, lang: str, **params) -> str:
     """One of the page's texts, or a check message of ``messages.toml``."""

@@ -15,9 +15,8 @@ import functools
 import html
 from itertools import groupby
 
-from grader.catalog import load_catalog, load_toml
-from grader.errors import ContentError
-from grader.i18n import LANGUAGES, pick
+from grader.catalog import load_bilingual, load_catalog
+from grader.i18n import pick
 from grader.messages import check_title, render
 from grader.paths import CONTENT_DIR
 from grader.render_feedback import mistakes_of
@@ -29,19 +28,8 @@ MARKS = {"passed": "✓", "failed": "✗", "error": "!", "timeout": "⏱"}
 
 @functools.cache
 def notebook_texts() -> dict[str, dict[str, str]]:
-    """The notebook checks' own texts; a ContentError names the file and key of any gap."""
-    data = load_toml(NOTEBOOK_TEXTS_FILE)
-    if data.get("schema_version") != 1:
-        raise ContentError(f"{NOTEBOOK_TEXTS_FILE}: schema_version must be 1, found {data.get('schema_version')!r}")
-    table = data.get("text")
-    if not isinstance(table, dict):
-        raise ContentError(f"{NOTEBOOK_TEXTS_FILE}: missing the [text.*] tables")
-    for key, texts in table.items():
-        for lang in LANGUAGES:
-            if not isinstance(texts, dict) or not texts.get(lang):
-                raise ContentError(f"{NOTEBOOK_TEXTS_FILE}: text.{key} lacks the {lang} text")
-    return table
-
+    """The notebook checks' own texts."""
+    return load_bilingual(NOTEBOOK_TEXTS_FILE, "text")
 
 def say(key: str, lang: str, **params) -> str:
     """A text of ``notebook.toml``, or else a message of ``messages.toml``."""

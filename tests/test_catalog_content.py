@@ -126,3 +126,16 @@ def test_chinese_texts_contain_chinese_characters(catalog):
 def test_titles_are_short(catalog):
     for entry in all_entries(catalog):
         assert len(entry["title"]["en"]) < 70, entry["id"]
+
+
+def test_bilingual_loader_names_the_file_and_the_key(tmp_path):
+    from grader.catalog import load_bilingual
+    from grader.errors import ContentError
+
+    path = tmp_path / "texts.toml"
+    path.write_text('schema_version = 1\n[text.hello]\nen = "hi"\n', encoding="utf-8")
+    with pytest.raises(ContentError, match=r"texts.toml: text.hello lacks the zh text"):
+        load_bilingual(path, "text")
+    path.write_text('schema_version = 2\n', encoding="utf-8")
+    with pytest.raises(ContentError, match="schema_version must be 1"):
+        load_bilingual(path, "text")
