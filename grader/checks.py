@@ -14,7 +14,8 @@ import numpy as np
 from grader.cases import Case, Raised, same_value
 from grader.catalog import load_catalog
 from grader.messages import Message
-from grader.sandbox import CallError, CallOutcome, ForeignObject
+from grader.boundary import ForeignObject
+from grader.sandbox import CallError, CallOutcome
 from grader.student import StudentCode
 
 LEGENDS = {

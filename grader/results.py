@@ -7,7 +7,7 @@ give exactly the JSON of DESIGN.md; the extra fields (``visibility``,
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, fields
 
 OUTCOMES = ("passed", "failed", "error", "timeout")
 GENERIC_OUTCOMES = (

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from grader.sandbox import CallError, CallOutcome, ForeignObject
+from grader.boundary import ForeignObject
+from grader.sandbox import CallError, CallOutcome
 
 
 class InProcessBox:

@@ -1,6 +1,5 @@
 """Stubs are generated from the reference and never drift from it."""
 
-from pathlib import Path
 
 import pytest
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from grader.checks import CheckFailure, expect_unchanged, expect_value, failure_from_error, failure_from_value
+from grader.checks import expect_unchanged, expect_value, failure_from_error, failure_from_value
 from grader.messages import Message
 
 pytestmark = pytest.mark.mha(function="scaled_dot_product_attention", visibility="public")
