@@ -13,14 +13,14 @@ import time
 from pathlib import Path
 
 
-from grader.assignments import get_assignment
-from grader.catalog import misconception_ids
-from grader.grading import VISIBILITIES
+from grader.assignments.registry import get_assignment
+from grader.content.catalog import misconception_ids
+from grader.grading.grade import VISIBILITIES
 from grader.results import SubmissionResult, load_failure, summarize
-from grader.runner import collect, run_tests
+from grader.grading.runner import collect, run_tests
 from grader.seeding import student_seed
-from grader.student import StudentCode
-from grader.unsandboxed import InProcessBox
+from grader.grading.student import StudentCode
+from grader.sandbox.in_process import InProcessBox
 
 
 def grade_in_process(path: Path, *, student: str, assignment: str = "multihead_attention",

@@ -7,7 +7,7 @@ loaded in a sandboxed worker), ``cases`` and ``seed``. For example::
 
     pytest grader/suites/multihead_attention/public --submission alice.py
 
-The grader's own runner (``grader.runner``) calls the same test functions
+The grader's own runner (``grader.grading.runner``) calls the same test functions
 without a pytest session, which is faster per submission.
 """
 
@@ -40,13 +40,13 @@ def _options(node) -> dict:
 def _mha_sandbox(request):
     from pathlib import Path
 
-    from grader.sandbox import Sandbox
+    from grader.sandbox.client import Sandbox
 
     path = request.config.getoption("--submission")
     if not path:
         pytest.skip("mha-lab suites need --submission FILE")
     if request.config.getoption("--mha-unsandboxed"):
-        from grader.unsandboxed import InProcessBox
+        from grader.sandbox.in_process import InProcessBox
 
         yield InProcessBox.load(Path(path))
         return
@@ -58,7 +58,7 @@ def _mha_sandbox(request):
 
 @pytest.fixture(scope="session")
 def student(_mha_sandbox):
-    from grader.student import StudentCode
+    from grader.grading.student import StudentCode
 
     return StudentCode(_mha_sandbox)
 
@@ -75,7 +75,7 @@ def seed(request):
 
 @pytest.fixture
 def cases(request):
-    from grader.assignments import get_assignment
+    from grader.assignments.registry import get_assignment
 
     assignment = get_assignment(request.module.__name__.split(".")[2])
     if _options(request.node).get("visibility", "public") == "hidden":

@@ -17,10 +17,10 @@ from pathlib import Path
 import numpy as np
 from click.testing import CliRunner
 
-from grader.assignments import get_assignment
-from grader.case_store import load_cases
-from grader.cases import same_value
-from grader.catalog import load_catalog
+from grader.assignments.registry import get_assignment
+from grader.assignments.store import load_cases
+from grader.grading.case import same_value
+from grader.content.catalog import load_catalog
 from grader.cli import root
 
 PROJECT = Path(__file__).resolve().parent.parent
@@ -93,7 +93,7 @@ def assert_public_cases_up_to_date(assignment: str) -> None:
     """The shipped ``public_cases.npz`` equals what the track module builds now."""
     exercise = get_assignment(assignment)
     shipped = load_cases(exercise.public_cases_file)
-    built = importlib.import_module(f"grader.tracks.{assignment}").public_cases()
+    built = importlib.import_module(f"grader.assignments.{assignment}").public_cases()
     assert sorted(shipped) == sorted(built)
     for name, case in built.items():
         stored = shipped[name]

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from grader import batch
-from grader.batch import grade_class
-from grader.discovery import discover_submissions, parse_shard, select_shard
+from grader.batch import run as batch
+from grader.batch.run import grade_class
+from grader.batch.discovery import discover_submissions, parse_shard, select_shard
 from grader.errors import UsageError
-from grader.journal import MAX_ATTEMPTS, Journal, atomic_writer, file_key
-from grader.lanes import grade_task
+from grader.batch.journal import MAX_ATTEMPTS, Journal, atomic_writer, file_key
+from grader.batch.lanes import grade_task
 from grader.paths import solution_path
-from grader.sandbox import Limits
+from grader.sandbox.client import Limits
 
 ASSIGNMENT = "multihead_attention"
 FAST = Limits(call_timeout=2.0, submission_timeout=10.0)

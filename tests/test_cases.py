@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 
-from grader.assignments import get_assignment
-from grader.case_store import load_cases, save_cases
-from grader.cases import PUBLIC_SIZES, draw_sizes, hidden_cases, public_cases, same_value
-from grader.reference import load_reference
+from grader.assignments.registry import get_assignment
+from grader.assignments.store import load_cases, save_cases
+from grader.grading.case import PUBLIC_SIZES, draw_sizes, hidden_cases, public_cases, same_value
+from grader.assignments.reference import load_reference
 from grader.seeding import student_seed
 
 

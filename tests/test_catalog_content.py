@@ -81,7 +81,7 @@ def test_schema_version_is_one(catalog):
 
 
 def test_misconception_ids_include_the_design_and_extend_only_registered_exercises(catalog):
-    from grader.assignments import ASSIGNMENTS
+    from grader.assignments.registry import ASSIGNMENTS
 
     ids = [entry["id"] for entry in catalog["misconception"]]
     assert MISCONCEPTION_IDS <= set(ids)
@@ -129,7 +129,7 @@ def test_titles_are_short(catalog):
 
 
 def test_bilingual_loader_names_the_file_and_the_key(tmp_path):
-    from grader.catalog import load_bilingual
+    from grader.content.catalog import load_bilingual
     from grader.errors import ContentError
 
     path = tmp_path / "texts.toml"

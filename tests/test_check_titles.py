@@ -2,9 +2,9 @@
 
 import inspect
 
-from grader.assignments import ASSIGNMENTS
-from grader.messages import check_title, check_titles
-from grader.runner import collect
+from grader.assignments.registry import ASSIGNMENTS
+from grader.content.messages import check_title, check_titles
+from grader.grading.runner import collect
 
 
 def test_every_check_of_every_exercise_has_both_titles():

@@ -6,7 +6,7 @@ from click.testing import CliRunner
 
 from conftest import PROJECT
 from grader.cli import root
-from grader.unlocking import is_unlocked
+from grader.practice.unlocking import is_unlocked
 
 REFERENCE = PROJECT / "solutions" / "multihead_attention.py"
 
@@ -21,7 +21,7 @@ def test_a_wrong_answer_keeps_the_function_locked(tmp_path, monkeypatch):
 
 def test_unlocked_state_is_remembered(tmp_path, monkeypatch):
     monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path))
-    from grader.unlocking import mark_unlocked
+    from grader.practice.unlocking import mark_unlocked
 
     mark_unlocked("split_heads")
     result = CliRunner().invoke(root, ["check", str(REFERENCE), "--function", "split_heads", "--unlock", "--json"])
@@ -31,7 +31,7 @@ def test_unlocked_state_is_remembered(tmp_path, monkeypatch):
 
 def test_unlock_questions_stay_out_of_the_json(tmp_path, monkeypatch):
     monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path))
-    from grader.unlocking import mark_unlocked
+    from grader.practice.unlocking import mark_unlocked
 
     mark_unlocked("softmax")
     runner = CliRunner(mix_stderr=False) if "mix_stderr" in CliRunner.__init__.__code__.co_varnames else CliRunner()

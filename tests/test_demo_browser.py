@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from chromium_driver import Chromium, find_chromium
-from grader.explainer import explainer_data, write_explainer
-from grader.trace import STAGES
-from grader.viz_texts import load_viz_texts
+from grader.viz.explainer import explainer_data, write_explainer
+from grader.viz.trace import STAGES
+from grader.viz.texts import load_viz_texts
 
 pytestmark = pytest.mark.slow
 SENTENCE = "the cat chases the mouse"

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from grader.cli import root
-from grader.drill import (
+from grader.practice.drill import (
     DRILLS,
     best_times,
     current_drill,

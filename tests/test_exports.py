@@ -13,11 +13,11 @@ import xml.etree.ElementTree as ElementTree
 import numpy as np
 import pytest
 
-from grader.catalog import load_catalog
-from grader.class_report import ClassTally, render_report
+from grader.content.catalog import load_catalog
+from grader.render.class_report import ClassTally, render_report
 from grader.errors import ContentError
-from grader.render_exports import GradesCsv, JUnitReport, ResultsJson, gradescope_results
-from grader.render_feedback import FEEDBACK_FILE, feedback_texts, render_html, render_markdown
+from grader.render.exports import GradesCsv, JUnitReport, ResultsJson, gradescope_results
+from grader.render.feedback import FEEDBACK_FILE, feedback_texts, render_html, render_markdown
 from grader.results import SubmissionResult, TestResult
 
 SCALE = "attention-no-scale"
@@ -154,8 +154,8 @@ def test_feedback_never_shows_the_hidden_seed():
 
 def test_hidden_check_feedback_explains_without_the_test_code_or_expected_values(tmp_path, monkeypatch):
     monkeypatch.setenv("MHA_COURSE_KEY", "test-exports-key")
-    from grader.cases import hidden_cases
-    from grader.grading import grade_submission
+    from grader.grading.case import hidden_cases
+    from grader.grading.grade import grade_submission
     from grader.paths import solution_path
     from grader.seeding import student_seed
     from grader.suites.multihead_attention.hidden import test_drawn_inputs
@@ -190,7 +190,7 @@ def test_feedback_texts_exist_in_both_languages_with_the_same_placeholders():
 
 
 def test_a_malformed_feedback_file_names_the_file_and_key(tmp_path, monkeypatch):
-    from grader import render_feedback
+    from grader.render import feedback as render_feedback
 
     broken = tmp_path / "feedback.toml"
     broken.write_text('schema_version = 1\n[text.title]\nen = "Hello"\n', encoding="utf-8")

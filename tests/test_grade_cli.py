@@ -112,7 +112,7 @@ def test_shards_merged_equal_one_full_run(small_class, tmp_path):
 def test_feedback_in_chinese_with_lang_zh(small_class, tmp_path):
     assert grade(small_class, "--out", tmp_path / "out", "--lang", "zh").exit_code == 0
     page = (tmp_path / "out" / "feedback" / "ben.md").read_text(encoding="utf-8")
-    from grader.catalog import load_catalog
+    from grader.content.catalog import load_catalog
 
     assert "得分" in page and load_catalog()["attention-no-scale"].text("title", "zh") in page
     assert "Score:" not in page
@@ -191,7 +191,7 @@ def test_mixed_class_outputs_and_summary(demo_run):
 
 
 def test_the_progress_bar_counts_every_result(capsys):
-    from grader.render_summary import BarProgress
+    from grader.render.summary import BarProgress
 
     bar = BarProgress()
     bar.begin(3, 1)

@@ -8,10 +8,10 @@ from click.testing import CliRunner
 
 from conftest import PROJECT
 from grader.cli import root
-from grader.homework import parse_points
+from grader.practice.homework import parse_points
 from grader.errors import UsageError
-from grader.quiz_answers import expected_text
-from grader.sheets import make_sheet, read_answers
+from grader.practice.answers import expected_text
+from grader.practice.sheets import make_sheet, read_answers
 
 REFERENCE = PROJECT / "solutions" / "multihead_attention.py"
 
@@ -57,8 +57,8 @@ def test_answers_beside_the_code_are_graded_with_it(tmp_path):
 
 
 def test_lanes_use_the_key_of_the_run_not_their_own_environment(tmp_path, monkeypatch):
-    from grader.lanes import grade_task
-    from grader.sandbox import Limits
+    from grader.batch.lanes import grade_task
+    from grader.sandbox.client import Limits
     from grader.seeding import student_seed
 
     task = {"student": "alice", "path": str(REFERENCE), "assignment": "multihead_attention", "visibility": "all",

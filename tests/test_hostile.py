@@ -26,9 +26,9 @@ from click.testing import CliRunner
 
 from conftest import FIXTURES, PROJECT
 from grader.cli import root
-from grader.grading import grade_submission
-from grader.sandbox import Limits, start_server
-from grader.submission import Cell, SubmissionSource
+from grader.grading.grade import grade_submission
+from grader.sandbox.client import Limits, start_server
+from grader.sandbox.source import Cell, SubmissionSource
 
 HOSTILE = FIXTURES / "hostile"
 LIMITS = Limits(call_timeout=0.75, submission_timeout=8.0, memory_mb=512, cpu_seconds=10, max_processes=64,

@@ -25,7 +25,7 @@ def test_worker_imports_only_stdlib_and_numpy():
     import sys
 
     allowed = set(sys.stdlib_module_names) | {"numpy"}
-    modules = set(imported_modules(PROJECT / "grader" / "worker_main.py"))
+    modules = set(imported_modules(PROJECT / "grader" / "sandbox" / "worker" / "worker_main.py"))
     assert modules <= allowed, modules - allowed
 
 
@@ -33,7 +33,7 @@ def test_check_does_not_import_heavy_modules_at_startup():
     import subprocess
     import sys
 
-    code = ("import sys, grader.cli, grader.verbs.check, grader.grading; "
+    code = ("import sys, grader.cli, grader.verbs.check, grader.grading.grade; "
             "print(sorted(m for m in ('matplotlib', 'nbformat', 'questionary', 'scipy') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

@@ -14,11 +14,11 @@ import pytest
 
 from conftest import PROJECT
 from grader.errors import ContentError, UsageError
-from grader.notebook_check import CheckReport, calls_grader, strip_magics
-from grader.notebooks import build_notebook, notebook_path, notebook_text, reference_parts, stub_cell_code
-from grader.render_html import result_to_html
+from grader.notebook import CheckReport, calls_grader, strip_magics
+from grader.authoring.notebooks import build_notebook, notebook_path, notebook_text, reference_parts, stub_cell_code
+from grader.render.notebook_html import result_to_html
 from grader.results import SubmissionResult, TestResult
-from grader.tutorial import load_tutorial
+from grader.authoring.tutorial import load_tutorial
 
 LANGS = ("en", "zh")
 SOLUTION = PROJECT / "solutions" / "multihead_attention.py"
@@ -48,7 +48,7 @@ def definitions(source: str) -> dict[str, str]:
 def test_notebook_files_are_exactly_what_the_generator_writes(lang):
     on_disk = notebook_path(lang).read_text(encoding="utf-8")
     assert on_disk == notebook_text(build_notebook(lang=lang, filling="stub")), \
-        f"{notebook_path(lang)} drifted from its source; run `python -m grader.notebooks`"
+        f"{notebook_path(lang)} drifted from its source; run `python -m grader.authoring.notebooks`"
 
 
 @pytest.mark.parametrize("lang", LANGS)
@@ -88,7 +88,7 @@ def test_solution_and_course_fillings_keep_the_reference_code():
 
 
 def test_check_cells_are_locked_test_cells_that_graders_skip():
-    from grader.submission import read_submission
+    from grader.sandbox.source import read_submission
 
     notebook = json.loads(notebook_path("en").read_text(encoding="utf-8"))
     checks = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"
@@ -127,7 +127,7 @@ def test_tutorial_content_errors_name_the_file_and_key(tmp_path):
 def test_grader_cells_are_recognized_and_magics_dropped():
     assert calls_grader('from grader import check\ncheck("softmax")')
     assert calls_grader('check("softmax")\ncheck()')
-    assert calls_grader("import grader.notebook_check as nc")
+    assert calls_grader("import grader.notebook as nc")
     assert not calls_grader("def check(x):\n    return x\nvalue = check(3)")
     assert not calls_grader("import numpy as np")
     code, notes = strip_magics("%matplotlib inline\nx = 1\n!ls", "In [3]")
@@ -148,7 +148,7 @@ def test_html_escapes_student_text_and_marks_each_outcome():
 
 
 def test_check_outside_a_notebook_says_what_to_do():
-    from grader.notebook_check import check
+    from grader.notebook import check
 
     with pytest.raises(UsageError, match="mha check"):
         check("softmax", lang="en")
@@ -161,7 +161,7 @@ def test_grader_calls_inside_a_grading_worker_do_nothing(monkeypatch, script):
     """A submitted cell that calls check() must not start a grading inside the worker."""
     import types
 
-    from grader.notebook_check import autograde, check, show_heads
+    from grader.notebook import autograde, check, show_heads
 
     worker = types.ModuleType("__main__")
     worker.__file__ = f"/somewhere/grader/{script}"
@@ -170,10 +170,10 @@ def test_grader_calls_inside_a_grading_worker_do_nothing(monkeypatch, script):
 
 
 def test_importing_grader_stays_light_and_check_comes_on_demand():
-    code = ("import sys, grader; light = 'grader.notebook_check' not in sys.modules; "
+    code = ("import sys, grader; light = 'grader.notebook' not in sys.modules; "
             "from grader import check; print(light, check.__module__)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert done.stdout.split() == ["True", "grader.notebook_check"]
+    assert done.stdout.split() == ["True", "grader.notebook"]
     with pytest.raises(AttributeError):
         import grader
 
@@ -249,7 +249,7 @@ def test_with_solutions_every_check_passes(executed, lang):
 @pytest.mark.slow
 @pytest.mark.parametrize("filling", ("stub", "solution"))
 def test_grading_the_executed_notebook_gives_the_scripts_score(executed, filling):
-    from grader.grading import grade_submission
+    from grader.grading.grade import grade_submission
 
     _, path = executed["en", filling]
     script = SCRIPT_STUB if filling == "stub" else SOLUTION

@@ -4,7 +4,7 @@ import subprocess
 import sys
 
 from conftest import FIXTURES, PROJECT
-from grader.grading import grade_submission
+from grader.grading.grade import grade_submission
 
 
 def test_plain_pytest_and_the_runner_agree_on_a_buggy_module(tmp_path):

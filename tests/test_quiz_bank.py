@@ -8,10 +8,12 @@ import textwrap
 import numpy as np
 import pytest
 
-from grader import quiz_answers, quiz_formulas
-from grader.catalog import misconception_ids
+from grader.practice import answers as quiz_answers
+
+from grader.practice import formulas as quiz_formulas
+from grader.content.catalog import misconception_ids
 from grader.errors import ContentError
-from grader.quiz_bank import (
+from grader.practice.bank import (
     KINDS,
     LEVELS,
     QUESTIONS_DIR,
@@ -256,7 +258,7 @@ def test_formulas_compute():
 
 
 def test_quiz_texts_are_bilingual_with_the_same_placeholders(tmp_path):
-    from grader.quiz_texts import clock, load_texts, text
+    from grader.practice.texts import clock, load_texts, text
 
     texts = load_texts()
     assert all(set(value) == {"en", "zh"} for value in texts.values())

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from grader import quiz_answers
+from grader.practice import answers as quiz_answers
 from grader.cli import root
-from grader.quiz_bank import KINDS, default_bank
-from grader.quiz_prompts import PlainPrompter
-from grader.quiz_session import plan_quiz, run_session
-from grader.review import load_progress
-from grader.user_data import DATA_DIR_VARIABLE
+from grader.practice.bank import KINDS, default_bank
+from grader.practice.prompts import PlainPrompter
+from grader.practice.session import plan_quiz, run_session
+from grader.practice.review import load_progress
+from grader.practice.user_data import DATA_DIR_VARIABLE
 
 
 @pytest.fixture(autouse=True)

@@ -14,8 +14,8 @@ import math
 import numpy as np
 import pytest
 
-from grader.quiz_bank import default_bank
-from grader.reference import load_reference
+from grader.practice.bank import default_bank
+from grader.assignments.reference import load_reference
 
 SEEDS = range(6)
 DTYPES = {2: np.float16, 4: np.float32}

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from conftest import PROJECT
 from grader.cli import root
-from grader.release import build_student_release, instructor_only
+from grader.authoring.release import build_student_release, instructor_only
 
 ASSIGNMENT = "multihead_attention"
 
@@ -152,7 +152,7 @@ def test_release_holds_what_a_student_needs_and_nothing_of_the_instructor(releas
             f"exercises/notebooks/{ASSIGNMENT}.zh.ipynb", f"grader/suites/{ASSIGNMENT}/public_cases.npz",
             "grader/verbs/check.py", "grader/cli.py"} <= files
     assert not any(name.startswith(("solutions/", "tests/")) for name in files)
-    assert not any("/hidden/" in name or name.endswith(("twins.py", "course_key", "nbgrader_config.py", ".db"))
+    assert not any("/hidden/" in name or name.startswith("grader/assignments/multihead") or name.endswith(("twins.py", "course_key", "nbgrader_config.py", ".db"))
                    for name in files)
     assert not any(name.startswith("grader/verbs/") and name.split("/")[-1] in ("grade.py", "release.py")
                    for name in files)
@@ -166,7 +166,9 @@ def test_release_holds_what_a_student_needs_and_nothing_of_the_instructor(releas
 def test_instructor_only_paths():
     assert instructor_only("suites/multihead_attention/hidden/test_drawn_inputs.py", ASSIGNMENT)
     assert instructor_only("suites/kv_cache/public/test_cache.py", ASSIGNMENT)
-    assert instructor_only("twins.py", ASSIGNMENT) and instructor_only("tracks/kv_cache.py", ASSIGNMENT)
+    assert instructor_only("assignments/multihead_attention.py", ASSIGNMENT)
+    assert instructor_only("assignments/kv_cache.py", ASSIGNMENT) and instructor_only("batch/run.py", ASSIGNMENT)
+    assert not instructor_only("assignments/registry.py", ASSIGNMENT)
     assert not instructor_only("suites/multihead_attention/public/test_heads.py", ASSIGNMENT)
     assert not instructor_only("verbs/check.py", ASSIGNMENT)
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch import grade_class
-from grader.journal import Journal
-from grader.lanes import grade_task
+from grader.batch.run import grade_class
+from grader.batch.journal import Journal
+from grader.batch.lanes import grade_task
 from grader.paths import solution_path
-from grader.sandbox import Limits
+from grader.sandbox.client import Limits
 from grader.seeding import student_seed
 
 KEY = "test-resume-key"
@@ -111,7 +111,7 @@ def kill_the_grader(task: dict) -> dict:
 
 def run_grader(folder: Path, out: Path, *, resume: bool) -> int:
     script = ("import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path; "
-              "from test_resume import kill_the_grader, FAST; from grader.batch import grade_class; "
+              "from test_resume import kill_the_grader, FAST; from grader.batch.run import grade_class; "
               "grade_class(submissions=Path(sys.argv[2]), out=Path(sys.argv[3]), jobs=2, limits=FAST, "
               "resume=sys.argv[4] == 'resume', runner=kill_the_grader)")
     completed = subprocess.run([sys.executable, "-c", script, str(TESTS_DIR), str(folder), str(out),

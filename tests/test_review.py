@@ -7,8 +7,8 @@ import json
 import pytest
 
 from grader.errors import ConfigError
-from grader.review import DAY, Card, Progress, load_progress, save_progress
-from grader.user_data import DATA_DIR_VARIABLE, data_dir
+from grader.practice.review import DAY, Card, Progress, load_progress, save_progress
+from grader.practice.user_data import DATA_DIR_VARIABLE, data_dir
 
 
 @pytest.fixture(autouse=True)

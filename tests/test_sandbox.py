@@ -28,12 +28,12 @@ import numpy as np
 import pytest
 
 from conftest import PROJECT
-from grader import landlock
-from grader.boundary import BadReply, ForeignObject, decode_reply, load_checked_array
-from grader.confinement import NOBODY, read_policy
-from grader.forkserver import ForkServer
-from grader.sandbox import Limits, Sandbox, SandboxWarning, describe_isolation, start_server
-from grader.submission import Cell, SubmissionSource
+from grader.sandbox.worker import landlock
+from grader.sandbox.codec import BadReply, ForeignObject, decode_reply, load_checked_array
+from grader.sandbox.worker.confinement import NOBODY, read_policy
+from grader.sandbox.worker.forkserver import ForkServer
+from grader.sandbox.client import Limits, Sandbox, SandboxWarning, describe_isolation, start_server
+from grader.sandbox.source import Cell, SubmissionSource
 
 ABI = landlock.abi_version()
 ROOT = os.geteuid() == 0
@@ -150,7 +150,7 @@ def test_read_policy_grants_interpreter_and_numpy_but_not_site_packages_or_proje
 
 def test_modules_the_fork_server_loads_need_only_the_standard_library():
     for name in ("forkserver", "confinement", "landlock", "worker_main"):
-        tree = ast.parse((PROJECT / "grader" / f"{name}.py").read_text())
+        tree = ast.parse((PROJECT / "grader" / "sandbox" / "worker" / f"{name}.py").read_text())
         top_level = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
         modules = {alias.name.split(".")[0] for node in top_level if isinstance(node, ast.Import) for alias in node.names}
         modules |= {node.module.split(".")[0] for node in top_level if isinstance(node, ast.ImportFrom) and node.module}
@@ -314,8 +314,8 @@ def test_killing_the_grader_kills_its_workers(tmp_path):
     script = tmp_path / "grade_then_die.py"
     script.write_text(textwrap.dedent(f"""
         import sys, time
-        from grader.sandbox import Limits, Sandbox
-        from grader.submission import Cell, SubmissionSource
+        from grader.sandbox.client import Limits, Sandbox
+        from grader.sandbox.source import Cell, SubmissionSource
         code = {DAEMON!r}
         box = Sandbox.open(source=SubmissionSource(cells=(Cell(code, "/tmp/d.py", "d"),), mode="module"))
         box.call("start_daemon", {name!r})
@@ -515,7 +515,7 @@ def test_without_landlock_the_fallback_is_announced(tmp_path):
 
 
 def test_a_server_that_cannot_start_says_why(monkeypatch, tmp_path):
-    from grader import forkserver
+    from grader.sandbox.worker import forkserver
 
     monkeypatch.setattr(forkserver, "HERE", tmp_path)  # no server script there
     with pytest.raises(forkserver.ForkServerError, match="did not start"):
@@ -540,7 +540,7 @@ def test_sigkill_to_the_pid_namespace_init_from_outside_works(server):
 
 
 def test_the_server_makes_only_a_fresh_scratch_folder_writable(server, tmp_path):
-    from grader.forkserver import ForkServerError
+    from grader.sandbox.worker.forkserver import ForkServerError
 
     victim = tmp_path / "mha-worker-not-really"  # right name, wrong place
     victim.mkdir()

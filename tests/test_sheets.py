@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from grader import quiz_answers
+from grader.practice import answers as quiz_answers
 from grader.cli import root
 from grader.errors import UsageError
-from grader.sheets import (
+from grader.practice.sheets import (
     answers_template,
     grade_answers,
     grade_answers_file,

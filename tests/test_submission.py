@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from grader.grading import grade_submission
-from grader.submission import SubmissionError, read_submission
+from grader.grading.grade import grade_submission
+from grader.sandbox.source import SubmissionError, read_submission
 from conftest import PROJECT
 
 

@@ -7,10 +7,10 @@ import hashlib
 import numpy as np
 import pytest
 
-from grader.embedding import embed, init_weights, positional_code, token_vector, tokenize
+from grader.viz.embedding import embed, init_weights, positional_code, token_vector, tokenize
 from grader.errors import ConfigError, UsageError
-from grader.reference import fresh_reference, load_reference
-from grader.trace import STAGES, Trace, check_heads, divisors, trace_reference, trace_sentence
+from grader.assignments.reference import fresh_reference, load_reference
+from grader.viz.trace import STAGES, Trace, check_heads, divisors, trace_reference, trace_sentence
 
 SENTENCE = "the cat chases the mouse"
 

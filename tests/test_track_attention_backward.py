@@ -6,10 +6,10 @@ ASSIGNMENT = "attention_backward"
 
 
 def test_reference_gradients_agree_with_central_differences():
-    from grader.reference import load_reference
-    from grader.tracks import attention_backward as backward
-    from grader.tracks.gradient_checks import leaves
-    from grader.tracks.twinning import rel_error, run_case
+    from grader.assignments.reference import load_reference
+    from grader.assignments import attention_backward as backward
+    from grader.grading.gradients import leaves
+    from grader.assignments.twinning import rel_error, run_case
 
     reference = load_reference(ASSIGNMENT)
     for name, case in backward.public_cases().items():
@@ -19,8 +19,8 @@ def test_reference_gradients_agree_with_central_differences():
 
 
 def test_a_gradient_off_by_a_small_factor_fails_with_its_name():
-    from grader.tracks.gradient_checks import TOLERANCE, leaves
-    from grader.tracks.twinning import rel_error
+    from grader.grading.gradients import TOLERANCE, leaves
+    from grader.assignments.twinning import rel_error
 
     gradient = np.linspace(-1.0, 1.0, 12)
     assert rel_error(gradient * (1 + 4 * TOLERANCE), gradient) > TOLERANCE

@@ -2,7 +2,7 @@
 
 
 def test_the_worker_measures_the_peak_a_call_allocates(tmp_path):
-    from grader.sandbox import Sandbox
+    from grader.sandbox.client import Sandbox
 
     submission = tmp_path / "allocate.py"
     submission.write_text("import numpy as np\n\ndef allocate(n):\n    return float(np.ones((n, n)).sum())\n")

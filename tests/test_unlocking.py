@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from grader import quiz_answers
-from grader.quiz_prompts import PlainPrompter
-from grader.quiz_schema import UNLOCKABLE
-from grader.unlocking import (
+from grader.practice import answers as quiz_answers
+from grader.practice.prompts import PlainPrompter
+from grader.practice.schema import UNLOCKABLE
+from grader.practice.unlocking import (
     is_unlocked,
     mark_unlocked,
     unlock_interactively,

@@ -13,16 +13,16 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from grader.attention_maps import HeadMaps, alike_pairs, find_head_problems, head_entropy, head_similarity, most_alike_pair
+from grader.viz.maps import HeadMaps, alike_pairs, find_head_problems, head_entropy, head_similarity, most_alike_pair
 from grader.cli import root
 from grader.errors import ChecksFailed, ContentError, UsageError
 from grader.paths import solution_path
-from grader.trace import trace_sentence
-from grader.viz import compute_head_maps, draw_attention, make_figures, show_heads
-from grader.viz_texts import load_viz_texts
+from grader.viz.trace import trace_sentence
+from grader.viz.draw import compute_head_maps, draw_attention, make_figures, show_heads
+from grader.viz.texts import load_viz_texts
 
 SENTENCE = "the cat chases the mouse"
-HAS_SANDBOX = importlib.util.find_spec("grader.sandbox") is not None
+HAS_SANDBOX = importlib.util.find_spec("grader.sandbox.client") is not None
 
 
 def heatmap_axes(figure):
@@ -110,7 +110,7 @@ def test_flagged_heads_are_marked_in_the_figure():
 
 
 def test_chinese_sentence_uses_a_cjk_font_without_missing_glyphs(tmp_path):
-    from grader.heatmaps import find_cjk_font
+    from grader.viz.heatmaps import find_cjk_font
 
     if find_cjk_font() is None:
         pytest.skip("no CJK font installed (Debian: fonts-noto-cjk); the fallback is tested below")
@@ -127,7 +127,7 @@ def test_chinese_sentence_uses_a_cjk_font_without_missing_glyphs(tmp_path):
 
 
 def test_without_a_cjk_font_tokens_fall_back_to_positions(monkeypatch, reference_maps):
-    monkeypatch.setattr("grader.heatmaps.find_cjk_font", lambda: None)
+    monkeypatch.setattr("grader.viz.heatmaps.find_cjk_font", lambda: None)
     maps, _ = compute_head_maps(sentence="猫 追 老鼠", num_heads=2)
     figure, _, warned = make_figures(maps, sentence="猫 追 老鼠", subset=None, lang="zh")
     axis = heatmap_axes(figure)[0]
@@ -228,7 +228,7 @@ def submission(tmp_path: Path, name: str, old: str = "", new: str = "") -> Path:
 SOFTMAX_LINE = "weights = softmax(scores)  # (B, H, T, S), rows sum to 1 over S"
 
 
-@pytest.mark.skipif(not HAS_SANDBOX, reason="grader.sandbox is not importable yet")
+@pytest.mark.skipif(not HAS_SANDBOX, reason="grader.sandbox.client is not importable yet")
 def test_submission_heads_are_checked_against_the_reference(tmp_path):
     good, _ = compute_head_maps(sentence=SENTENCE, num_heads=4, file=submission(tmp_path, "good"))
     assert good.problems == (None,) * 4 and good.source == "good.py"
@@ -245,7 +245,7 @@ def test_submission_heads_are_checked_against_the_reference(tmp_path):
         sentence=SENTENCE, num_heads=4, file=unscaled)[0].problems} == {"differs"}
 
 
-@pytest.mark.skipif(not HAS_SANDBOX, reason="grader.sandbox is not importable yet")
+@pytest.mark.skipif(not HAS_SANDBOX, reason="grader.sandbox.client is not importable yet")
 def test_submission_without_weights_or_that_fails_is_reported(tmp_path):
     no_weights = submission(tmp_path, "no_weights", "if return_weights:", "if False:")
     maps, _ = compute_head_maps(sentence=SENTENCE, num_heads=2, file=no_weights)
@@ -262,14 +262,14 @@ def test_submission_without_weights_or_that_fails_is_reported(tmp_path):
     assert result.exit_code == 1 and "SyntaxError" in result.stderr
 
 
-@pytest.mark.skipif(not HAS_SANDBOX, reason="grader.sandbox is not importable yet")
+@pytest.mark.skipif(not HAS_SANDBOX, reason="grader.sandbox.client is not importable yet")
 def test_without_the_reference_a_submission_is_drawn_unchecked(tmp_path, monkeypatch):
     from grader.errors import ConfigError
 
     def no_reference(**_):
         raise ConfigError("the reference solution is not installed")
 
-    monkeypatch.setattr("grader.viz.trace_sentence", no_reference)
+    monkeypatch.setattr("grader.viz.draw.trace_sentence", no_reference)
     unscaled = submission(tmp_path, "unscaled", "/ np.sqrt(d_k)", "")
     maps, trace = compute_head_maps(sentence=SENTENCE, num_heads=2, file=unscaled)
     assert trace is None and maps.reference_weights is None
@@ -284,7 +284,7 @@ def test_notebook_helper_shows_both_figures_inline_in_a_kernel():
     nbclient = pytest.importorskip("nbclient")
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(
-        'from grader.viz import show_heads\nshow_heads("猫 追 老鼠", heads=2, lang="zh")')]
+        'from grader.viz.draw import show_heads\nshow_heads("猫 追 老鼠", heads=2, lang="zh")')]
     nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3").execute()
     outputs = notebook.cells[0].outputs
     assert [output.output_type for output in outputs] == ["display_data", "display_data"]

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from grader.errors import ChecksFailed
-from grader.options import assignment_option, json_option
+from grader.verbs.options import assignment_option, json_option
 
 
 @click.command("audit")
@@ -26,7 +26,7 @@ def command(library: Path | None, public_only: bool, as_json: bool, assignment: 
     from rich.console import Console
     from rich.table import Table
 
-    from grader.audit import audit
+    from grader.authoring.audit import audit
 
     findings = audit(library=library, assignment=assignment,
                      visibility="public" if public_only else "all")

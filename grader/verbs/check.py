@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
-from grader.assignments import get_assignment
+from grader.assignments.registry import get_assignment
 from grader.errors import ChecksFailed, UsageError
 from grader.i18n import resolve_language
-from grader.options import assignment_option, json_option, lang_option
+from grader.verbs.options import assignment_option, json_option, lang_option
 from grader.paths import exercise_path
 
 
@@ -30,8 +30,8 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
 
     Exit status: 0 when every check passes, 1 when one fails, 2 for a usage error.
     """
-    from grader.grading import grade_submission
-    from grader.messages import render
+    from grader.grading.grade import grade_submission
+    from grader.content.messages import render
 
     exercise = get_assignment(assignment)
     lang = resolve_language(lang)
@@ -55,7 +55,7 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
     if as_json:
         click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
     else:
-        from grader.render_terminal import print_result
+        from grader.render.terminal import print_result
 
         if notice:
             click.echo(notice)
@@ -79,8 +79,8 @@ def _unlocked(functions: tuple[str, ...], lang: str, *, quiet_stdout: bool) -> t
 
     import numpy as np
 
-    from grader.quiz_prompts import ArrowKeyPrompter, PlainPrompter
-    from grader.unlocking import unlock_interactively
+    from grader.practice.prompts import ArrowKeyPrompter, PlainPrompter
+    from grader.practice.unlocking import unlock_interactively
 
     if quiet_stdout:
         def write(text: str) -> None:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import click
 
-from grader.explainer import write_explainer
+from grader.viz.explainer import write_explainer
 from grader.i18n import resolve_language
-from grader.options import json_option, lang_option, seed_option
-from grader.viz_texts import load_viz_texts
+from grader.verbs.options import json_option, lang_option, seed_option
+from grader.viz.texts import load_viz_texts
 
 
 @click.command(name="demo")

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import click
 
-from grader.drill import DRILLS
+from grader.practice.drill import DRILLS
 from grader.errors import UsageError
 from grader.i18n import resolve_language
-from grader.options import json_option, lang_option, seed_option
+from grader.verbs.options import json_option, lang_option, seed_option
 
 
 @click.command("drill")
@@ -48,8 +48,8 @@ def command(function, time_limit, workspace, submit, status, history, seed, lang
 
 
 def _start(function, workspace, time_limit, seed, lang, as_json) -> None:
-    from grader.drill import start_drill
-    from grader.quiz_texts import text
+    from grader.practice.drill import start_drill
+    from grader.practice.texts import text
 
     drill = start_drill(function=function, workspace=workspace, time_limit_minutes=time_limit, seed=seed)
     if as_json:
@@ -63,15 +63,15 @@ def _start(function, workspace, time_limit, seed, lang, as_json) -> None:
 
 
 def _submit(lang, as_json) -> None:
-    from grader.drill import current_drill, submit_drill
-    from grader.quiz_texts import clock, text
+    from grader.practice.drill import current_drill, submit_drill
+    from grader.practice.texts import clock, text
 
     drill = current_drill()
     record, result = submit_drill(lang=lang)
     if as_json:
         click.echo(json.dumps({"drill": record.to_dict(), "result": result.to_dict()}, ensure_ascii=False))
         return
-    from grader.render_terminal import print_result
+    from grader.render.terminal import print_result
 
     print_result(result, file=drill.path, lang=lang)
     overtime = text("drill_overtime", lang, minutes=f"{record.time_limit_minutes:g}") if record.overtime else ""
@@ -82,8 +82,8 @@ def _submit(lang, as_json) -> None:
 
 
 def _status(lang, as_json) -> None:
-    from grader.drill import current_drill
-    from grader.quiz_texts import clock, text
+    from grader.practice.drill import current_drill
+    from grader.practice.texts import clock, text
 
     drill = current_drill()
     if drill is None:
@@ -101,8 +101,8 @@ def _status(lang, as_json) -> None:
 
 
 def _history(lang, as_json) -> None:
-    from grader.drill import best_times, load_history
-    from grader.quiz_texts import clock, text
+    from grader.practice.drill import best_times, load_history
+    from grader.practice.texts import clock, text
 
     history = load_history()
     if as_json:

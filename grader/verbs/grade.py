@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from grader.options import assignment_option, lang_option
+from grader.verbs.options import assignment_option, lang_option
 
 FORMAT_CHOICES = ("gradescope", "junit")
 
@@ -46,12 +46,12 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
     finishes, so --resume continues after an interruption, even kill -9.
     Exit status 0 when the batch finished, whatever the students scored.
     """
-    from grader.batch import grade_class
-    from grader.discovery import parse_shard
+    from grader.batch.run import grade_class
+    from grader.batch.discovery import parse_shard
     from grader.errors import UsageError
-    from grader.homework import parse_points
+    from grader.practice.homework import parse_points
     from grader.i18n import resolve_language
-    from grader.sandbox import Limits
+    from grader.sandbox.client import Limits
 
     if nbgrader_db is not None and visibility != "all":
         raise UsageError("--nbgrader-db records every check, public and hidden: use it with --visibility all")
@@ -70,11 +70,11 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
         click.echo(f"\nInterrupted. The results so far are kept in {out}; continue with the same command "
                    "and --resume.", err=True)
         raise click.Abort() from None
-    from grader.render_summary import print_summary
+    from grader.render.summary import print_summary
 
     print_summary(summary, formats=formats)
     if nbgrader_db is not None:
-        from grader.nbgrader_bridge import read_results, write_to_gradebook
+        from grader.authoring.nbgrader_bridge import read_results, write_to_gradebook
 
         written = write_to_gradebook(db=nbgrader_db, assignment=assignment, results=read_results(out / "results.json"))
         click.echo(f"Wrote {len(written.students)} scores into the nbgrader gradebook {nbgrader_db}")
@@ -82,6 +82,6 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
 
 def make_progress():
     """A rich bar with ETA on a terminal, one plain line per submission otherwise."""
-    from grader.render_summary import BarProgress, LineProgress
+    from grader.render.summary import BarProgress, LineProgress
 
     return BarProgress() if sys.stderr.isatty() else LineProgress()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from grader.options import lang_option
+from grader.verbs.options import lang_option
 
 
 @click.command("merge")
@@ -22,8 +22,8 @@ def command(folders: tuple[Path, ...], out: Path, formats: tuple[str, ...], lang
     Example: mha merge out-1 out-2 out-3 --out class. A student graded in two
     folders is an error; a missing shard is reported.
     """
-    from grader.merging import merge_runs
-    from grader.render_summary import print_summary
+    from grader.batch.merging import merge_runs
+    from grader.render.summary import print_summary
 
     summary, warnings = merge_runs(sources=list(folders), out=out, lang=lang, formats=tuple(dict.fromkeys(formats)))
     for warning in warnings:

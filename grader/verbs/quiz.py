@@ -11,8 +11,8 @@ import click
 
 from grader.errors import UsageError
 from grader.i18n import resolve_language
-from grader.options import json_option, lang_option, seed_option
-from grader.quiz_bank import LEVELS, default_bank
+from grader.verbs.options import json_option, lang_option, seed_option
+from grader.practice.bank import LEVELS, default_bank
 
 DEFAULT_COUNT = 10
 
@@ -59,7 +59,7 @@ def command(topics, levels, count, time_limit, lang, seed, review, stats, list_b
     if len(modes) > 1:
         raise UsageError(f"{' and '.join(modes)} cannot be combined; use one at a time")
     if misconceptions:
-        from grader.catalog import misconception_ids
+        from grader.content.catalog import misconception_ids
 
         strange = sorted(set(misconceptions) - misconception_ids())
         if strange:
@@ -76,10 +76,10 @@ def command(topics, levels, count, time_limit, lang, seed, review, stats, list_b
 
 def _session(bank, *, topics, levels, count, time_limit, lang, seed, review, feedback, misconceptions,
              plain) -> None:
-    from grader.quiz_prompts import ArrowKeyPrompter, PlainPrompter
-    from grader.quiz_session import misconceptions_in_feedback, plan_quiz, run_session, summary_lines
-    from grader.quiz_texts import text
-    from grader.review import load_progress, save_progress
+    from grader.practice.prompts import ArrowKeyPrompter, PlainPrompter
+    from grader.practice.session import misconceptions_in_feedback, plan_quiz, run_session, summary_lines
+    from grader.practice.texts import text
+    from grader.practice.review import load_progress, save_progress
 
     progress = load_progress()
     linked = list(misconceptions) if misconceptions else None
@@ -125,9 +125,9 @@ def _list(bank, topics, levels, as_json) -> None:
 
 
 def _stats(lang, as_json) -> None:
-    from grader.quiz_texts import text
-    from grader.review import PROGRESS_FILE, load_progress
-    from grader.user_data import data_dir
+    from grader.practice.texts import text
+    from grader.practice.review import PROGRESS_FILE, load_progress
+    from grader.practice.user_data import data_dir
 
     summary = load_progress().stats()
     if as_json:
@@ -147,7 +147,7 @@ def _stats(lang, as_json) -> None:
 
 
 def _sheet(student, out, lang, count, topics, levels) -> None:
-    from grader.sheets import write_sheet
+    from grader.practice.sheets import write_sheet
 
     if out is None:
         raise UsageError(f"--sheet needs --out, e.g. `mha quiz --sheet {student} --out {student}.md`")

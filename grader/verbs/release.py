@@ -9,7 +9,7 @@ import click
 
 from grader.errors import UsageError
 from grader.i18n import resolve_language
-from grader.options import assignment_option, json_option, lang_option
+from grader.verbs.options import assignment_option, json_option, lang_option
 
 
 @click.command("release")
@@ -33,7 +33,7 @@ def command(student_dir: Path | None, course_dir: Path | None, archive: bool, fo
     checks as `mha grade`, so both give the same scores. --lang picks the
     language of the READMEs and of the course notebook.
     """
-    from grader.release import build_nbgrader_course, build_student_release
+    from grader.authoring.release import build_nbgrader_course, build_student_release
 
     if student_dir is None and course_dir is None:
         raise UsageError("say what to release: --student DIR, --nbgrader COURSE_DIR, or both")

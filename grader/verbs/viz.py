@@ -9,9 +9,9 @@ from pathlib import Path
 import click
 
 from grader.i18n import resolve_language
-from grader.options import json_option, lang_option, seed_option
-from grader.viz import DEFAULT_SENTENCE, draw_attention
-from grader.viz_texts import load_viz_texts
+from grader.verbs.options import json_option, lang_option, seed_option
+from grader.viz.draw import DEFAULT_SENTENCE, draw_attention
+from grader.viz.texts import load_viz_texts
 
 
 @click.command(name="viz")

@@ -2,8 +2,8 @@
 
 import pytest
 
-from grader.tracks.attention_backward import GRADIENT_NAMES
-from grader.tracks.gradient_checks import expect_gradients
+from grader.assignments.attention_backward import GRADIENT_NAMES
+from grader.grading.gradients import expect_gradients
 
 pytestmark = pytest.mark.mha(visibility="hidden")
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from grader.checks import expect_value
+from grader.grading.checks import expect_value
 
 pytestmark = pytest.mark.mha(visibility="hidden")
 

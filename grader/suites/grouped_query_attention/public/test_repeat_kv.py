@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from grader.checks import expect_value, failure_from_error, failure_from_value
+from grader.grading.checks import expect_value, failure_from_error, failure_from_value
 
 pytestmark = pytest.mark.mha(function="repeat_kv", visibility="public")
 

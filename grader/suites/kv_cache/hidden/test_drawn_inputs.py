@@ -2,8 +2,8 @@
 
 import pytest
 
-from grader.checks import expect_value
-from grader.tracks.sequences import expect_steps
+from grader.grading.checks import expect_value
+from grader.grading.steps import expect_steps
 
 pytestmark = pytest.mark.mha(visibility="hidden")
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from grader.tracks.sequences import expect_steps
+from grader.grading.steps import expect_steps
 
 pytestmark = pytest.mark.mha(function="update", visibility="public")
 

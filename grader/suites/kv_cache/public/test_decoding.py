@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from grader.checks import CheckFailure, expect_value
-from grader.messages import Message
-from grader.tracks.sequences import expect_steps
+from grader.grading.checks import CheckFailure, expect_value
+from grader.content.messages import Message
+from grader.grading.steps import expect_steps
 
 pytestmark = pytest.mark.mha(function="forward", visibility="public")
 

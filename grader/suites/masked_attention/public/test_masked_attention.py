@@ -2,7 +2,7 @@
 
 import pytest
 
-from grader.checks import expect_unchanged, expect_value
+from grader.grading.checks import expect_unchanged, expect_value
 
 pytestmark = pytest.mark.mha(function="masked_attention", visibility="public")
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from grader.checks import CheckFailure, expect_value
-from grader.messages import Message
+from grader.grading.checks import CheckFailure, expect_value
+from grader.content.messages import Message
 
 pytestmark = pytest.mark.mha(visibility="public")
 

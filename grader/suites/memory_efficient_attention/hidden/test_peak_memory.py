@@ -8,10 +8,10 @@ times larger than a block of it.
 import numpy as np
 import pytest
 
-from grader.cases import same_value
-from grader.checks import CheckFailure, failure_from_error
-from grader.messages import Message
-from grader.tracks.memory_efficient_attention import FUNCTION, MEMORY_BLOCK, MEMORY_D_K, MEMORY_LENGTHS, memory_inputs
+from grader.grading.case import same_value
+from grader.grading.checks import CheckFailure, failure_from_error
+from grader.content.messages import Message
+from grader.assignments.memory_efficient_attention import FUNCTION, MEMORY_BLOCK, MEMORY_D_K, MEMORY_LENGTHS, memory_inputs
 
 pytestmark = pytest.mark.mha(function=FUNCTION, visibility="hidden")
 FLOAT_BYTES = 8

@@ -2,9 +2,9 @@
 
 import pytest
 
-from grader.checks import CheckFailure, expect_value
-from grader.messages import Message
-from grader.tracks.twinning import rel_error
+from grader.grading.checks import CheckFailure, expect_value
+from grader.content.messages import Message
+from grader.assignments.twinning import rel_error
 
 pytestmark = pytest.mark.mha(function="memory_efficient_attention", visibility="public")
 TOLERANCE = 1e-6

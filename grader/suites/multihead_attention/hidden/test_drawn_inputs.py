@@ -6,7 +6,7 @@ and stay the same when one submission is graded again.
 
 import pytest
 
-from grader.checks import expect_unchanged, expect_value
+from grader.grading.checks import expect_unchanged, expect_value
 
 pytestmark = pytest.mark.mha(visibility="hidden")
 

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from grader.checks import CheckFailure, expect_unchanged, expect_value, failure_from_error, failure_from_value
-from grader.messages import Message
+from grader.grading.checks import CheckFailure, expect_unchanged, expect_value, failure_from_error, failure_from_value
+from grader.content.messages import Message
 
 pytestmark = pytest.mark.mha(visibility="public")
 

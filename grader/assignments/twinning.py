@@ -1,0 +1,101 @@
+"""Expected values and buggy twins of the advanced exercises, from the reference itself.
+
+A twin replaces one function or method of a private copy of the reference
+module (``grader.assignments.reference.fresh_reference``) with the mistaken version.
+The reference's other functions look names up in their module, so the
+mistake flows into every graded function that uses the patched one: a
+mistake in ``masked_softmax`` is recognized in ``masked_attention``'s output
+too, and named as its root cause.
+
+Instructor-side only: public cases ship with the twins' outputs precomputed.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Callable
+
+import numpy as np
+
+from grader.grading.case import Case, Raised, same_value
+from grader.assignments.reference import fresh_reference, load_reference
+
+
+@dataclass(frozen=True)
+class Twin:
+    misconception: str
+    label: str
+    target: str  # "function" or "Class.method" in the reference module
+    make: Callable[[ModuleType], Callable]  # the module copy -> the mistaken function or method
+
+
+def floats(rng: np.random.Generator, *shape: int, scale: float = 1.0) -> np.ndarray:
+    """Small random floats (never integers: they saturate the softmax and hide a missing scale)."""
+    return rng.normal(0.0, scale, shape)
+
+
+@functools.lru_cache(maxsize=None)
+def patched(assignment: str, twin: Twin) -> ModuleType:
+    """A private copy of the reference of ``assignment`` with ``twin``'s mistake in place."""
+    module = fresh_reference(assignment)
+    owner_name, _, attribute = twin.target.rpartition(".")
+    owner = getattr(module, owner_name) if owner_name else module
+    setattr(owner, attribute, twin.make(module))
+    return module
+
+
+def run_case(module: ModuleType, case: Case):
+    """What ``module`` returns for ``case``, called the way the worker calls a submission."""
+    args, kwargs = copy.deepcopy(case.args), copy.deepcopy(case.kwargs)
+    if case.class_name is None:
+        return getattr(module, case.function)(*args, **kwargs)
+    instance = getattr(module, case.class_name)(*(case.init or ()))
+    for name, value in (case.weights or {}).items():
+        setattr(instance, name, np.array(value, copy=True))
+    if case.calls is None:
+        return getattr(instance, case.function)(*args, **kwargs)
+    results = []
+    for path, step_args, step_kwargs in case.calls:
+        target = instance
+        for part in path.split("."):
+            target = target[part] if isinstance(target, dict) else getattr(target, part)
+        results.append(target if step_args is None else
+                       target(*copy.deepcopy(step_args), **copy.deepcopy(step_kwargs or {})))
+    return tuple(results)
+
+
+def outcome_of(module: ModuleType, case: Case):
+    """``run_case``'s value, or ``Raised`` when the call raises."""
+    try:
+        with np.errstate(all="ignore"):
+            value = run_case(module, case)
+    except Exception as error:  # a mistake may raise, e.g. a shape error in matmul
+        return Raised(type(error).__name__, str(error))
+    return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
+
+
+def with_expectations(case: Case, assignment: str, twins: tuple[Twin, ...]) -> Case:
+    """Fill in the reference's value; the twins that differ from it follow on first use."""
+    with np.errstate(all="ignore"):
+        case.expected = run_case(load_reference(assignment), case)
+
+    def differing(case: Case) -> list:
+        found = []
+        for twin in twins:
+            value = outcome_of(patched(assignment, twin), case)
+            if not same_value(value, case.expected):
+                found.append((twin.misconception, twin.label, value))
+        return found
+
+    case.twins, case.twin_builder = None, differing
+    return case
+
+
+def rel_error(got: np.ndarray, expected: np.ndarray) -> float:
+    """Relative error of two arrays: ``|got - expected| / (|got| + |expected|)`` in the 2-norm."""
+    got64, expected64 = np.asarray(got, dtype=np.float64), np.asarray(expected, dtype=np.float64)
+    scale = np.linalg.norm(got64) + np.linalg.norm(expected64)
+    return float(np.linalg.norm(got64 - expected64) / max(scale, 1e-12))

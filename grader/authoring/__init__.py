@@ -1,0 +1,1 @@
+"""Authoring: releases, notebooks, the nbgrader bridge, the mutant audit."""

@@ -1,0 +1,125 @@
+"""The tutorial notebook's content: its cell layout and its texts in each language.
+
+Data lives in ``grader/content/tutorial/``: ``layout.toml`` orders the cells,
+``en.toml`` and ``zh.toml`` hold the Markdown, the demonstration code and a
+few phrases. ``grader.authoring.notebooks`` turns them into notebooks. Any problem is a
+ContentError naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.content.catalog import load_toml
+from grader.errors import ContentError
+from grader.i18n import LANGUAGES
+from grader.paths import CONTENT_DIR
+
+TUTORIAL_DIR = CONTENT_DIR / "tutorial"
+LAYOUT_FILE = TUTORIAL_DIR / "layout.toml"
+KINDS = ("text", "code", "imports", "stub", "check", "heads")
+TRACKS = ("tutorial", "nbgrader")
+PHRASES = ("notebook_title", "extends_class", "heads_sentence")
+
+
+@dataclass(frozen=True)
+class LayoutCell:
+    kind: str
+    id: str = ""  # the text or code key, for "text" and "code"
+    parts: tuple[str, ...] = ()  # the reference parts of a "stub" cell
+    functions: tuple[str, ...] = ()  # for "check"; empty means every function
+    tracks: tuple[str, ...] = TRACKS
+
+
+@dataclass(frozen=True)
+class Tutorial:
+    assignment: str
+    cells: tuple[LayoutCell, ...]
+    texts: dict  # lang -> {"text": {id: str}, "code": {id: str}, "phrase": {key: str}}
+
+    def cells_of(self, track: str) -> tuple[LayoutCell, ...]:
+        return tuple(cell for cell in self.cells if track in cell.tracks)
+
+    def text(self, lang: str, id: str) -> str:
+        return self.texts[lang]["text"][id].strip("\n")
+
+    def code(self, lang: str, id: str) -> str:
+        return self.texts[lang]["code"][id].strip("\n")
+
+    def phrase(self, lang: str, key: str, **params) -> str:
+        return self.texts[lang]["phrase"][key].format(**params)
+
+
+@functools.cache
+def load_tutorial(folder: Path = TUTORIAL_DIR) -> Tutorial:
+    """The layout and both languages' texts, checked against each other."""
+    layout_file = folder / LAYOUT_FILE.name
+    layout = load_toml(layout_file)
+    _expect_schema(layout, layout_file)
+    assignment = layout.get("assignment")
+    if not isinstance(assignment, str) or not assignment:
+        raise ContentError(f"{layout_file}: key 'assignment' must name the exercise")
+    cells = tuple(_layout_cell(raw, f"{layout_file}: [[cell]] #{number}")
+                  for number, raw in enumerate(layout.get("cell", []), start=1))
+    if not cells:
+        raise ContentError(f"{layout_file}: no [[cell]] entries")
+    for track in TRACKS:
+        checks = [cell.functions for cell in cells if cell.kind == "check" and track in cell.tracks]
+        if len(set(checks)) != len(checks):
+            raise ContentError(f"{layout_file}: two check cells of the {track} track check the same functions")
+    texts = {lang: _language(folder / f"{lang}.toml", lang) for lang in LANGUAGES}
+    for lang, tables in texts.items():
+        for cell in cells:
+            if cell.kind in ("text", "code") and cell.id not in tables[cell.kind]:
+                raise ContentError(f"{folder / f'{lang}.toml'}: missing key '{cell.kind}.{cell.id}' "
+                                   f"(used by {layout_file.name})")
+    for table in ("text", "code"):
+        keys = {lang: set(tables[table]) for lang, tables in texts.items()}
+        if len({frozenset(value) for value in keys.values()}) > 1:
+            differ = sorted(set.union(*keys.values()) - set.intersection(*keys.values()))
+            raise ContentError(f"{folder}: [{table}] keys differ between languages: {', '.join(differ)}")
+    return Tutorial(assignment=assignment, cells=cells, texts=texts)
+
+
+def _expect_schema(data: dict, path: Path) -> None:
+    if data.get("schema_version") != 1:
+        raise ContentError(f"{path}: schema_version must be 1, found {data.get('schema_version')!r}")
+
+
+def _layout_cell(raw: dict, where: str) -> LayoutCell:
+    kind = raw.get("kind")
+    if kind not in KINDS:
+        raise ContentError(f"{where}: key 'kind' must be one of {', '.join(KINDS)}; found {kind!r}")
+    tracks = tuple(raw.get("tracks", TRACKS))
+    if not tracks or any(track not in TRACKS for track in tracks):
+        raise ContentError(f"{where}: key 'tracks' must list some of {', '.join(TRACKS)}; found {tracks!r}")
+    text_id, parts, functions = raw.get("id", ""), raw.get("parts", []), raw.get("functions", [])
+    if kind in ("text", "code") and not (isinstance(text_id, str) and text_id):
+        raise ContentError(f"{where}: a {kind} cell needs key 'id'")
+    if kind == "stub" and not (isinstance(parts, list) and parts and all(isinstance(p, str) for p in parts)):
+        raise ContentError(f"{where}: a stub cell needs key 'parts', a list of reference parts")
+    if kind == "check" and not (isinstance(functions, list) and all(isinstance(f, str) for f in functions)):
+        raise ContentError(f"{where}: key 'functions' must be a list of function names")
+    return LayoutCell(kind=kind, id=text_id, parts=tuple(parts), functions=tuple(functions), tracks=tracks)
+
+
+def _language(path: Path, lang: str) -> dict:
+    data = load_toml(path)
+    _expect_schema(data, path)
+    if data.get("language") != lang:
+        raise ContentError(f"{path}: key 'language' must be {lang!r}")
+    tables = {}
+    for table in ("text", "code", "phrase"):
+        values = data.get(table)
+        if not isinstance(values, dict):
+            raise ContentError(f"{path}: missing table [{table}]")
+        for key, value in values.items():
+            if not isinstance(value, str) or not value.strip():
+                raise ContentError(f"{path}: key '{table}.{key}' must be non-empty text")
+        tables[table] = values
+    missing = [key for key in PHRASES if key not in tables["phrase"]]
+    if missing:
+        raise ContentError(f"{path}: missing key 'phrase.{missing[0]}'")
+    return tables

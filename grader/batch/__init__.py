@@ -1,0 +1,1 @@
+"""Grading a class: discovery, lanes of worker processes, the journal, outputs, merging shards."""

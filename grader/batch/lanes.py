@@ -1,0 +1,230 @@
+"""A pool of trusted grading processes, one submission at a time each.
+
+Each lane is a process (started from a fork server that has already imported
+the grader, so a new lane costs milliseconds) that receives one task, calls
+``grade_submission`` and sends the result back as plain JSON-ready data. These
+processes only talk to the sandboxed workers; student code never runs in them.
+
+One task per lane means a lane that dies (a submission that found a way to
+kill its grading process, a crash in NumPy) names exactly one culprit, and a
+lane that overruns its deadline is ended the same way. A lane ends itself
+when the process that started it goes away (``PR_SET_PDEATHSIG``), closing
+its sandbox on the way out, so a grader killed with ``kill -9`` leaves no
+grading processes or workers behind.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import multiprocessing
+import multiprocessing.connection
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+PRELOAD = ["grader.grading.grade", "grader.suites.multihead_attention.hidden.test_drawn_inputs"]
+_PR_SET_PDEATHSIG = 1
+
+
+@dataclass
+class Lane:
+    process: multiprocessing.Process
+    connection: multiprocessing.connection.Connection
+    task: dict | None = None
+    deadline: float = 0.0
+
+
+@dataclass(frozen=True)
+class Finished:
+    """What came back for one task: a result dict, or why the lane was lost."""
+
+    task: dict
+    result: dict | None = None
+    lost: str | None = None
+
+
+def grade_task(task: dict) -> dict:
+    """What a lane does with one task: grade the submission, return the result as a dict."""
+    from grader.grading.grade import grade_submission
+    from grader.sandbox.client import Limits
+    from grader.seeding import student_seed
+
+    # The key comes from the process that started the run, not from this
+    # lane's environment, which may be older than the run.
+    key = task.get("course_key")
+    seed = student_seed(task["student"], key=key) if key is not None else None
+    result = grade_submission(
+        path=task["path"], student=task["student"], assignment=task["assignment"],
+        visibility=task["visibility"], limits=Limits(**task["limits"]), lang=task["lang"],
+        server=task.get("server"), seed=seed,
+    )
+    if task.get("answers"):
+        from pathlib import Path
+
+        from grader.practice.homework import with_quiz
+
+        result = with_quiz(result, answers=Path(task["answers"]), points=task.get("quiz_points", 1.0), key=key)
+    return result.to_dict()
+
+
+@dataclass
+class LanePool:
+    """``size`` grading processes; ``submit`` a task to a free lane, ``collect`` what finished.
+
+    ``runner`` is the module-level function a lane applies to each task.
+    """
+
+    size: int
+    runner: Callable[[dict], dict] = grade_task
+    lanes: list[Lane] = field(default_factory=list)
+
+    def __post_init__(self):
+        self._context = multiprocessing.get_context("forkserver")
+        self._context.set_forkserver_preload(PRELOAD)
+        self.lanes = [self._start() for _ in range(self.size)]
+
+    def _start(self) -> Lane:
+        ours, theirs = self._context.Pipe(duplex=True)
+        process = self._context.Process(target=_lane_main, args=(theirs, self.runner), daemon=True, name="mha-grading-lane")
+        process.start()
+        theirs.close()
+        return Lane(process, ours)
+
+    @property
+    def free(self) -> int:
+        return sum(lane.task is None for lane in self.lanes)
+
+    @property
+    def busy(self) -> int:
+        return self.size - self.free
+
+    def submit(self, task: dict, *, time_limit: float) -> None:
+        lane = next(lane for lane in self.lanes if lane.task is None)
+        lane.task, lane.deadline = task, time.monotonic() + time_limit
+        try:
+            lane.connection.send(task)
+        except OSError:
+            pass  # the lane is already gone; collect() reports it as lost
+
+    def collect(self, timeout: float = 1.0) -> list[Finished]:
+        """Wait up to ``timeout`` for results; lanes that died or overran are replaced."""
+        busy = [lane for lane in self.lanes if lane.task is not None]
+        if not busy:
+            return []
+        waitables = [lane.connection for lane in busy] + [lane.process.sentinel for lane in busy]
+        ready = set(multiprocessing.connection.wait(waitables, timeout=timeout))
+        finished = []
+        now = time.monotonic()
+        for lane in busy:
+            if lane.connection in ready:
+                try:
+                    finished.append(Finished(lane.task, result=lane.connection.recv()))
+                    lane.task = None
+                    continue
+                except (EOFError, OSError):
+                    pass
+            if lane.connection in ready or lane.process.sentinel in ready:
+                finished.append(Finished(lane.task, lost=_death(lane.process)))
+                self._replace(lane)
+            elif now > lane.deadline:
+                finished.append(Finished(lane.task, lost="grading it took longer than the time allowed"))
+                self._replace(lane)
+        return finished
+
+    def _replace(self, lane: Lane) -> None:
+        _end(lane)
+        index = self.lanes.index(lane)
+        self.lanes[index] = self._start()
+
+    def close(self) -> None:
+        for lane in self.lanes:
+            if lane.task is None:
+                try:
+                    lane.connection.send(None)  # a polite "stop"
+                except OSError:
+                    pass
+        for lane in self.lanes:
+            if lane.task is not None:
+                _end(lane)
+            else:
+                lane.process.join(timeout=2)
+                if lane.process.is_alive():
+                    _end(lane)
+            lane.connection.close()
+
+
+def _end(lane: Lane) -> None:
+    """Ask a lane to stop (it closes its sandbox), then make sure it has."""
+    if lane.process.is_alive():
+        lane.process.terminate()
+        lane.process.join(timeout=3)
+    if lane.process.is_alive():
+        lane.process.kill()
+        lane.process.join()
+
+
+def _death(process: multiprocessing.Process) -> str:
+    process.join(timeout=1)
+    code = process.exitcode
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"the grading process was ended by {name} while grading it"
+    return f"the grading process stopped (status {code}) while grading it"
+
+
+# ---- inside a lane ---------------------------------------------------------------------
+def _lane_main(connection, runner: Callable[[dict], dict]) -> None:
+    _follow_parent()
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+
+    while True:
+        try:
+            task = connection.recv()
+        except (EOFError, OSError):
+            return
+        if task is None:
+            return
+        try:
+            result = runner(task)
+        except Exception as failure:  # a defect of the grader on this input: report it, keep the lane
+            result = {"grader_failure": f"{type(failure).__name__}: {failure}"[:500]}
+        try:
+            connection.send(result)
+        except OSError:  # the grader is gone; the result will be graded again on --resume
+            return
+
+
+def _stop(signum, frame) -> None:
+    sys.exit(1)  # unwinds through grade_submission, so its sandbox is closed
+
+
+def _follow_parent() -> None:
+    """End this lane (with SIGTERM, so it cleans up) when the fork server that made it ends.
+
+    The fork server lives while any process holds its "alive" pipe, and every
+    child it forks inherits that pipe; a lane gives it up, so the server (and
+    with it every lane) ends as soon as the grader does, even mid-task.
+    """
+    from multiprocessing import forkserver
+
+    alive = getattr(forkserver._forkserver, "_forkserver_alive_fd", None)
+    if alive is not None:
+        try:
+            os.close(alive)
+        except OSError:
+            pass
+        forkserver._forkserver._forkserver_alive_fd = None
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() == 1:
+        sys.exit(0)

@@ -1,0 +1,96 @@
+"""Join the output folders of ``mha grade --shard K/N`` runs into one, as if graded at once."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from grader.batch.run import BatchSummary
+from grader.errors import UsageError
+from grader.batch.journal import Journal
+from grader.batch.outputs import write_outputs
+
+RUN_KEYS = ("assignment", "visibility", "submissions")
+
+
+def merge_runs(*, sources: list[Path], out: Path, lang: str | None = None,
+               formats: tuple[str, ...] = ()) -> tuple[BatchSummary, list[str]]:
+    """Merge ``sources`` (folders holding results.json) into ``out``; returns the summary and warnings."""
+    started = time.monotonic()
+    out = Path(out)
+    sources = [Path(source) for source in sources]
+    if not sources:
+        raise UsageError("name at least one output folder of `mha grade` to merge")
+    if any(out.resolve() == source.resolve() for source in sources):
+        raise UsageError(f"--out {out} is one of the folders to merge; choose a new folder")
+    runs = [_run_of(source) for source in sources]
+    warnings = _check_runs(sources, runs)
+    first = runs[0]
+    lang = lang or first.get("lang") or "en"
+    merged_run = {key: first.get(key) for key in RUN_KEYS} | {"shard": None, "lang": lang,
+                                                              "merged_from": [str(s) for s in sources]}
+    journal = Journal(out)
+    journal.open(merged_run, resume=False)
+    owner: dict[str, Path] = {}
+    try:
+        for source in sources:
+            for result in _results_of(source):
+                student = result.get("student")
+                if not isinstance(student, str):
+                    raise UsageError(f"{source / 'results.json'} holds a result without a student")
+                if student in owner:
+                    raise UsageError(f"{student} was graded in both {owner[student]} and {source}; "
+                                     "merge the shards of one run only")
+                owner[student] = source
+                journal.record(student, result)
+        tally = write_outputs(out=out, journal=journal, students=sorted(owner), lang=lang, formats=formats,
+                              run=merged_run)
+    finally:
+        journal.close()
+    summary = BatchSummary(out=out, students=len(owner), graded_now=len(owner), ignored=(), tally=tally,
+                           elapsed=time.monotonic() - started)
+    return summary, warnings
+
+
+def _run_of(source: Path) -> dict:
+    if not (source / "results.json").is_file():
+        raise UsageError(f"{source} holds no results.json; is it the --out folder of a finished `mha grade`?")
+    run_file = source / "journal" / "run.json"
+    try:
+        return json.loads(run_file.read_text(encoding="utf-8")) if run_file.is_file() else {}
+    except ValueError:
+        raise UsageError(f"{run_file} is not valid JSON") from None
+
+
+def _results_of(source: Path) -> list[dict]:
+    path = source / "results.json"
+    try:
+        results = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as bad:
+        raise UsageError(f"{path} is not valid JSON ({bad})") from None
+    if not isinstance(results, list) or not all(isinstance(item, dict) for item in results):
+        raise UsageError(f"{path} should hold a list of result objects")
+    return results
+
+
+def _check_runs(sources: list[Path], runs: list[dict]) -> list[str]:
+    """Refuse runs of different assignments or checks; warn about missing shards."""
+    known = [(source, run) for source, run in zip(sources, runs) if run]
+    for key in ("assignment", "visibility"):
+        values = {run.get(key) for _, run in known}
+        if len(values) > 1:
+            raise UsageError(f"the folders graded different {key}s ({', '.join(sorted(map(str, values)))}); "
+                             "merge shards of one run only")
+    warnings = []
+    shards = [run.get("shard") for _, run in known if run.get("shard")]
+    counts = {int(shard.split("/")[1]) for shard in shards}
+    if len(counts) > 1:
+        warnings.append(f"the shards come from splits of different sizes: {', '.join(sorted(shards))}")
+    elif counts:
+        count = counts.pop()
+        missing = sorted(set(range(1, count + 1)) - {int(shard.split("/")[0]) for shard in shards})
+        if missing:
+            warnings.append("missing shards: " + ", ".join(f"{index}/{count}" for index in missing)
+                            + "; their students are not in the merged results")
+    return warnings

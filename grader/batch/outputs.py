@@ -1,0 +1,63 @@
+"""Write a run's class outputs from its journal, one student at a time.
+
+    grades.csv, results.json           the whole class, written atomically
+    feedback/<student>.md, .html       per student, in the run's language
+    gradescope/<student>/results.json  with --format gradescope
+    junit.xml                          with --format junit
+    report.html                        the class report (grader.render.class_report)
+
+Only one result is in memory at a time, so a class of thousands costs what a
+class of ten does (plus one float per score for the histogram).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import tempfile
+from pathlib import Path
+
+from grader.render.class_report import ClassTally, write_report
+from grader.batch.journal import Journal, atomic_write_text, atomic_writer, file_key
+from grader.render.exports import GradesCsv, JUnitReport, ResultsJson, gradescope_results
+from grader.render.feedback import render_html, render_markdown
+from grader.results import SubmissionResult
+
+
+def write_outputs(*, out: Path, journal: Journal, students: list[str], lang: str, formats: tuple[str, ...],
+                  run: dict) -> ClassTally:
+    """Write every output of ``students`` (in this order) from ``journal``; returns the class figures."""
+    out = Path(out)
+    feedback_dir = out / "feedback"
+    feedback_dir.mkdir(parents=True, exist_ok=True)
+    tally = ClassTally()
+    title = f"mha grade: {run.get('assignment')}" + (f" (shard {run['shard']})" if run.get("shard") else "")
+    with contextlib.ExitStack() as stack:
+        grades = GradesCsv(stack.enter_context(atomic_writer(out / "grades.csv")))
+        results = ResultsJson(stack.enter_context(atomic_writer(out / "results.json")))
+        junit = None
+        if "junit" in formats:
+            spool = stack.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8", dir=out))
+            junit = JUnitReport(spool)
+        for student in students:
+            data = journal.read(student)
+            result = SubmissionResult.from_dict(data)
+            key = file_key(student)
+            markdown = render_markdown(result, lang=lang)
+            atomic_write_text(feedback_dir / f"{key}.md", markdown)
+            atomic_write_text(feedback_dir / f"{key}.html", render_html(result, lang=lang))
+            if "gradescope" in formats:
+                atomic_write_text(out / "gradescope" / key / "results.json",
+                                  json.dumps(gradescope_results(data, feedback=markdown), ensure_ascii=False,
+                                             indent=1) + "\n")
+            if junit is not None:
+                junit.add(data)
+            grades.add(data)
+            results.add(data)
+            tally.add(data)
+        results.finish()
+        if junit is not None:
+            with atomic_writer(out / "junit.xml") as handle:
+                junit.finish(handle, spool, name=title)
+    write_report(out / "report.html", tally, title=title, lang=lang)
+    return tally

@@ -1,0 +1,1 @@
+"""Content loaders; the data files beside them (TOML) are the content itself."""

@@ -1,0 +1,92 @@
+"""Grade one submission: load it in a worker, run the checks, build the result."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from grader.assignments.registry import get_assignment
+from grader.content.catalog import misconception_ids
+from grader.sandbox.worker.forkserver import ForkServer
+from grader.content.messages import Message, render
+from grader.results import SubmissionResult, load_failure, summarize
+from grader.grading.runner import collect, run_tests
+from grader.sandbox.client import CallError, Limits, Sandbox
+from grader.seeding import student_seed
+from grader.grading.student import StudentCode
+from grader.sandbox.source import SubmissionError, SubmissionSource, read_submission
+
+VISIBILITIES = {"public": ("public",), "all": ("public", "hidden"), "hidden": ("hidden",)}
+
+
+def grade_submission(*, path: Path | None = None, source: SubmissionSource | None = None,
+                     assignment: str = "multihead_attention", visibility: str = "public",
+                     functions: tuple[str, ...] | None = None, student: str | None = None,
+                     seed: int | None = None, limits: Limits | None = None, lang: str = "en",
+                     server: ForkServer | str | None = None) -> SubmissionResult:
+    """Grade the submission at ``path`` (or an already read ``source``).
+
+    ``visibility`` is ``public`` (the student's own check), ``hidden`` or
+    ``all``; hidden checks draw their inputs from ``seed``, by default derived
+    from the course key and ``student``. ``server``: a shared fork server
+    (``grader.sandbox.client.start_server()``, or its address) for bulk grading.
+    """
+    started = time.monotonic()
+    exercise = get_assignment(assignment)
+    student = student or (Path(path).stem if path is not None else "student")
+    tests = collect(exercise, VISIBILITIES[visibility])
+    if functions:
+        tests = [test for test in tests if test.function in functions]
+    max_score = float(sum(test.points for test in tests))
+    uses_hidden = any(test.visibility == "hidden" for test in tests)
+    if uses_hidden and seed is None:
+        seed = student_seed(student)
+    common = dict(student=student, max_score=max_score, assignment=assignment)
+    try:
+        source = source if source is not None else read_submission(Path(path))
+    except SubmissionError as bad:
+        return load_failure(error=bad.message.render(lang), **common)
+    with Sandbox.open(source=source, limits=limits or Limits(), server=server) as box:
+        report = box.load_report
+        if not report.ok:
+            return load_failure(error=_load_message(report.error, lang), notes=_texts(source.notes, lang),
+                                isolation=box.isolation, duration=time.monotonic() - started, **common)
+        fixtures = {"public": {"student": StudentCode(box), "cases": None, "seed": None}}
+        if "public" in VISIBILITIES[visibility]:
+            fixtures["public"]["cases"] = exercise.public_cases()
+        if uses_hidden:
+            fixtures["hidden"] = {"student": fixtures["public"]["student"],
+                                  "cases": exercise.build_hidden_cases(seed), "seed": seed}
+        graded = {test.function for test in tests}
+        fixtures["public"]["student"].prefetch(
+            case for chosen in fixtures.values() for case in (chosen["cases"] or {}).values()
+            if case.function in graded)  # one exchange for most calls instead of one each
+        results = run_tests(tests, fixtures=fixtures, assignment=exercise, lang=lang)
+        notes = _texts(source.notes, lang) + tuple(_cell_note(error, lang) for error in report.cell_errors)
+        return summarize(tests=results, catalog_ids=misconception_ids(), notes=notes, isolation=box.isolation,
+                         seed=seed, duration=round(time.monotonic() - started, 3), **common)
+
+
+def _texts(notes, lang: str) -> tuple[str, ...]:
+    return tuple(note.render(lang) if isinstance(note, Message) else str(note) for note in notes)
+
+
+def _location(error: CallError, lang: str) -> str:
+    parts = []
+    if error.cell:
+        parts.append(f" [{error.cell}]")
+    if error.line:
+        parts.append(render("line", {"line": error.line}, lang))
+    return "".join(parts)
+
+
+def _load_message(error: CallError | None, lang: str) -> str:
+    if error is None:
+        return "the submission could not be loaded"
+    text = render("load_error", {"type": error.type, "location": _location(error, lang), "message": error.message},
+                  lang)
+    return f"{text}\n    {error.source_line}" if error.source_line else text
+
+
+def _cell_note(error: CallError, lang: str) -> str:
+    return render("cell_skipped", {"cell": error.cell or "?", "type": error.type, "message": error.message}, lang)

@@ -1,0 +1,241 @@
+"""Checks inside a Jupyter notebook: ``from grader import check; check("split_heads")``.
+
+The student's code lives in the kernel, but it is never evaluated here: the
+source of the cells the student ran (IPython's input history, in the order
+they ran) becomes a ``SubmissionSource`` that ``grade_submission`` loads in
+the sandboxed worker, exactly as ``mha check`` does with a file. Cells that
+call the grader themselves (checks, heatmaps) are left out, and magics and
+shell lines are dropped with a note, as for a submitted notebook.
+
+``check`` shows the diagnosis as HTML; ``autograde`` is what the test cells
+of the nbgrader course call: it shows the same HTML and returns the points,
+which nbgrader reads as the cell's partial credit; ``show_heads`` draws the
+per-head heatmaps of the student's own ``forward`` (``grader.viz.draw``).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import io
+import json
+import os
+import sys
+import tempfile
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader.errors import MhaError, UsageError
+from grader.i18n import resolve_language
+from grader.paths import DEFAULT_ASSIGNMENT
+from grader.results import SubmissionResult
+from grader.sandbox.source import Cell, SubmissionSource
+
+# Names a cell may call that belong to the grader, not to the student's code.
+GRADER_CALLS = frozenset({"check", "autograde", "show_heads"})
+
+
+class NoCode(Exception):
+    """The kernel has run no cell with the student's code yet."""
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """What ``check`` returns: the result, shown as HTML by Jupyter."""
+
+    result: SubmissionResult
+    html: str
+
+    @property
+    def passed(self) -> bool:
+        return self.result.passed
+
+    def _repr_html_(self) -> str:
+        return self.html
+
+    def __repr__(self) -> str:
+        failed = sum(test.outcome != "passed" for test in self.result.tests)
+        return (f"<check: {self.result.score:g}/{self.result.max_score:g} points, "
+                f"{failed} of {len(self.result.tests)} checks failed>")
+
+
+def check(*functions: str, lang: str | None = None, assignment: str = DEFAULT_ASSIGNMENT) -> CheckReport | None:
+    """Check the code run so far in this notebook: ``functions`` only, or every function.
+
+    Returns a report that Jupyter shows as HTML; ``report.passed`` says
+    whether every check passed.
+    """
+    if _inside_worker():
+        return None  # a submission being graded: the grader runs its own checks
+    from grader.render.notebook_html import result_to_html, say
+
+    lang = resolve_language(lang)
+    result = grade_kernel(functions=functions, visibility="public", lang=lang, assignment=assignment)
+    title = say("check_title", lang, functions=", ".join(functions) if functions else say("every_function", lang))
+    return CheckReport(result, result_to_html(result, lang, title=title))
+
+
+def autograde(*functions: str, visibility: str = "public", lang: str | None = None,
+              assignment: str = DEFAULT_ASSIGNMENT) -> float:
+    """An nbgrader test cell: show the checks of ``functions`` and return the points earned.
+
+    ``visibility="all"`` (set inside the cell's hidden-tests region) adds the
+    hidden checks, on inputs drawn from the course key and the student id.
+    Nothing is written to stderr, which nbgrader would count as a failure.
+    """
+    if _inside_worker():
+        return 0.0
+    from IPython.display import HTML, display
+
+    from grader.render.notebook_html import result_to_html, say
+
+    lang = resolve_language(lang)
+    student = nbgrader_student()
+    with contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = grade_kernel(functions=functions, visibility=visibility, lang=lang, assignment=assignment,
+                              student=student)
+    title = say("check_title", lang, functions=", ".join(functions) if functions else say("every_function", lang))
+    footer = say("cell_points" if visibility == "public" else "cell_points_hidden", lang,
+                 score=result.score, max_score=result.max_score, student=student)
+    display(HTML(result_to_html(result, lang, title=title, footer=footer)))
+    return float(result.score)
+
+
+def show_heads(sentence: str | None = None, *, heads: int = 4, d_model: int = 16, seed: int = 0,
+               lang: str | None = None) -> None:
+    """Draw one heatmap per head for ``sentence``, from this notebook's ``MultiHeadAttention``.
+
+    The student's ``forward`` runs in the sandboxed worker (``grader.viz.draw``);
+    heads whose weights are wrong are flagged in the figure.
+    """
+    if _inside_worker():
+        return None
+    from IPython.display import HTML, display
+
+    from grader.render.notebook_html import say
+    from grader.viz.draw import DEFAULT_SENTENCE
+    from grader.viz.draw import show_heads as draw
+
+    lang = resolve_language(lang)
+    try:
+        source = kernel_source()
+        with tempfile.TemporaryDirectory(prefix="mha-heads-") as folder:
+            path = Path(folder) / "notebook.ipynb"
+            path.write_text(json.dumps(_as_notebook(source)), encoding="utf-8")
+            draw(sentence or DEFAULT_SENTENCE, heads=heads, d_model=d_model, seed=seed, file=path, lang=lang)
+    except NoCode:
+        display(HTML(_note(say("no_code", lang))))
+    except MhaError as problem:
+        display(HTML(_note(say("heads_failed", lang, error=str(problem)))))
+    return None
+
+
+# ---- the code the student ran --------------------------------------------------------------
+def grade_kernel(*, functions: tuple[str, ...], visibility: str, lang: str, assignment: str = DEFAULT_ASSIGNMENT,
+                 student: str = "student") -> SubmissionResult:
+    """Grade the kernel's code in the worker; ``functions`` empty means all of them."""
+    from grader.assignments.registry import get_assignment
+    from grader.grading.grade import VISIBILITIES, grade_submission
+    from grader.render.notebook_html import say
+    from grader.results import load_failure
+    from grader.grading.runner import collect
+
+    exercise = get_assignment(assignment)
+    for name in functions:
+        if name not in exercise.functions:
+            raise UsageError(say("unknown_function", lang, name=name, known=", ".join(exercise.functions)))
+    try:
+        source = kernel_source()
+    except NoCode:
+        tests = [test for test in collect(exercise, VISIBILITIES[visibility])
+                 if not functions or test.function in functions]
+        return load_failure(student=student, error=say("no_code", lang), assignment=assignment,
+                            max_score=float(sum(test.points for test in tests)))
+    return grade_submission(source=source, assignment=assignment, visibility=visibility,
+                            functions=tuple(functions) or None, student=student, lang=lang)
+
+
+def kernel_source() -> SubmissionSource:
+    """The cells this kernel ran, in order, without the grader's own cells."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        get_ipython = None  # noqa: N806 - mirrors IPython's name
+    shell = get_ipython() if get_ipython is not None else None
+    if shell is None or not hasattr(shell, "history_manager"):
+        from grader.render.notebook_html import say
+
+        raise UsageError(say("not_in_notebook", resolve_language(None)))
+    cells, notes = [], []
+    for number, text in enumerate(shell.history_manager.input_hist_raw):
+        label = f"In [{number}]"
+        code, dropped = strip_magics(text, label)
+        if not code.strip() or calls_grader(code):
+            continue
+        notes.extend(dropped)
+        cells.append(Cell(code, label, label))
+    if not cells:
+        raise NoCode()
+    return SubmissionSource(cells=tuple(cells), mode="cells", notes=tuple(notes), display_name="notebook")
+
+
+def strip_magics(text: str, label: str) -> tuple[str, list[str]]:
+    """Blank out ``%`` and ``!`` lines and drop ``%%`` cells, as for a submitted notebook."""
+    if text.lstrip().startswith("%%"):
+        return "", [f"{label}: cell magic skipped (it is never run by the grader)"]
+    kept, notes = [], []
+    for line in text.splitlines():
+        if line.lstrip().startswith(("%", "!")):
+            notes.append(f"{label}: skipped `{line.strip()[:60]}` (magics and shell commands are not run)")
+            kept.append("")  # keep line numbers true
+        else:
+            kept.append(line)
+    return "\n".join(kept) + "\n", notes
+
+
+def calls_grader(code: str) -> bool:
+    """True for a cell that imports the grader, or only calls its notebook helpers."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return False  # the worker reports it, as for any cell
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(alias.name.split(".")[0] == "grader" for alias in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "grader":
+            return True
+    return bool(tree.body) and all(
+        isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
+        and isinstance(statement.value.func, ast.Name) and statement.value.func.id in GRADER_CALLS
+        for statement in tree.body)
+
+
+def nbgrader_student() -> str:
+    """The student id while nbgrader autogrades (its folder), else a fixed name."""
+    if os.environ.get("NBGRADER_EXECUTION") == "autograde":
+        # nbgrader runs the notebook in autograded/<student>/<assignment>/
+        return Path.cwd().parent.name
+    return "student"
+
+
+# The scripts a grading worker runs as __main__ (grader/sandbox/worker/worker_main.py, or its fork server).
+WORKER_SCRIPTS = frozenset({"worker_main.py", "forkserver.py"})
+
+
+def _inside_worker() -> bool:
+    """True when this code runs inside the grading worker (a submission that calls the grader)."""
+    return Path(getattr(sys.modules.get("__main__"), "__file__", "") or "").name in WORKER_SCRIPTS
+
+
+def _as_notebook(source: SubmissionSource) -> dict:
+    cells = [{"cell_type": "code", "metadata": {}, "source": cell.source, "outputs": [], "execution_count": None}
+             for cell in source.cells]
+    return {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def _note(text: str) -> str:
+    import html
+
+    return f"<div class='mha-check' style='border-left:4px solid #b26a00;padding:.2rem .8rem'>{html.escape(text)}</div>"

@@ -1,0 +1,1 @@
+"""Practice: the question bank, quizzes, sheets, spaced review, drills, unlocking."""

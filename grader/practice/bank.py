@@ -1,0 +1,265 @@
+"""The question bank: loading, validating and posing questions.
+
+Questions live in ``grader/content/questions/<topic>.toml``, one file per
+topic. A question with a ``variables`` table is a template: each time it is
+posed it draws fresh numbers (batch, seq, d_model, heads...) and computes its
+answer from expressions in the file (see ``grader.practice.formulas``), so
+memorising an answer does not help.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from grader.practice import formulas as quiz_formulas
+from grader.errors import ContentError
+from grader.i18n import LANGUAGES
+from grader.paths import CONTENT_DIR
+from grader.practice.schema import (  # noqa: F401  (KINDS, LEVELS, UNLOCKABLE are public here)
+    FILE_KEYS,
+    Choice,
+    KINDS,
+    LEVELS,
+    SCHEMA_VERSION,
+    UNLOCKABLE,
+    no_unknown_keys,
+    question_fields,
+    texts,
+)
+
+QUESTIONS_DIR = CONTENT_DIR / "questions"
+_PLACEHOLDER = re.compile(r"\{(\w+)(?::([^{}]*))?\}")
+_DRAW_ATTEMPTS = 500
+
+
+@dataclass(frozen=True, eq=False)
+class Question:
+    """A question as written in the bank (a template when ``variables`` is set)."""
+
+    id: str
+    topic: str
+    level: str
+    kind: str
+    prompt: Mapping[str, str]
+    explanation: Mapping[str, str]
+    code: str = ""
+    choices: tuple[Choice, ...] = ()
+    steps: tuple[Mapping[str, str], ...] = ()
+    answer: Any = None
+    relative_tolerance: float = 1e-9
+    absolute_tolerance: float = 1e-9
+    variables: Mapping[str, tuple] = field(default_factory=dict)
+    derived: Mapping[str, str] = field(default_factory=dict)
+    require: tuple[str, ...] = ()
+    misconceptions: tuple[str, ...] = ()
+    unlocks: tuple[str, ...] = ()
+    source: str = ""
+
+    @property
+    def is_template(self) -> bool:
+        return bool(self.variables)
+
+    @property
+    def languages(self) -> tuple[str, ...]:
+        return tuple(lang for lang in LANGUAGES if self.prompt.get(lang))
+
+    def draw_values(self, rng: np.random.Generator) -> dict[str, Any]:
+        """Fresh numbers for a template (empty for a fixed question)."""
+        for _ in range(_DRAW_ATTEMPTS):
+            chosen = {name: options[int(rng.integers(len(options)))]
+                      for name, options in self.variables.items()}
+            values = self.complete_values(chosen)
+            if values is not None:
+                return values
+        raise ContentError(f"{self.source}: question {self.id!r}: 'require' is never met")
+
+    def complete_values(self, chosen: Mapping[str, Any]) -> dict[str, Any] | None:
+        """``chosen`` plus the derived values, or None where a ``require`` rule fails."""
+        values = dict(chosen)
+        for name, expression in self.derived.items():
+            values[name] = quiz_formulas.evaluate(expression, values)
+        if all(quiz_formulas.evaluate(rule, values) for rule in self.require):
+            return values
+        return None
+
+    def pose(self, rng: np.random.Generator, *, values: Mapping[str, Any] | None = None) -> PosedQuestion:
+        """This question with numbers drawn and options shuffled, ready to ask.
+
+        ``values`` fixes a template's variables instead of drawing them (they
+        must satisfy its ``require`` rules).
+        """
+        if values is None:
+            values = self.draw_values(rng)
+        else:
+            values = self.complete_values(values)
+            if values is None:
+                raise ValueError(f"{self.id}: the given values break its 'require' rules")
+        answer = self.answer
+        if isinstance(answer, str):
+            answer = quiz_formulas.evaluate(answer, values)
+        if self.kind in ("single-choice", "multiple-choice"):
+            order = [int(index) for index in rng.permutation(len(self.choices))]
+            options = tuple(self.choices[index].text for index in order)
+            correct = frozenset(i for i, index in enumerate(order) if self.choices[index].correct)
+            expected: Any = next(iter(correct)) if self.kind == "single-choice" else correct
+        elif self.kind == "ordering":
+            order = _shuffled_not_identity(len(self.steps), rng)
+            options = tuple(self.steps[index] for index in order)
+            expected = tuple(order.index(step) for step in range(len(self.steps)))
+        else:
+            options = ()
+            expected = tuple(int(size) for size in answer) if self.kind == "shape" else answer
+            if self.kind == "true-false":
+                expected = bool(answer)
+        display = dict(values, answer=_display(expected, self.kind))
+        return PosedQuestion(
+            question=self,
+            values=values,
+            prompt=_fill(self.prompt, display) if self.is_template else dict(self.prompt),
+            explanation=_fill(self.explanation, display) if self.is_template
+            else dict(self.explanation),
+            options=options,
+            expected=expected,
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class PosedQuestion:
+    """A question as asked: concrete numbers, options in the order shown, the answer.
+
+    ``expected`` is an option index (single choice), a frozenset of option
+    indices (multiple choice), a number, a shape tuple, a tuple of option
+    indices in the right order (ordering) or a bool.
+    """
+
+    question: Question
+    values: Mapping[str, Any]
+    prompt: Mapping[str, str]
+    explanation: Mapping[str, str]
+    options: tuple[Mapping[str, str], ...]
+    expected: Any
+
+    @property
+    def id(self) -> str:
+        return self.question.id
+
+    @property
+    def topic(self) -> str:
+        return self.question.topic
+
+    @property
+    def kind(self) -> str:
+        return self.question.kind
+
+
+@dataclass(frozen=True, eq=False)
+class Bank:
+    """Every question, in file order, and each topic's title."""
+
+    questions: tuple[Question, ...]
+    titles: Mapping[str, Mapping[str, str]]
+
+    def get(self, question_id: str) -> Question:
+        for question in self.questions:
+            if question.id == question_id:
+                return question
+        raise KeyError(question_id)
+
+    def select(self, *, topics: Iterable[str] = (), levels: Iterable[str] = ()) -> list[Question]:
+        topics, levels = set(topics), set(levels)
+        return [q for q in self.questions
+                if (not topics or q.topic in topics) and (not levels or q.level in levels)]
+
+
+@functools.cache
+def default_bank() -> Bank:
+    """The bank shipped with the grader, loaded once."""
+    return load_bank(QUESTIONS_DIR)
+
+
+def questions_for_misconception(misconception_id: str) -> list[Question]:
+    """The questions that probe ``misconception_id`` (a catalog id), basic ones first."""
+    linked = [q for q in default_bank().questions if misconception_id in q.misconceptions]
+    return sorted(linked, key=lambda question: LEVELS.index(question.level))
+
+
+def load_bank(folder: Path) -> Bank:
+    """Read and validate every ``*.toml`` in ``folder``; ContentError names file and key."""
+    files = sorted(Path(folder).glob("*.toml"))
+    if not files:
+        raise ContentError(f"{folder}: no question files (*.toml) found")
+    questions: list[Question] = []
+    titles: dict[str, Mapping[str, str]] = {}
+    seen: dict[str, str] = {}
+    for path in files:
+        topic, title, loaded = _load_file(path)
+        titles[topic] = title
+        for question in loaded:
+            if question.id in seen:
+                raise ContentError(f"{path}: id {question.id!r} is also used in {seen[question.id]}")
+            seen[question.id] = path.name
+            questions.append(question)
+    return Bank(questions=tuple(questions), titles=titles)
+
+
+def _load_file(path: Path) -> tuple[str, Mapping[str, str], list[Question]]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise ContentError(f"{path}: not valid TOML: {error}") from None
+    no_unknown_keys(data, FILE_KEYS, str(path))
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise ContentError(f"{path}: 'schema_version' must be {SCHEMA_VERSION}")
+    if data.get("topic") != path.stem:
+        raise ContentError(f"{path}: 'topic' must equal the file name, {path.stem!r}")
+    title = texts(data.get("title"), f"{path}: 'title'")
+    entries = data.get("questions")
+    if not isinstance(entries, list) or not entries:
+        raise ContentError(f"{path}: 'questions' must be a non-empty array of tables")
+    return path.stem, title, [_question(entry, path, index) for index, entry in enumerate(entries)]
+
+
+def _question(entry: Any, path: Path, index: int) -> Question:
+    where = f"{path}: questions[{index}]"
+    if not isinstance(entry, dict):
+        raise ContentError(f"{where}: must be a table")
+    where += f" (id {entry.get('id')!r})"
+    question = Question(**question_fields(entry, where=where), topic=path.stem, source=str(path))
+    try:  # a trial draw, so a formula that cannot be evaluated fails at load time
+        question.pose(np.random.default_rng(0))
+    except quiz_formulas.FormulaError as error:
+        raise ContentError(f"{where}: {error}") from None
+    return question
+
+
+def _fill(texts: Mapping[str, str], values: Mapping[str, Any]) -> dict[str, str]:
+    def replace(match: re.Match) -> str:
+        value, spec = values[match.group(1)], match.group(2) or ""
+        return format(value, spec) if spec else str(value)
+
+    return {lang: _PLACEHOLDER.sub(replace, text) for lang, text in texts.items()}
+
+
+def _display(expected: Any, kind: str) -> str:
+    if kind == "numeric":
+        number = float(expected)
+        return f"{int(number):,}" if number.is_integer() else f"{number:,.4g}"
+    if kind == "shape":
+        return "(" + ", ".join(str(size) for size in expected) + ")"
+    return str(expected)
+
+
+def _shuffled_not_identity(count: int, rng: np.random.Generator) -> list[int]:
+    """A shuffle of ``range(count)`` that is not already in order (when count > 1)."""
+    order = [int(index) for index in rng.permutation(count)]
+    if count > 1 and order == sorted(order):
+        order = order[1:] + order[:1]
+    return order

@@ -1,0 +1,166 @@
+"""Timed coding drills: a fresh stub in a workspace, a clock, a graded submit, a history.
+
+The workspace holds a whole exercise module. Where the reference solutions
+are installed, only the drilled function is stubbed and every other function
+is the reference, so a drill of ``forward`` can rely on working heads and
+attention and the score measures that one function. In a student release
+(no solutions) the workspace is the full stub and every function is graded.
+``all`` drills the whole module from scratch.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from grader.errors import UsageError
+from grader.paths import DEFAULT_ASSIGNMENT, exercise_path, solution_path
+from grader.stubs import BEGIN, END, generate_stub
+from grader.practice.user_data import data_dir, read_document, write_document
+
+DRILLS = ("softmax", "scaled_dot_product_attention", "split_heads", "combine_heads", "forward", "all")
+CURRENT_FILE = "drill-current.json"
+HISTORY_FILE = "drill-history.json"
+_DEF = re.compile(r"^\s*def\s+(\w+)\s*\(")
+_HINT = re.compile(r"#\s*HINT\((en|zh)\):")
+
+
+@dataclass(frozen=True)
+class Drill:
+    """The drill in progress."""
+
+    function: str
+    path: str  # the module the candidate edits
+    started: float  # epoch seconds
+    time_limit_minutes: float | None
+    graded: tuple[str, ...] | None  # functions the submit grades; None: all of them
+
+
+@dataclass(frozen=True)
+class DrillRecord:
+    """One submitted drill, as kept in the history."""
+
+    function: str
+    started: float
+    seconds: float
+    time_limit_minutes: float | None
+    overtime: bool
+    status: str
+    score: float
+    max_score: float
+    misconceptions: tuple[str, ...]
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data["misconceptions"] = list(self.misconceptions)
+        return data
+
+
+def drill_source(function: str, *, assignment: str = DEFAULT_ASSIGNMENT) -> tuple[str, tuple[str, ...] | None]:
+    """The workspace module for ``function`` and the functions a submit grades."""
+    if function not in DRILLS:
+        raise UsageError(f"unknown drill {function!r}; choose from: {', '.join(DRILLS)}")
+    reference = solution_path(assignment)
+    if reference is None:  # a student release: the whole stub, every function graded
+        return exercise_path(assignment).read_text(encoding="utf-8"), None
+    source = reference.read_text(encoding="utf-8")
+    if function == "all":
+        return generate_stub(source, origin=str(reference)), None
+    return generate_stub(_keep_solutions_except(source, function), origin=str(reference)), (function,)
+
+
+def _keep_solutions_except(source: str, function: str) -> str:
+    """Unmark every solution block but ``function``'s, so only that one becomes a stub."""
+    kept, current, inside_other = [], None, False
+    for line in source.splitlines():
+        match = _DEF.match(line)
+        stripped = line.strip()
+        if match and not inside_other:
+            current = match.group(1)
+        if stripped == BEGIN and current != function:
+            inside_other = True
+            continue
+        if inside_other and stripped == END:
+            inside_other = False
+            continue
+        if inside_other and _HINT.search(line):
+            continue
+        kept.append(line)
+    return "\n".join(kept) + "\n"
+
+
+def start_drill(*, function: str | None, workspace: Path, time_limit_minutes: float | None = None,
+                seed: int | None = None, assignment: str = DEFAULT_ASSIGNMENT,
+                now: float | None = None) -> Drill:
+    """Write a fresh stub into ``workspace`` and start the clock (a running drill is replaced)."""
+    if function is None:
+        choices = DRILLS[:-1]
+        function = choices[int(np.random.default_rng(seed).integers(len(choices)))]
+    source, graded = drill_source(function, assignment=assignment)
+    workspace.mkdir(parents=True, exist_ok=True)
+    path = (workspace / f"{assignment}.py").resolve()
+    path.write_text(source, encoding="utf-8")
+    drill = Drill(function, str(path), time.time() if now is None else now, time_limit_minutes, graded)
+    write_document(CURRENT_FILE, {"drill": asdict(drill)})
+    return drill
+
+
+def current_drill() -> Drill | None:
+    """The drill in progress, or None."""
+    raw = read_document(CURRENT_FILE, {}).get("drill")
+    if not raw:
+        return None
+    graded = raw.get("graded")
+    return Drill(raw["function"], raw["path"], float(raw["started"]), raw.get("time_limit_minutes"),
+                 tuple(graded) if graded is not None else None)
+
+
+def submit_drill(*, now: float | None = None, lang: str = "en",
+                 grade: Callable | None = None) -> tuple[DrillRecord, object]:
+    """Grade the running drill with the checks of ``mha check``; record and close it.
+
+    Returns the history record and the full ``SubmissionResult`` for rendering.
+    """
+    drill = current_drill()
+    if drill is None:
+        raise UsageError("no drill is running; start one with `mha drill [FUNCTION]`")
+    finished = time.time() if now is None else now
+    if grade is None:
+        from grader.grading.grade import grade_submission as grade
+    result = grade(path=Path(drill.path), functions=drill.graded, lang=lang)
+    seconds = round(finished - drill.started, 1)
+    limit = drill.time_limit_minutes
+    record = DrillRecord(drill.function, drill.started, seconds, limit,
+                         limit is not None and seconds > limit * 60, result.status,
+                         float(result.score), float(result.max_score), tuple(result.misconceptions))
+    history = [entry.to_dict() for entry in load_history()] + [record.to_dict()]
+    write_document(HISTORY_FILE, {"drills": history})
+    write_document(CURRENT_FILE, {"drill": None})
+    return record, result
+
+
+def load_history() -> list[DrillRecord]:
+    """Every submitted drill, oldest first."""
+    records = []
+    for raw in read_document(HISTORY_FILE, {"drills": []}).get("drills", []):
+        raw = dict(raw, misconceptions=tuple(raw.get("misconceptions", ())))
+        records.append(DrillRecord(**{key: raw[key] for key in DrillRecord.__dataclass_fields__}))
+    return records
+
+
+def best_times(history: list[DrillRecord]) -> dict[str, float]:
+    """Per function, the fastest drill that earned full marks."""
+    best: dict[str, float] = {}
+    for record in history:
+        if record.status == "graded" and record.max_score and record.score == record.max_score:
+            best[record.function] = min(best.get(record.function, record.seconds), record.seconds)
+    return best
+
+
+def history_path() -> Path:
+    return data_dir() / HISTORY_FILE

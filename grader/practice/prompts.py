@@ -1,0 +1,64 @@
+"""How a quiz reads answers: arrow-key prompts in a terminal, typed lines otherwise.
+
+Both prompters return the answer as text that ``grader.practice.answers`` reads
+(a letter for a choice, ``A, C`` for several, the typed number or shape), or
+None when the user stops (end of input, Ctrl-C in a prompt).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import click
+
+from grader.i18n import pick
+from grader.practice.answers import LETTERS
+from grader.practice.bank import PosedQuestion
+from grader.practice.texts import text
+
+
+class PlainPrompter:
+    """Prints the options with their letters and reads one typed line per answer."""
+
+    def __init__(self, *, read: Callable[[str], str] = input,
+                 write: Callable[[str], None] = click.echo, echo_answers: bool = False) -> None:
+        self._read = read
+        self._echo = echo_answers  # piped input is not echoed; repeat it so a transcript reads well
+        self.show = write
+
+    def ask(self, posed: PosedQuestion, lang: str, message: str) -> str | None:
+        if posed.kind in ("single-choice", "multiple-choice"):
+            for index, option in enumerate(posed.options):
+                self.show(f"  {LETTERS[index]}. {pick(option, lang)}")
+        try:
+            answer = self._read(f"{message}: ")
+        except EOFError:
+            return None
+        if self._echo:
+            self.show(answer)
+        return answer
+
+
+class ArrowKeyPrompter:
+    """questionary prompts: arrow keys and space for choices, a line editor for the rest."""
+
+    def __init__(self, *, write: Callable[[str], None] = click.echo) -> None:
+        import questionary  # the prompt library loads only when a terminal quiz runs
+
+        self._questionary = questionary
+        self.show = write
+
+    def ask(self, posed: PosedQuestion, lang: str, message: str) -> str | None:
+        q = self._questionary
+        labels = [f"{LETTERS[index]}. {pick(option, lang)}" for index, option in enumerate(posed.options)]
+        choices = [q.Choice(title=label, value=LETTERS[index]) for index, label in enumerate(labels)]
+        if posed.kind == "single-choice":
+            return q.select(message, choices=choices, qmark=">").ask()
+        if posed.kind == "multiple-choice":
+            picked = q.checkbox(message, choices=choices, qmark=">").ask()
+            return None if picked is None else ", ".join(picked)
+        if posed.kind == "true-false":
+            truth = [q.Choice(title=text("true", lang), value="true"),
+                     q.Choice(title=text("false", lang), value="false")]
+            return q.select(message, choices=truth, qmark=">").ask()
+        return q.text(message, qmark=">").ask()

@@ -1,0 +1,212 @@
+"""Quizzes as graded homework: a question sheet per student and its answers file.
+
+A student's numbers come from a seed derived from the course key and the
+student id (``grader.seeding.student_seed`` with purpose ``quiz-sheet``), so
+neighbours get different numbers and grading re-creates exactly the sheet
+that was handed out. The answers file is TOML::
+
+    schema_version = 1
+    student = "alice"
+    count = 10          # how the sheet was chosen: count, topics, levels
+    topics = []
+    levels = []
+
+    [answers]
+    split-heads-shape = "(2, 4, 7, 16)"
+
+Grading ignores any seed written in the file and derives it again from the
+student id, so copying a neighbour's header does not copy their numbers.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from grader.practice import answers as quiz_answers
+from grader.errors import UsageError
+from grader.i18n import pick
+from grader.practice.answers import LETTERS
+from grader.practice.bank import PosedQuestion, default_bank
+from grader.practice.session import choose_questions
+from grader.practice.texts import text
+from grader.results import TestResult
+from grader.seeding import student_seed
+
+SHEET_PURPOSE = "quiz-sheet"
+ANSWERS_SCHEMA_VERSION = 1
+OUTCOMES = ("correct", "wrong", "blank", "unreadable")
+
+
+@dataclass(frozen=True, eq=False)
+class Sheet:
+    """The questions one student gets, posed with that student's numbers."""
+
+    student: str
+    seed: int
+    count: int
+    topics: tuple[str, ...]
+    levels: tuple[str, ...]
+    questions: tuple[PosedQuestion, ...]
+
+
+@dataclass(frozen=True)
+class QuestionOutcome:
+    question: str
+    topic: str
+    kind: str
+    outcome: str  # one of OUTCOMES
+    given: str
+    expected: str
+    score: float
+    max_score: float
+
+
+@dataclass(frozen=True)
+class SheetResult:
+    student: str
+    score: float
+    max_score: float
+    outcomes: tuple[QuestionOutcome, ...]
+
+    def to_dict(self) -> dict:
+        return {"student": self.student, "score": self.score, "max_score": self.max_score,
+                "questions": [asdict(outcome) for outcome in self.outcomes]}
+
+    def tests(self) -> tuple[TestResult, ...]:
+        """The outcomes as result-contract tests (function ``quiz``), for ``mha grade``."""
+        return tuple(
+            TestResult(name=f"quiz:{o.question}", function="quiz",
+                       outcome="passed" if o.outcome == "correct" else "failed",
+                       score=o.score, max_score=o.max_score, misconception=None,
+                       message="" if o.outcome == "correct"
+                       else f"{o.outcome}: expected {o.expected}, got {o.given or 'nothing'}")
+            for o in self.outcomes)
+
+
+def make_sheet(*, student: str, count: int = 10, topics: Sequence[str] = (),
+               levels: Sequence[str] = (), key: str | None = None) -> Sheet:
+    """The sheet of ``student``; the same arguments always give the same sheet."""
+    if not student.strip():
+        raise UsageError("a sheet needs a student id, e.g. `mha quiz --sheet alice --out alice.md`")
+    seed = student_seed(student, key=key, purpose=SHEET_PURPOSE)
+    questions = choose_questions(bank=default_bank(), count=count, seed=seed, topics=topics, levels=levels)
+    if not questions:
+        raise UsageError(f"no question matches topics {list(topics)} and levels {list(levels)}")
+    return Sheet(student, seed, count, tuple(topics), tuple(levels), tuple(questions))
+
+
+def grade_answers(*, sheet: Sheet, answers: Mapping[str, str],
+                  points: float | Mapping[str, float] = 1.0) -> SheetResult:
+    """Grade ``answers`` (question id -> typed text) against ``sheet``.
+
+    ``points`` is the same for every question, or a mapping from level
+    (basic, intermediate, advanced) to points. Missing answers are ``blank``;
+    text that cannot be read as the asked type is ``unreadable``; both score 0.
+    """
+    outcomes = []
+    for posed in sheet.questions:
+        worth = float(points if isinstance(points, (int, float)) else points.get(posed.question.level, 1.0))
+        given = str(answers.get(posed.id, "")).strip()
+        verdict = quiz_answers.check(posed, given) if given else None
+        if verdict is None:
+            outcome = "blank"
+        elif not verdict.valid:
+            outcome = "unreadable"
+        else:
+            outcome = "correct" if verdict.correct else "wrong"
+        outcomes.append(QuestionOutcome(
+            question=posed.id, topic=posed.topic, kind=posed.kind, outcome=outcome, given=given,
+            expected=quiz_answers.expected_text(posed, "en"),
+            score=worth if outcome == "correct" else 0.0, max_score=worth))
+    return SheetResult(student=sheet.student, score=sum(o.score for o in outcomes),
+                       max_score=sum(o.max_score for o in outcomes), outcomes=tuple(outcomes))
+
+
+def grade_answers_file(*, path: Path, student: str | None = None,
+                       points: float | Mapping[str, float] = 1.0, key: str | None = None) -> SheetResult:
+    """Re-create the sheet named in an answers file and grade it.
+
+    ``student`` (e.g. the submission folder's name in a batch) overrides the
+    name written in the file.
+    """
+    header = read_answers(path)
+    sheet = make_sheet(student=student or header["student"], count=header["count"],
+                       topics=header["topics"], levels=header["levels"], key=key)
+    return grade_answers(sheet=sheet, answers=header["answers"], points=points)
+
+
+def read_answers(path: Path) -> dict:
+    """The header and answers of an answers file; UsageError names the file and problem."""
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise UsageError(f"{path}: cannot read the answers ({error}); keep each answer in quotes") from None
+    if data.get("schema_version") != ANSWERS_SCHEMA_VERSION:
+        raise UsageError(f"{path}: schema_version must be {ANSWERS_SCHEMA_VERSION}")
+    student, answers = data.get("student"), data.get("answers", {})
+    if not isinstance(student, str) or not isinstance(answers, dict):
+        raise UsageError(f"{path}: needs a 'student' name and an [answers] table")
+    count = data.get("count", 10)
+    topics, levels = data.get("topics", []), data.get("levels", [])
+    if not isinstance(count, int) or not isinstance(topics, list) or not isinstance(levels, list):
+        raise UsageError(f"{path}: 'count' must be a number and 'topics', 'levels' lists")
+    return {"student": student, "count": count, "topics": topics, "levels": levels,
+            "answers": {str(key): str(value) for key, value in answers.items()}}
+
+
+def answers_template(sheet: Sheet) -> str:
+    """The answers file to hand out with the sheet, every answer blank."""
+    lines = [
+        f"# Answers for {sheet.student}'s quiz sheet: write each answer between the quotes.",
+        "# Choices: B or A, C. Shapes: (2, 8, 10, 64). Numbers: 1,048,576 or 1.05e6.",
+        "# Order: 3 1 4 2. True/false: true or false (对 / 错).",
+        f"schema_version = {ANSWERS_SCHEMA_VERSION}",
+        f"student = {_quoted(sheet.student)}",
+        f"count = {sheet.count}",
+        f"topics = [{', '.join(_quoted(topic) for topic in sheet.topics)}]",
+        f"levels = [{', '.join(_quoted(level) for level in sheet.levels)}]",
+        "",
+        "[answers]",
+    ]
+    for number, posed in enumerate(sheet.questions, start=1):
+        lines.append(f"# {number}. {posed.kind}")
+        lines.append(f'{posed.id} = ""')
+    return "\n".join(lines) + "\n"
+
+
+def sheet_markdown(sheet: Sheet, *, lang: str, answers_name: str) -> str:
+    """The question sheet as Markdown, in ``lang``."""
+    titles = default_bank().titles
+    lines = [f"# {text('sheet_title', lang, student=sheet.student)}", "",
+             text("sheet_instructions", lang, answers=f"`{answers_name}`"), ""]
+    for number, posed in enumerate(sheet.questions, start=1):
+        lines += [f"## {number}. `{posed.id}` · {pick(titles[posed.topic], lang)} · "
+                  f"{text(f'level.{posed.question.level}', lang)}", "", pick(posed.prompt, lang), ""]
+        if posed.question.code:
+            lines += ["```python", posed.question.code, "```", ""]
+        if posed.kind in ("single-choice", "multiple-choice"):
+            lines += [f"- **{LETTERS[i]}.** {pick(option, lang)}" for i, option in enumerate(posed.options)]
+            lines.append("")
+        elif posed.kind == "ordering":
+            lines += [f"{i}. {pick(step, lang)}" for i, step in enumerate(posed.options, start=1)]
+            lines.append("")
+        lines += [f"*{text('answer_prompt', lang, how=text(f'how.{posed.kind}', lang))}*", ""]
+    return "\n".join(lines)
+
+
+def write_sheet(*, student: str, out: Path, lang: str, count: int = 10, topics: Sequence[str] = (),
+                levels: Sequence[str] = ()) -> tuple[Path, Path]:
+    """Write the sheet to ``out`` and its answers file beside it; return both paths."""
+    sheet = make_sheet(student=student, count=count, topics=topics, levels=levels)
+    answers_path = out.with_name(f"{out.stem}.answers.toml")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(sheet_markdown(sheet, lang=lang, answers_name=answers_path.name), encoding="utf-8")
+    answers_path.write_text(answers_template(sheet), encoding="utf-8")
+    return out, answers_path
+
+
+def _quoted(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'

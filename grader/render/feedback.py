@@ -1,0 +1,180 @@
+"""A student's feedback page, as Markdown and as self-contained HTML, in English or Chinese.
+
+Both read a ``SubmissionResult`` and compute nothing: the score, each
+function's checks, and every misconception found with its explanation and
+hint. Hidden checks appear by their title with the explanation of what went
+wrong; their code and expected values never reach the page (the results do
+not hold them). The seed of the hidden inputs is not shown either: knowing it
+would let a student rebuild the inputs of a regrade.
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+from dataclasses import dataclass
+
+from grader.content.catalog import load_bilingual, load_catalog
+from grader.i18n import pick
+from grader.content.messages import check_title, render
+from grader.paths import CONTENT_DIR
+from grader.results import SubmissionResult, TestResult
+
+FEEDBACK_FILE = CONTENT_DIR / "feedback.toml"
+MARKS = {"passed": "✓", "failed": "✗", "error": "!", "timeout": "⏱"}
+
+
+@functools.cache
+def feedback_texts() -> dict[str, dict[str, str]]:
+    """The page's own texts by key."""
+    return load_bilingual(FEEDBACK_FILE, "text")
+
+def say(key: str, lang: str, **params) -> str:
+    """One of the page's texts, or a check message of ``messages.toml``."""
+    texts = feedback_texts()
+    if key in texts:
+        return pick(texts[key], lang).format(**params)
+    return render(key, params, lang)
+
+
+@dataclass(frozen=True)
+class Mistake:
+    id: str
+    title: str
+    explanation: str
+    hint: str
+    functions: tuple[str, ...]
+
+
+def mistakes_of(result: SubmissionResult, lang: str) -> list[Mistake]:
+    """Every catalogued mistake (or generic outcome) behind a failed check, in the order first met."""
+    catalog = load_catalog()
+    seen: dict[str, list[str]] = {}
+    for test in result.tests:
+        if test.outcome != "passed" and test.misconception in catalog:
+            where = seen.setdefault(test.misconception, [])
+            function = test.root_cause or test.function
+            if function not in where:
+                where.append(function)
+    return [Mistake(key, catalog[key].text("title", lang), catalog[key].text("explanation", lang),
+                    catalog[key].text("hint", lang), tuple(functions)) for key, functions in seen.items()]
+
+
+def by_function(tests) -> list[tuple[str, list[TestResult]]]:
+    """Checks grouped by function, public and hidden together, functions in the order first met."""
+    groups: dict[str, list[TestResult]] = {}
+    for test in tests:
+        groups.setdefault(test.function, []).append(test)
+    return list(groups.items())
+
+
+def _label(test: TestResult, lang: str) -> str:
+    label = check_title(test.name, lang)
+    return f"{label} ({say('hidden_check', lang)})" if test.visibility == "hidden" else label
+
+
+def _outcome(test: TestResult, lang: str) -> str:
+    return f"{MARKS.get(test.outcome, '?')} {say('outcome_' + test.outcome, lang)}"
+
+
+# ---- Markdown --------------------------------------------------------------------------
+def _md(text: str) -> str:
+    """Student-controlled text made inert in Markdown: no HTML, no table breaks."""
+    return html.escape(text, quote=False).replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(result: SubmissionResult, *, lang: str) -> str:
+    lines = [f"# {_md(say('title', lang, assignment=result.assignment, student=result.student))}", "",
+             f"**{say('score', lang, score=result.score, max_score=result.max_score)}**", ""]
+    if result.notes:
+        lines += [f"## {say('report_notes', lang)}", ""] + [f"- {_md(note)}" for note in result.notes] + [""]
+    if result.status != "graded":
+        lines += [f"## {say('report_load_error', lang)}", "", "```text", (result.error or "").replace("```", "'''"),
+                  "```", "", say("what_to_do", lang), ""]
+        return "\n".join(lines)
+    lines += [f"## {say('checks', lang)}", ""]
+    for function, group in by_function(result.tests):
+        lines += [f"### `{function}`", "",
+                  f"| {say('report_check', lang)} | {say('report_points', lang)} | {say('report_result', lang)} |",
+                  "|---|---:|---|"]
+        failures = []
+        for test in group:
+            lines.append(f"| {_md(_label(test, lang))} | {test.score:g}/{test.max_score:g} | {_outcome(test, lang)} |")
+            if test.outcome != "passed":
+                failures.append(f"- **{_md(check_title(test.name, lang))}**: {_md(test.message)}")
+        lines += [""] + failures + ([""] if failures else [])
+    if any(test.visibility == "hidden" for test in result.tests):
+        lines += [f"> {say('hidden_explained', lang)}", ""]
+    lines += [f"## {say('mistakes', lang)}", ""]
+    mistakes = mistakes_of(result, lang)
+    for mistake in mistakes:
+        lines += [f"### {_md(mistake.title)} (`{mistake.id}`)", "",
+                  f"{say('seen_in', lang)}: {', '.join(f'`{name}`' for name in mistake.functions)}", "",
+                  f"**{say('report_why', lang)}**: {_md(mistake.explanation)}", "",
+                  f"**{say('report_hint', lang)}**: {_md(mistake.hint)}", ""]
+    if not mistakes:
+        lines += [say("no_mistakes", lang), ""]
+    lines += [say("all_good" if result.passed else "what_to_do", lang), ""]
+    return "\n".join(lines)
+
+
+# ---- HTML ------------------------------------------------------------------------------
+def render_html(result: SubmissionResult, *, lang: str) -> str:
+    e = html.escape
+    title = say("title", lang, assignment=result.assignment, student=result.student)
+    share = result.score / result.max_score if result.max_score else 0.0
+    body = [f"<h1>{e(title)}</h1>",
+            f"<p class=score>{e(say('score', lang, score=result.score, max_score=result.max_score))}</p>",
+            f"<div class=meter><span style='width:{100 * share:.1f}%'></span></div>"]
+    if result.notes:
+        body.append(f"<h2>{e(say('report_notes', lang))}</h2><ul>"
+                    + "".join(f"<li>{e(note)}</li>" for note in result.notes) + "</ul>")
+    if result.status != "graded":
+        body.append(f"<h2>{e(say('report_load_error', lang))}</h2><pre>{e(result.error or '')}</pre>"
+                    f"<p>{e(say('what_to_do', lang))}</p>")
+        return _page(title, lang, body)
+    body.append(f"<h2>{e(say('checks', lang))}</h2>")
+    for function, group in by_function(result.tests):
+        rows = []
+        for test in group:
+            rows.append(f"<tr class={e(test.outcome)}><td>{e(_label(test, lang))}</td>"
+                        f"<td class=n>{test.score:g}/{test.max_score:g}</td><td>{e(_outcome(test, lang))}</td></tr>")
+            if test.outcome != "passed":
+                rows.append(f"<tr class=message><td colspan=3>{e(test.message)}</td></tr>")
+        body.append(f"<h3><code>{e(function)}</code></h3><table><tr><th>{e(say('report_check', lang))}</th>"
+                    f"<th>{e(say('report_points', lang))}</th><th>{e(say('report_result', lang))}</th></tr>"
+                    + "".join(rows) + "</table>")
+    if any(test.visibility == "hidden" for test in result.tests):
+        body.append(f"<p class=note>{e(say('hidden_explained', lang))}</p>")
+    body.append(f"<h2>{e(say('mistakes', lang))}</h2>")
+    mistakes = mistakes_of(result, lang)
+    for mistake in mistakes:
+        functions = ", ".join(f"<code>{e(name)}</code>" for name in mistake.functions)
+        body.append(f"<section class=mistake><h3>{e(mistake.title)} <code>{e(mistake.id)}</code></h3>"
+                    f"<p>{e(say('seen_in', lang))}: {functions}</p>"
+                    f"<p><b>{e(say('report_why', lang))}</b>: {e(mistake.explanation)}</p>"
+                    f"<p><b>{e(say('report_hint', lang))}</b>: {e(mistake.hint)}</p></section>")
+    if not mistakes:
+        body.append(f"<p>{e(say('no_mistakes', lang))}</p>")
+    body.append(f"<p>{e(say('all_good' if result.passed else 'what_to_do', lang))}</p>")
+    return _page(title, lang, body)
+
+
+def _page(title: str, lang: str, body: list[str]) -> str:
+    language = "zh-Hans" if lang == "zh" else "en"
+    return (f"<!DOCTYPE html><html lang='{language}'><head><meta charset='utf-8'>"
+            f"<meta name=viewport content='width=device-width,initial-scale=1'><title>{html.escape(title)}</title>"
+            f"<style>{_STYLE}</style></head><body>{''.join(body)}</body></html>\n")
+
+
+_STYLE = """
+body{font-family:system-ui,"Noto Sans CJK SC","Microsoft YaHei",sans-serif;max-width:50rem;margin:2rem auto;
+padding:0 1rem;color:#222;line-height:1.45}table{border-collapse:collapse;width:100%;margin-bottom:1rem}
+td,th{border-bottom:1px solid #ddd;padding:.3rem .5rem;text-align:left;vertical-align:top}td.n{text-align:right}
+tr.passed td:last-child{color:#1a7f37}tr.failed td:last-child,tr.error td:last-child{color:#c62828}
+tr.timeout td:last-child{color:#b26a00}tr.message td{color:#555;font-size:.92rem;padding-left:1.5rem}
+.score{font-size:1.3rem;font-weight:600}.meter{height:.6rem;background:#eee;border-radius:3px;overflow:hidden}
+.meter span{display:block;height:100%;background:#4a7bb7}.mistake{border-left:4px solid #c62828;padding:.1rem 1rem;
+margin:1rem 0;background:#fafafa}.note{color:#555;font-style:italic}pre{white-space:pre-wrap;background:#f6f6f6;
+padding:.6rem}
+"""

@@ -1,0 +1,74 @@
+"""Render a submission's result for a terminal (rich), in English or Chinese."""
+
+from __future__ import annotations
+
+from itertools import groupby
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from grader.content.catalog import load_catalog
+from grader.content.messages import check_title, render
+from grader.results import SubmissionResult
+
+MARKS = {"passed": "[green]✓[/]", "failed": "[red]✗[/]", "error": "[red]![/]", "timeout": "[yellow]⏱[/]"}
+
+
+def linked_question(misconception: str) -> str | None:
+    """The id of a bank question that probes ``misconception``, if the bank has one."""
+    try:
+        from grader.practice.bank import questions_for_misconception
+    except ImportError:  # a release without the question bank
+        return None
+    questions = questions_for_misconception(misconception)
+    return questions[0].id if questions else None
+
+
+def print_result(result: SubmissionResult, *, file: str, lang: str, console: Console | None = None) -> None:
+    console = console or Console(highlight=False)
+    say = lambda key, **params: render(key, params, lang)  # noqa: E731 - a local shorthand
+    console.print(f"[bold]{escape(say('report_title', file=file, assignment=result.assignment, checks=len(result.tests)))}[/]")
+    if result.notes:
+        console.print(f"[dim]{say('report_notes')}:[/]")
+        for note in result.notes:
+            console.print(f"  [dim]- {escape(note)}[/]")
+    if result.status == "error":
+        console.print(f"[red]{escape(say('report_load_error'))}[/]")
+        console.print(escape(result.error or ""))
+        return
+    catalog = load_catalog()
+    explained: set[str] = set()
+    for function, group in groupby(result.tests, key=lambda test: test.function):
+        tests = list(group)
+        table = Table(title=f"{function}", title_justify="left", show_edge=False, pad_edge=False, expand=False)
+        table.add_column(say("report_check"))
+        table.add_column(say("report_points"), justify="right")
+        table.add_column(say("report_result"))
+        for test in tests:
+            label = escape(check_title(test.name, lang)) + (f" [dim]{escape(say('report_hidden'))}[/]"
+                                                           if test.visibility == "hidden" else "")
+            table.add_row(label, f"{test.score:g}/{test.max_score:g}",
+                          f"{MARKS.get(test.outcome, '?')} {say('outcome_' + test.outcome)}")
+        console.print(table)
+        for test in tests:
+            if test.outcome == "passed":
+                continue
+            console.print(f"  [red]✗ {escape(check_title(test.name, lang))}[/]: {escape(test.message)}")
+            entry = catalog.get(test.misconception or "")
+            if entry is not None:
+                console.print(f"    [bold]{escape(entry.text('title', lang))}[/] [dim]({entry.id})[/]")
+                if test.root_cause:
+                    console.print(f"    {say('report_root')}: [bold]{test.root_cause}[/]")
+                if entry.id in explained:
+                    continue  # one explanation per mistake is enough
+                explained.add(entry.id)
+                console.print(f"    {say('report_why')}: {escape(entry.text('explanation', lang))}")
+                console.print(f"    {say('report_hint')}: {escape(entry.text('hint', lang))}")
+                question = linked_question(entry.id)
+                if question:
+                    console.print(f"    [cyan]{escape(say('report_question', question=question))}[/]")
+    failed = sum(test.outcome != "passed" for test in result.tests)
+    key = "report_all_passed" if failed == 0 else "report_total"
+    style = "green" if failed == 0 else "red"
+    console.print(f"[bold {style}]{escape(say(key, score=result.score, max_score=result.max_score, failed=failed, checks=len(result.tests)))}[/]")

@@ -1,0 +1,394 @@
+"""The trusted side of the trust boundary: start, talk to and kill a worker.
+
+Student code runs only in a worker forked by a fork server
+(``grader/sandbox/worker/forkserver.py``), confined before any student code exists in it:
+its own session and pid, network and mount namespaces (as root), resource
+limits, a scratch folder, a scrubbed environment, Landlock (read only the
+interpreter and NumPy, write only the scratch folder, no TCP, no signals
+outside), and uid ``nobody`` (as root). Replies are read with deadlines and
+size limits and decoded by ``grader.sandbox.codec``. A call that overruns its time
+kills the worker and everything it started; the next call starts a fresh
+worker (up to a budget of restarts per submission).
+
+``Sandbox.open(..., server=None)`` starts a private fork server (one NumPy
+import per submission); pass a shared ``ForkServer`` (``start_server()``) to
+pay that once for a whole class.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+import warnings
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from grader.sandbox.worker import worker_main
+from grader.sandbox.codec import BadReply, ForeignObject, decode_reply, encode_request, load_checked_array  # noqa: F401
+from grader.sandbox.worker.confinement import NOBODY
+from grader.sandbox.worker.forkserver import ForkServer, ForkServerError
+from grader.sandbox.source import SubmissionSource, read_submission
+from grader.sandbox.link import WorkerGone, WorkerLink  # noqa: F401 - WorkerGone is part of this module's API
+
+
+STUDENT_PACKAGES = ("scipy",)  # besides NumPy, where installed: e.g. scipy.special.softmax in a correct variant
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Resource limits of one worker; the defaults suit this exercise."""
+
+    call_timeout: float = 5.0  # seconds of wall clock for one call
+    submission_timeout: float = 60.0  # seconds of wall clock for all calls together
+    memory_mb: int = 2048  # address space of the worker
+    cpu_seconds: int = 60
+    max_processes: int = 256  # processes of the sandbox user (all workers of this machine together)
+    file_size_mb: int = 16
+    max_reply_mb: int = 64  # largest reply accepted from the worker
+    max_restarts: int = 4
+    open_files: int = 64
+    start_timeout: float = 30.0  # seconds to get a confined worker (and, for a private server, to start it)
+
+
+@dataclass(frozen=True)
+class CallError:
+    """An exception raised by student code, or a failure of the worker itself."""
+
+    type: str
+    message: str
+    line: int | None = None
+    source_line: str = ""
+    function: str | None = None
+    file: str | None = None
+    cell: str | None = None
+
+    def location(self) -> str:
+        place = f"line {self.line}" if self.line else ""
+        if self.cell:
+            place = f"{self.cell}, {place}" if place else self.cell
+        return place
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    """What one call returned, as plain data."""
+
+    value: object = None
+    error: CallError | None = None
+    args_after: tuple = ()
+    timed_out: bool = False
+    peak_memory: int | None = None  # bytes the call allocated at its peak, when it was measured
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class SandboxWarning(UserWarning):
+    """Part of the confinement is missing on this machine."""
+
+
+@dataclass
+class LoadReport:
+    ok: bool
+    error: CallError | None = None
+    names: tuple[str, ...] = ()
+    cell_errors: tuple[CallError, ...] = ()
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def start_server(*, hidden=(), packages=STUDENT_PACKAGES, without=()) -> ForkServer:
+    """A fork server for many submissions; ``hidden`` folders (e.g. the output folder) are masked too.
+
+    Student code may import the standard library, NumPy and ``packages``.
+    ``without`` ("landlock", "namespaces") leaves a layer out, to check the fallbacks.
+    """
+    return ForkServer.start(hidden=(*default_hidden(), *hidden), packages=packages, without=without)
+
+
+def default_hidden() -> tuple[str, ...]:
+    """Folders no worker should see even without Landlock: the project, the solutions, the course key."""
+    from grader import paths
+    from grader.seeding import course_key_file
+
+    folders = [course_key_file().parent]
+    if (paths.PROJECT_DIR / "pyproject.toml").exists():  # a checkout, not an installed package
+        folders.append(paths.PROJECT_DIR)
+    if paths.solutions_dir() is not None:
+        folders.append(paths.solutions_dir())
+    return tuple(str(Path(folder).resolve()) for folder in folders)
+
+
+class Sandbox:
+    """A loaded submission in a worker process. Use ``Sandbox.open`` as a context manager."""
+
+    def __init__(self, source: SubmissionSource, limits: Limits, server: ForkServer | str | None = None):
+        self.source = source
+        self.limits = limits
+        self.server = ForkServer.attach(server, {}) if isinstance(server, str) else server
+        self._own_server: ForkServer | None = None
+        self.worker: WorkerLink | None = None
+        self.scratch: Path | None = None  # the last worker's folder (kept until close, for its output)
+        self.restarts = -1
+        self.spent = 0.0
+        self.load_report: LoadReport | None = None
+        self.isolation = "not started"
+        self.startup_seconds = 0.0  # what the last worker cost to get, up to its hello
+
+    @classmethod
+    def open(cls, *, path: Path | None = None, source: SubmissionSource | None = None,
+             limits: Limits | None = None, server: ForkServer | str | None = None) -> Sandbox:
+        """Load a submission in a fresh confined worker; ``server`` is a shared ForkServer (or its address)."""
+        box = cls(source if source is not None else read_submission(Path(path)), limits or Limits(), server)
+        box.load_report = box._start()
+        return box
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ---- calls -----------------------------------------------------------------
+    def call(self, function: str, *args, **kwargs) -> CallOutcome:
+        """Call a module-level function of the submission."""
+        return self._call({"function": function}, args, kwargs)
+
+    def call_method(self, class_name: str, *, init: tuple = (), attributes: dict | None = None,
+                    method: str | None = None, args: tuple = (), kwargs: dict | None = None,
+                    calls: tuple | None = None) -> CallOutcome:
+        """Build ``class_name(*init)``, set ``attributes``, then call ``method`` (or only build).
+
+        With ``calls`` (``((path, args, kwargs), ...)``; ``args`` None reads the
+        attribute), make those uses of the one instance instead; the value is
+        the tuple of their results.
+        """
+        target = {"class": class_name, "init": list(init), "attributes": attributes or {}, "method": method}
+        if calls is not None:
+            target["calls"] = [list(step) for step in calls]
+        return self._call(target, args, kwargs or {})
+
+    def call_measured(self, function: str, *args, **kwargs) -> CallOutcome:
+        """Like ``call``; the outcome's ``peak_memory`` is the peak the call allocated (tracemalloc)."""
+        return self._call({"function": function}, args, kwargs, measure_peak_memory=True)
+
+    def run(self, target: dict, args: tuple = (), kwargs: dict | None = None) -> CallOutcome:
+        """One call described as a request target (see ``grader.grading.student.request_of``)."""
+        return self._call(target, args, kwargs or {})
+
+    def call_batch(self, calls: list[tuple[dict, tuple, dict]]) -> list[CallOutcome] | None:
+        """Several independent calls ``(target, args, kwargs)`` in one exchange with the worker.
+
+        Returns one outcome per call, or None when the batch could not finish
+        (a hang, a crash, the worker gone): the caller then makes the calls
+        one by one, so that each failure is pinned to its own call.
+        """
+        if not calls or not self._ready():
+            return None
+        blobs: list[bytes] = []
+        sent: dict[int, int] = {}
+        header = {"op": "batch", "calls": [self._request(target, args, kwargs, blobs, sent)
+                                           for target, args, kwargs in calls]}
+        try:
+            reply, reply_blobs = self._exchange(header, blobs, timeout=self.limits.call_timeout)
+        except WorkerGone:
+            self._kill()
+            return None
+        replies = reply.get("replies")
+        if not isinstance(replies, list) or len(replies) > len(calls):
+            return None
+        outcomes = []
+        for item in replies:
+            offset, count = item.get("blob_offset"), item.get("blob_count")
+            if not (type(offset) is int and type(count) is int and 0 <= offset <= offset + count <= len(reply_blobs)):
+                return None
+            outcomes.append(self._outcome(item, reply_blobs[offset:offset + count]))
+        return outcomes
+
+    def _ready(self) -> bool:
+        """Whether a worker is there (restarting one if allowed) and time is left."""
+        if self.load_report is None or not self.load_report.ok or self.spent >= self.limits.submission_timeout:
+            return False
+        if self.worker is None:
+            return self.restarts < self.limits.max_restarts and self._start().ok
+        return True
+
+    @staticmethod
+    def _request(target: dict, args: tuple, kwargs: dict, blobs: list[bytes], sent: dict | None = None) -> dict:
+        return {"op": "call", "target": encode_request(target, blobs, sent),
+                "args": encode_request(list(args), blobs, sent), "kwargs": encode_request(kwargs, blobs, sent)}
+
+    def _call(self, target: dict, args: tuple, kwargs: dict, *, measure_peak_memory: bool = False) -> CallOutcome:
+        if self.load_report is None or not self.load_report.ok:
+            return CallOutcome(error=CallError("LoadError", "the submission could not be loaded"))
+        if self.spent >= self.limits.submission_timeout:
+            return self._timed_out()
+        if self.worker is None:
+            if self.restarts >= self.limits.max_restarts:
+                return CallOutcome(error=CallError("WorkerGone", "the worker was stopped too often; no more calls"))
+            restarted = self._start()
+            if not restarted.ok:
+                if restarted.error.type == "Timeout":
+                    return self._timed_out()
+                return CallOutcome(error=CallError("WorkerGone", f"the worker could not be restarted: "
+                                                                 f"{restarted.error.message}"))
+        blobs: list[bytes] = []
+        header = self._request(target, args, kwargs, blobs)
+        if measure_peak_memory:
+            header["measure_peak_memory"] = True
+        try:
+            reply, reply_blobs = self._exchange(header, blobs, timeout=self.limits.call_timeout)
+        except WorkerGone as gone:
+            self._kill()
+            if gone.timed_out:
+                return self._timed_out()
+            return CallOutcome(error=CallError("WorkerGone", str(gone)))
+        return self._outcome(reply, reply_blobs)
+
+    def _outcome(self, reply: dict, reply_blobs: list[bytes]) -> CallOutcome:
+        """The checked outcome of one call's reply."""
+        if not isinstance(reply, dict):
+            return CallOutcome(error=CallError("BadReply", "the worker sent a malformed reply"))
+        if not reply.get("ok"):
+            return CallOutcome(error=_call_error(reply.get("error")))
+        limit = self.limits.max_reply_mb << 20
+        try:
+            value = decode_reply(reply.get("value"), reply_blobs, limit)
+            after = decode_reply({"__tuple__": reply.get("args_after", [])}, reply_blobs, limit)
+        except (BadReply, RecursionError) as bad:
+            return CallOutcome(error=CallError("BadReply", str(bad)[:300]))
+        peak = reply.get("peak_memory")
+        return CallOutcome(value=value, args_after=after, peak_memory=peak if type(peak) is int else None)
+
+    def _timed_out(self) -> CallOutcome:
+        """A timeout, naming the limit that ended it (the message is the limit in seconds)."""
+        limit = self.limits.submission_timeout if self.spent >= self.limits.submission_timeout else self.limits.call_timeout
+        return CallOutcome(error=CallError("Timeout", f"{limit:g}"), timed_out=True)
+
+    # ---- process management ------------------------------------------------------
+    def _start(self) -> LoadReport:
+        self.restarts += 1
+        started = time.monotonic()
+        try:
+            self._spawn()
+            hello, _ = self.worker.receive(started + self.limits.start_timeout, self.limits.max_reply_mb << 20)
+        except (ForkServerError, WorkerGone) as failed:
+            self._kill()
+            return LoadReport(ok=False, error=CallError("SandboxError", f"no confined worker could be started: {failed}"))
+        if hello.get("op") != "hello" or not hello.get("ok"):
+            self._kill()
+            reason = str(hello.get("error", "the worker did not report its confinement"))[:500]
+            return LoadReport(ok=False, error=CallError("SandboxError", f"the worker refused to start: {reason}"))
+        self.startup_seconds = time.monotonic() - started
+        self.isolation = describe_isolation(hello)
+        header = {"op": "load", "mode": self.source.mode, "reply_limit": self.limits.max_reply_mb << 20,
+                  "cells": [cell.__dict__ for cell in self.source.cells]}
+        try:
+            reply, _ = self._exchange(header, [], timeout=self.limits.call_timeout * 2)
+        except WorkerGone as gone:
+            self._kill()
+            reason = "loading took too long (code at the top level of the file runs forever?)" if gone.timed_out else str(gone)
+            return LoadReport(ok=False, error=CallError("Timeout" if gone.timed_out else "WorkerGone", reason))
+        if not reply.get("ok"):
+            self._kill()
+            return LoadReport(ok=False, error=_call_error(reply.get("error")))
+        names, cell_errors = reply.get("names", ()), reply.get("cell_errors", ())
+        return LoadReport(
+            ok=True, names=tuple(str(name)[:100] for name in names[:500]) if isinstance(names, list) else (),
+            cell_errors=tuple(_call_error(e) for e in cell_errors[:100]) if isinstance(cell_errors, list) else (),
+            notes=self.source.notes,
+        )
+
+    def _spawn(self) -> None:
+        if self.server is None and self._own_server is None:
+            self._own_server = start_server()
+        if self.scratch is not None:  # a restart: the previous worker's files go
+            shutil.rmtree(self.scratch, ignore_errors=True)
+        self.worker = WorkerLink.spawn(self.server or self._own_server, asdict(self.limits),
+                                       timeout=self.limits.start_timeout)
+        self.scratch = self.worker.scratch
+
+    def _exchange(self, header: dict, blobs: list[bytes], *, timeout: float) -> tuple[dict, list[bytes]]:
+        remaining_budget = self.limits.submission_timeout - self.spent
+        if remaining_budget <= 0:
+            raise WorkerGone(f"the submission used up its {self.limits.submission_timeout:g} s in total", timed_out=True)
+        started = time.monotonic()
+        deadline = started + min(timeout, remaining_budget)
+        try:
+            self.worker.send(worker_main.frame(header, blobs), deadline)
+            return self.worker.receive(deadline, self.limits.max_reply_mb << 20)
+        finally:
+            self.spent += time.monotonic() - started
+
+    def output(self, limit: int = 4000) -> str:
+        """What the student's code printed (the start of it)."""
+        if self.scratch is None or not (self.scratch / "output.txt").is_file():
+            return ""
+        with open(self.scratch / "output.txt", "rb") as handle:
+            return handle.read(limit).decode("utf-8", "replace")
+
+    def _kill(self) -> None:
+        """Kill the worker and everything it started; wait until its keeper says they are gone."""
+        worker, self.worker = self.worker, None
+        if worker is not None:
+            worker.kill(timeout=self.limits.start_timeout)
+
+    def close(self) -> None:
+        self._kill()
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+        if self._own_server is not None:
+            self._own_server.stop()
+            self._own_server = None
+
+
+_WARNED: set[str] = set()
+
+
+def describe_isolation(hello: dict) -> str:
+    """One line saying what confined the worker, from its own report; warns once about what is missing."""
+    parts = [str(hello.get("landlock", "no landlock"))[:80]]
+    namespaces = [str(name) for name in hello.get("namespaces", ()) if str(name) in ("pid", "net", "mount")]
+    if namespaces:
+        parts.append(f"{'/'.join(namespaces)} namespaces")
+    parts.append("rlimits (cpu, memory, processes, file size, open files)")
+    if hello.get("session"):
+        parts.append("new session")
+    uid = hello.get("uid")
+    parts.append("uid nobody" if uid == NOBODY else f"uid {uid}")
+    parts.append("scratch folder, scrubbed environment")
+    missing = []
+    if not str(hello.get("landlock", "")).startswith("landlock"):
+        missing.append("Landlock is not available in this kernel: the worker can read any file its user can read"
+                       + ("" if "net" in namespaces else " and reach the network"))
+    elif "net" not in str(hello.get("landlock")) and "net" not in namespaces:
+        missing.append("this kernel's Landlock cannot deny TCP and no network namespace is in force")
+    if uid == 0:
+        missing.append("the worker runs as root: process limits do not bind it")
+    missing += [str(text)[:200] for text in hello.get("warnings", ())[:5]]
+    for text in missing:
+        if text not in _WARNED:
+            _WARNED.add(text)
+            warnings.warn(text, SandboxWarning, stacklevel=3)
+    return ", ".join(parts) + "".join(f"; WARNING: {text}" for text in missing)
+
+
+def _call_error(data) -> CallError:
+    if not isinstance(data, dict):
+        return CallError("WorkerGone", "the worker sent a malformed error")
+
+    def text(key: str, limit: int = 2000) -> str:
+        value = data.get(key)
+        return str(value)[:limit] if value is not None else ""
+
+    line = data.get("line")
+    return CallError(
+        type=text("type", 100) or "Error", message=text("message"),
+        line=line if type(line) is int else None, source_line=text("source_line", 200),
+        function=text("function", 100) or None, file=text("file", 300) or None, cell=text("cell", 100) or None,
+    )
+
+
+def decode_value(tree, blobs: list[bytes], limits: Limits):
+    """Rebuild a reply's value (kept for callers of the earlier API); raises ValueError when malformed."""
+    return decode_reply(tree, blobs, limits.max_reply_mb << 20)

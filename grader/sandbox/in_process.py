@@ -1,0 +1,90 @@
+"""An in-process stand-in for the sandbox, for measuring the sandbox's cost only.
+
+It imports the submission into the grader's own process, which the trust
+boundary forbids for real grading: use it in benchmarks on trusted code, never
+on student submissions.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+
+from grader.sandbox.codec import ForeignObject
+from grader.sandbox.client import CallError, CallOutcome
+
+
+class InProcessBox:
+    """Same calls as ``grader.sandbox.client.Sandbox``, evaluated in this process."""
+
+    isolation = "none (in-process, for benchmarks only)"
+
+    def __init__(self, module):
+        self.module = module
+
+    @classmethod
+    def load(cls, path: Path) -> InProcessBox:
+        """Import the file at ``path`` (exceptions propagate) and wrap it."""
+        spec = importlib.util.spec_from_file_location(f"unsandboxed_{Path(path).stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return cls(module)
+
+    def call(self, function: str, *args, **kwargs) -> CallOutcome:
+        return self._run(lambda a: getattr(self.module, function)(*a, **kwargs), args)
+
+    def call_method(self, class_name: str, *, init: tuple = (), attributes: dict | None = None,
+                    method: str | None = None, args: tuple = (), kwargs: dict | None = None) -> CallOutcome:
+        def run(arguments):
+            instance = getattr(self.module, class_name)(*init)
+            for name, value in (attributes or {}).items():
+                setattr(instance, name, value.copy())
+            return getattr(instance, method)(*arguments, **(kwargs or {})) if method else None
+        return self._run(run, args)
+
+    def run(self, target: dict, args: tuple = (), kwargs: dict | None = None) -> CallOutcome:
+        """A request target as ``grader.grading.student.request_of`` builds it."""
+        if "class" not in target:
+            return self.call(target["function"], *args, **(kwargs or {}))
+        if target.get("calls") is not None:
+            return self._run(lambda a: self._steps(target), args)
+        return self.call_method(target["class"], init=tuple(target.get("init", ())),
+                                attributes=target.get("attributes"), method=target.get("method"), args=args,
+                                kwargs=kwargs)
+
+    def call_batch(self, calls) -> None:
+        return None  # nothing to save in one process: each call is made on its own
+
+    def _steps(self, target: dict):
+        instance = getattr(self.module, target["class"])(*target.get("init", ()))
+        for name, value in (target.get("attributes") or {}).items():
+            setattr(instance, name, value.copy())
+        results = []
+        for path, step_args, step_kwargs in target["calls"]:
+            value = instance
+            for name in str(path).split("."):
+                value = getattr(value, name)
+            results.append(value if step_args is None else value(*copy.deepcopy(step_args), **(step_kwargs or {})))
+        return tuple(results)
+
+    def _run(self, function, args) -> CallOutcome:
+        arguments = tuple(copy.deepcopy(a) for a in args)
+        try:
+            with np.errstate(all="ignore"):
+                value = function(arguments)
+        except Exception as error:  # noqa: BLE001 - reported like the worker does
+            return CallOutcome(error=CallError(type(error).__name__, str(error)))
+        return CallOutcome(value=_plain(value), args_after=arguments)
+
+
+def _plain(value):
+    if type(value) is np.ndarray:
+        return value.copy()
+    if isinstance(value, tuple):
+        return tuple(_plain(item) for item in value)
+    if value is None or type(value) in (bool, int, float, str):
+        return value
+    return ForeignObject(type(value).__name__)

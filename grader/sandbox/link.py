@@ -1,0 +1,153 @@
+"""One live worker as the trusted side holds it: asked of a fork server, spoken to under deadlines, killed.
+
+The link owns the worker's scratch folder and its two pipes, and the
+connection to its keeper (the process that kills it on request and reports
+how it ended). Nothing here blocks past a deadline: a worker that stops
+reading, stops writing or writes too much ends as ``WorkerGone``.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import shutil
+import signal
+import tempfile
+import time
+from pathlib import Path
+
+from grader.sandbox.worker import worker_main
+from grader.sandbox.worker.confinement import NOBODY
+from grader.sandbox.worker.forkserver import ForkServer, ForkServerError, stop_worker, worker_status
+
+STATUS_WAIT = 0.25  # seconds to wait for a worker that broke the protocol to report its own exit
+WORKER_LIMITS = ("memory_mb", "cpu_seconds", "max_processes", "file_size_mb", "open_files")
+
+
+class WorkerGone(Exception):
+    """The worker died, overran its time, or broke the protocol."""
+
+    def __init__(self, reason: str, *, timed_out: bool = False):
+        super().__init__(reason)
+        self.timed_out = timed_out
+
+
+class WorkerLink:
+    """A confined worker: ``spawn`` one, ``send``/``receive`` messages, ``kill`` it with all it started."""
+
+    def __init__(self, scratch: Path, connection, pid: int, to_worker: int, from_worker: int):
+        self.scratch, self.connection, self.pid = scratch, connection, pid
+        self.to_worker, self.from_worker = to_worker, from_worker
+        self.status: int | None = None  # the exit code, once the keeper has reported it
+        self.alive = True
+
+    @classmethod
+    def spawn(cls, server: ForkServer, limits: dict, *, timeout: float) -> WorkerLink:
+        """A fresh worker in a fresh scratch folder; ``limits`` holds the fields of ``Limits``."""
+        scratch = Path(os.path.realpath(tempfile.mkdtemp(prefix="mha-worker-")))
+        output = os.open(scratch / "output.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        if os.geteuid() == 0:  # the worker runs as nobody and must own its folder
+            os.chown(scratch, NOBODY, NOBODY)
+            os.chown(scratch / "output.txt", NOBODY, NOBODY)
+        to_worker_read, to_worker_write = os.pipe2(os.O_CLOEXEC)
+        from_worker_read, from_worker_write = os.pipe2(os.O_CLOEXEC)
+        request = {"scratch": str(scratch), "environment": scrubbed_environment(scratch),
+                   "limits": {key: limits[key] for key in WORKER_LIMITS}}
+        try:
+            connection, pid = server.spawn(request, [to_worker_read, from_worker_write, output], timeout=timeout)
+        except ForkServerError:
+            for fd in (to_worker_write, from_worker_read):
+                os.close(fd)
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise
+        finally:
+            for fd in (to_worker_read, from_worker_write, output):
+                os.close(fd)
+        os.set_blocking(to_worker_write, False)
+        return cls(scratch, connection, pid, to_worker_write, from_worker_read)
+
+    def send(self, data: bytes, deadline: float) -> None:
+        """Send without ever blocking past ``deadline`` (a worker may stop reading)."""
+        view = memoryview(data)
+        while view:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([], [self.to_worker], [], remaining)[1]:
+                raise WorkerGone("the call did not finish in time", timed_out=True)
+            try:
+                view = view[os.write(self.to_worker, view[:1 << 16]):]
+            except BlockingIOError:
+                continue
+            except OSError as broken:
+                raise WorkerGone(self.death_reason(broken)) from None
+
+    def receive(self, deadline: float, limit: int) -> tuple[dict, list[bytes]]:
+        """One message of at most ``limit`` bytes of blobs, by ``deadline``."""
+        reader = _DeadlineReader(self.from_worker, deadline, limit)
+        try:
+            message = worker_main.read_message(reader, limit=limit)
+        except WorkerGone:
+            raise
+        except (OSError, EOFError, ValueError, TypeError, RecursionError) as broken:
+            raise WorkerGone(self.death_reason(broken)) from None
+        if message is None or not isinstance(message[0], dict):
+            raise WorkerGone(self.death_reason(None))
+        return message
+
+    def death_reason(self, error: Exception | None) -> str:
+        """Why the worker stopped answering; waits briefly for its own exit status."""
+        if self.status is None:
+            self.status = worker_status(self.connection, timeout=STATUS_WAIT)
+        return describe_death(self.status, error)
+
+    def kill(self, *, timeout: float) -> None:
+        """Kill the worker and everything it started; wait until the keeper says they are gone."""
+        if not self.alive:
+            return
+        self.alive = False
+        if self.status is None:
+            self.status = stop_worker(self.connection, timeout=timeout)
+        for closing in (self.connection.close, lambda: os.close(self.to_worker), lambda: os.close(self.from_worker)):
+            try:
+                closing()
+            except OSError:
+                pass
+
+    def remove_scratch(self) -> None:
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+class _DeadlineReader:
+    """A file-like reader over a pipe that gives up at a deadline or a size limit."""
+
+    def __init__(self, fd: int, deadline: float, limit: int):
+        self.fd, self.deadline, self.left = fd, deadline, limit + (1 << 21)  # room for the JSON header
+
+    def read(self, size: int) -> bytes:
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0 or not select.select([self.fd], [], [], remaining)[0]:
+            raise WorkerGone("the call did not finish in time", timed_out=True)
+        chunk = os.read(self.fd, min(size, 1 << 20))
+        self.left -= len(chunk)
+        if self.left < 0:
+            raise WorkerGone("the reply was larger than allowed")
+        return chunk
+
+
+def describe_death(code: int | None, error: Exception | None) -> str:
+    if code is not None and code < 0:
+        name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
+        hints = {"SIGKILL": " (killed: out of memory or CPU time?)", "SIGXCPU": " (CPU time limit)",
+                 "SIGXFSZ": " (wrote too much output)", "SIGSEGV": " (crashed: recursion too deep?)"}
+        return f"the worker was ended by {name}{hints.get(name, '')}"
+    if code is not None:
+        return f"the worker exited with status {code} (sys.exit or os._exit in the submission?)"
+    return f"the worker broke the protocol ({str(error)[:200]})" if error else "the worker stopped answering"
+
+
+def scrubbed_environment(scratch: Path) -> dict[str, str]:
+    keep = {"PATH": "/usr/bin:/bin", "HOME": str(scratch), "TMPDIR": str(scratch), "LANG": "C.UTF-8"}
+    for name in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"):
+        if name in os.environ:
+            keep[name] = os.environ[name]
+    keep.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONHASHSEED="0")
+    return keep

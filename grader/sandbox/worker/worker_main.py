@@ -1,0 +1,348 @@
+"""The worker: the only process that runs student code.
+
+Forked, already confined, by the fork server (``grader/sandbox/worker/forkserver.py``), which
+calls ``serve``; it imports nothing but the standard library and NumPy, so it
+can live behind a filesystem sandbox that hides the grader, the suites and the
+solutions. It only evaluates calls; the trusted side checks everything it
+sends back, and never trusts this side to have behaved.
+
+Wire format, both ways: a 4-byte big-endian length, a UTF-8 JSON header, then
+the binary blobs the header lists (``"blobs": [n1, n2, ...]``). Arrays travel
+as ``.npy`` bytes; in the JSON tree an array is ``{"__array__": i}``, a tuple
+``{"__tuple__": [...]}``, anything that is not plain data
+``{"__object__": "<description>"}``.
+"""
+
+import builtins
+import contextlib
+import io
+import json
+import linecache
+import os
+import struct
+import sys
+import tracemalloc
+import traceback
+import types
+
+HEADER_LIMIT = 1 << 20
+MESSAGE_LIMIT = 1 << 30
+TEXT_LIMIT = 2000
+
+
+def read_message(stream, limit=MESSAGE_LIMIT):
+    """Read one framed message; return (header, blobs) or None at end of stream."""
+    prefix = _read_exactly(stream, 4)
+    if prefix is None:
+        return None
+    (size,) = struct.unpack(">I", prefix)
+    if size > HEADER_LIMIT:
+        raise ValueError(f"message header of {size} bytes exceeds {HEADER_LIMIT}")
+    header = json.loads(_read_exactly(stream, size, strict=True).decode("utf-8"))
+    lengths = header.get("blobs", []) if isinstance(header, dict) else None
+    if not isinstance(lengths, list) or not all(type(n) is int and n >= 0 for n in lengths) or sum(lengths) > limit:
+        raise ValueError("message header or blobs are malformed or too large")
+    blobs = [_read_exactly(stream, n, strict=True) for n in lengths]
+    return header, blobs
+
+
+def frame(header, blobs=()):
+    """The bytes of one message."""
+    data = json.dumps(dict(header, blobs=[len(b) for b in blobs])).encode("utf-8")
+    return b"".join([struct.pack(">I", len(data)), data, *blobs])
+
+
+def write_message(stream, header, blobs=()):
+    stream.write(frame(header, blobs))
+    stream.flush()
+
+
+def _read_exactly(stream, size, strict=False):
+    chunks, remaining = [], size
+    while remaining:
+        chunk = stream.read(remaining)
+        if not chunk:
+            if strict or chunks:
+                raise EOFError("stream ended inside a message")
+            return None
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
+
+
+def encode(value, blobs, numpy, limit=MESSAGE_LIMIT):
+    """Turn a value into a JSON tree, appending array bytes to ``blobs`` (at most ``limit`` bytes in all)."""
+    if value is None or isinstance(value, (bool, int, float, str)) and type(value) in (bool, int, float, str):
+        if isinstance(value, str):
+            return value[:TEXT_LIMIT]
+        return value
+    if type(value) is numpy.ndarray:
+        if value.dtype.kind not in "biuf":
+            return {"__object__": f"array of dtype {value.dtype}"}
+        if value.nbytes + sum(len(blob) for blob in blobs) > limit:
+            return {"__object__": f"array of shape {value.shape}, {value.nbytes:,} bytes: more than a reply may hold"}
+        buffer = io.BytesIO()
+        numpy.save(buffer, numpy.ascontiguousarray(value), allow_pickle=False)
+        blobs.append(buffer.getvalue())
+        return {"__array__": len(blobs) - 1}
+    if isinstance(value, numpy.generic) and type(value).__module__ == "numpy" and value.dtype.kind in "biuf":
+        return {"__scalar__": value.item(), "dtype": str(value.dtype)}
+    if type(value) in (tuple, list) and len(value) <= 16:
+        items = [encode(item, blobs, numpy, limit) for item in value]
+        return {"__tuple__": items} if type(value) is tuple else items
+    return {"__object__": _describe(value)}
+
+
+def _describe(value):
+    kind = type(value)
+    name = f"{kind.__module__}.{kind.__qualname__}"
+    try:
+        import numpy
+
+        if isinstance(value, numpy.ndarray):
+            return f"an ndarray subclass ({name})"
+    except Exception:  # the student may have broken numpy; the name is enough
+        pass
+    return name
+
+
+def decode(tree, blobs, numpy, cache=None):
+    """Inverse of ``encode`` for what the trusted side sends (plain data only).
+
+    ``cache`` (blob index -> array) parses an array sent once for several
+    calls only once; every use still gets its own copy, so a call that changes
+    its inputs cannot reach the next one.
+    """
+    if isinstance(tree, dict):
+        if "__array__" in tree:
+            index = tree["__array__"]
+            if cache is None:
+                return numpy.load(io.BytesIO(blobs[index]), allow_pickle=False)
+            if index not in cache:
+                cache[index] = numpy.load(io.BytesIO(blobs[index]), allow_pickle=False)
+            return cache[index].copy()
+        if "__tuple__" in tree:
+            return tuple(decode(item, blobs, numpy, cache) for item in tree["__tuple__"])
+        return {key: decode(item, blobs, numpy, cache) for key, item in tree.items()}
+    if isinstance(tree, list):
+        return [decode(item, blobs, numpy, cache) for item in tree]
+    return tree
+
+
+def describe_error(error, filenames):
+    """A plain description of an exception, located in the student's file."""
+    frames = traceback.extract_tb(error.__traceback__)
+    own = [frame for frame in frames if frame.filename in filenames]
+    where = own[-1] if own else None
+    if isinstance(error, SyntaxError) and error.filename in filenames:
+        line, text, function = error.lineno, (error.text or "").strip(), None
+    elif where is not None:
+        line, text, function = where.lineno, (where.line or "").strip(), where.name
+    else:
+        line, text, function = None, "", None
+    try:
+        message = str(error)
+    except Exception:  # a hostile __str__
+        message = "<unprintable message>"
+    return {
+        "type": type(error).__name__,
+        "message": message[:TEXT_LIMIT],
+        "line": line,
+        "source_line": text[:200],
+        "function": function,
+        "file": where.filename if where is not None else getattr(error, "filename", None),
+    }
+
+
+class BuiltinsGuard:
+    """Student code may rebind builtins (``builtins.isinstance = ...``); the worker's own code never sees that.
+
+    The student's version of the builtins is swapped in around student code
+    and the original one back afterwards, so a submission that patches them
+    is graded on what its functions return, not on a broken worker.
+    """
+
+    def __init__(self):
+        self.original = dict(builtins.__dict__)
+        self.student = dict(self.original)
+
+    @contextlib.contextmanager
+    def student_side(self):
+        _swap(self.student)
+        try:
+            yield
+        finally:
+            self.student = _copy(builtins.__dict__)
+            _swap(self.original)
+
+
+def _swap(state, _namespace=builtins.__dict__, _list=list, _copy_state=dict.copy):
+    """Make the builtins exactly ``state``, using only references bound before any student code ran."""
+    for name in _list(_namespace):
+        if name not in state:
+            del _namespace[name]
+    _namespace.update(_copy_state(state))
+
+
+_copy = dict.copy
+
+
+class Worker:
+    def __init__(self, numpy):
+        self.numpy = numpy
+        self.reply_limit = MESSAGE_LIMIT
+        self.module = types.ModuleType("submission")
+        self.filenames = set()
+        self.builtins = BuiltinsGuard()
+
+    def load(self, request):
+        namespace = self.module.__dict__
+        self.reply_limit = min(int(request.get("reply_limit", MESSAGE_LIMIT)), MESSAGE_LIMIT)
+        cell_errors = []
+        for cell in request["cells"]:
+            self.filenames.add(cell["filename"])
+            # tracebacks read lines from here: the submission's own file is out of the worker's reach
+            linecache.cache[cell["filename"]] = (len(cell["source"]), None, cell["source"].splitlines(True),
+                                                 cell["filename"])
+            error = None
+            with self.builtins.student_side():
+                try:
+                    exec(compile(cell["source"], cell["filename"], "exec"), namespace)
+                except BaseException as raised:  # noqa: BLE001 - any failure is the student's to read
+                    error = raised
+            if isinstance(error, KeyboardInterrupt):
+                raise error
+            if error is not None:
+                described = describe_error(error, self.filenames)
+                described["cell"] = cell.get("label")
+                if request.get("mode") == "module":
+                    return {"ok": False, "error": described}
+                cell_errors.append(described)
+        names = sorted(name for name in namespace if not name.startswith("__"))[:500]
+        return {"ok": True, "names": names, "cell_errors": cell_errors}
+
+    def call(self, request, blobs, cache=None):
+        """Run one call; return (reply, reply blobs). ``cache`` is shared by the calls of one batch."""
+        numpy = self.numpy
+        args = list(decode(request.get("args", []), blobs, numpy, cache))
+        kwargs = decode(request.get("kwargs", {}), blobs, numpy, cache)
+        target = request["target"]
+        namespace = self.module.__dict__
+        error = value = None
+        measure = bool(request.get("measure_peak_memory"))  # optional: the peak the call allocates, in bytes
+        if measure:
+            tracemalloc.start()
+        init = decode(target.get("init", []), blobs, numpy, cache)  # decoded here: student code may have patched builtins
+        attributes = decode(target.get("attributes", {}), blobs, numpy, cache)
+        steps = None
+        if target.get("calls") is not None:
+            steps = [(str(path).split("."), step_args, step_kwargs)
+                     for path, step_args, step_kwargs in decode(target["calls"], blobs, numpy, cache)]
+        with self.builtins.student_side():
+            try:
+                value = self._run(target, namespace, args, kwargs, init, attributes, steps)
+            except BaseException as raised:  # noqa: BLE001 - any failure is the student's to read
+                error = raised
+        peak = tracemalloc.get_traced_memory()[1] if measure and tracemalloc.is_tracing() else None
+        tracemalloc.stop()
+        if isinstance(error, KeyboardInterrupt):
+            raise error
+        if steps is not None and error is None:
+            value = tuple(value)
+        if error is not None:
+            if isinstance(error, KeyError) and not error.__traceback__.tb_next.tb_next:
+                return {"ok": False, "error": {"type": "MissingName", "message": str(error)[:200]}}, []
+            return {"ok": False, "error": describe_error(error, self.filenames)}, []
+        out_blobs = []
+        try:
+            encoded = encode(value, out_blobs, numpy, self.reply_limit)
+            after = [encode(arg, out_blobs, numpy, self.reply_limit) for arg in args]
+        except BaseException as error:  # noqa: BLE001 - a hostile object may fail to encode
+            return {"ok": False, "error": {"type": "UnencodableResult", "message": repr(type(error))}}, []
+        reply = {"ok": True, "value": encoded, "args_after": after}
+        if measure:
+            reply["peak_memory"] = peak
+        return reply, out_blobs
+
+    def batch(self, request, blobs):
+        """Run several independent calls in one exchange; each reply names its slice of the blobs."""
+        replies, out_blobs, cache = [], [], {}
+        for call in request.get("calls", [])[:1000]:
+            reply, reply_blobs = self.call(call, blobs, cache)
+            reply["blob_offset"], reply["blob_count"] = len(out_blobs), len(reply_blobs)
+            replies.append(reply)
+            out_blobs.extend(reply_blobs)
+            if sum(len(blob) for blob in out_blobs) > self.reply_limit:
+                break  # the rest are asked for one by one
+        return {"ok": True, "replies": replies}, out_blobs
+
+    @staticmethod
+    def _run(target, namespace, args, kwargs, init, attributes, steps, _setattr=setattr, _getattr=getattr):
+        """The student's part of a call; the builtins it uses were bound before any student code ran."""
+        if "class" not in target:
+            return namespace[target["function"]](*args, **kwargs)
+        instance = namespace[target["class"]](*init)
+        for name, value in attributes.items():
+            _setattr(instance, name, value)
+        if steps is not None:
+            results = []
+            for names, step_args, step_kwargs in steps:  # a path "a.b"; no arguments: read the attribute
+                value = instance
+                for name in names:
+                    value = _getattr(value, name)
+                results.append(value if step_args is None else value(*step_args, **(step_kwargs or {})))
+            return results
+        function = _getattr(instance, target["method"]) if target.get("method") else None
+        return function(*args, **kwargs) if function is not None else None
+
+
+def warm_up(numpy):
+    """Run once in the fork server, before any fork: NumPy loads parts of itself
+    on first use (the .npy format, einsum, linalg, errstate), and every worker
+    would otherwise pay for that again after its fork."""
+    x = numpy.linspace(-1.0, 1.0, 24).reshape(2, 3, 4)
+    blobs = []
+    decode(encode((x, x.astype(numpy.float32)), blobs, numpy), blobs, numpy, {})
+    with numpy.errstate(all="ignore"):
+        y = numpy.exp(x - x.max(axis=-1, keepdims=True)) / numpy.sum(x, axis=-1, keepdims=True)
+    numpy.einsum("bij,bkj->bik", x, x), numpy.tensordot(x, x, axes=([2], [2])), numpy.swapaxes(y, -1, -2) @ x
+    numpy.linalg.norm(x), numpy.moveaxis(x, 1, 2).copy(), numpy.concatenate([x, x], axis=-1), numpy.stack([x, x])
+    numpy.allclose(x, x), numpy.isfinite(x).all(), numpy.random.default_rng(0).normal(size=3)
+
+
+def serve(read_fd, write_fd, numpy, hello=None):
+    """Answer requests on ``read_fd`` until it closes; ``hello`` is sent first, before any request."""
+    incoming = os.fdopen(read_fd, "rb", buffering=0)
+    outgoing = os.fdopen(write_fd, "wb")
+    if hello is not None:
+        write_message(outgoing, hello)
+    worker = Worker(numpy)
+    while True:
+        message = read_message(incoming)
+        if message is None:
+            return
+        header, blobs = message
+        operation = header.get("op")
+        if operation == "load":
+            reply, reply_blobs = worker.load(header), []
+        elif operation == "call":
+            reply, reply_blobs = worker.call(header, blobs)
+        elif operation == "batch":
+            reply, reply_blobs = worker.batch(header, blobs)
+        elif operation == "ping":
+            reply, reply_blobs = {"ok": True}, []
+        else:
+            reply, reply_blobs = {"ok": False, "error": {"type": "Protocol", "message": str(operation)}}, []
+        sys.stdout.flush()
+        write_message(outgoing, reply, reply_blobs)
+
+
+def main():
+    """``python -I worker_main.py READ_FD WRITE_FD``: serve without confinement (for debugging the protocol)."""
+    import numpy
+
+    serve(int(sys.argv[1]), int(sys.argv[2]), numpy)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Seeing attention: traces of the forward pass, heatmaps, the interactive explainer page."""
