@@ -5,7 +5,8 @@ import pytest
 
 from grader.assignments.registry import get_assignment
 from grader.assignments.store import load_cases, save_cases
-from grader.grading.case import PUBLIC_SIZES, draw_sizes, hidden_cases, public_cases, same_value
+from grader.assignments.multihead_attention import hidden_cases, public_cases
+from grader.grading.case import PUBLIC_SIZES, draw_sizes, same_value
 from grader.assignments.reference import load_reference
 from grader.seeding import student_seed
 
@@ -35,7 +36,7 @@ def test_grader_expectations_agree_with_the_reference_solution():
         if case.function in ("softmax", "scaled_dot_product_attention"):
             got = getattr(reference, case.function)(*case.args)
         else:
-            model = reference.MultiHeadAttention(case.d_model, case.heads)
+            model = getattr(reference, case.class_name)(*case.init)
             for name, value in (case.weights or {}).items():
                 setattr(model, name, value)
             got = getattr(model, case.function)(*case.args, **case.kwargs)

@@ -36,13 +36,8 @@ class Assignment:
         return self._public
 
 
-def _mha_hidden(seed: int) -> dict:
-    from grader.grading.case import hidden_cases
-
-    return hidden_cases(seed)
-
-
-def _track_hidden(name: str, seed: int) -> dict:
+def _hidden(name: str, seed: int) -> dict:
+    """The hidden cases of exercise ``name`` for one seed, from ``grader/assignments/<name>.py``."""
     import importlib
 
     return importlib.import_module(f"grader.assignments.{name}").hidden_cases(seed)
@@ -56,38 +51,37 @@ ASSIGNMENTS: dict[str, Assignment] = {
             "scaled_dot_product_attention": ("softmax",),
             "forward": ("softmax", "scaled_dot_product_attention", "split_heads", "combine_heads"),
         },
-        build_hidden_cases=_mha_hidden,
+        build_hidden_cases=functools.partial(_hidden, "multihead_attention"),
     ),
-    # The advanced track: cases and twins of each live in grader/assignments/<name>.py.
     "masked_attention": Assignment(
         name="masked_attention",
         functions=("causal_mask", "padding_mask", "masked_softmax", "masked_attention"),
         upstream={"masked_attention": ("masked_softmax",)},
-        build_hidden_cases=functools.partial(_track_hidden, "masked_attention"),
+        build_hidden_cases=functools.partial(_hidden, "masked_attention"),
     ),
     "kv_cache": Assignment(
         name="kv_cache",
         functions=("update", "forward"),
         upstream={"forward": ("update",)},
-        build_hidden_cases=functools.partial(_track_hidden, "kv_cache"),
+        build_hidden_cases=functools.partial(_hidden, "kv_cache"),
     ),
     "grouped_query_attention": Assignment(
         name="grouped_query_attention",
         functions=("repeat_kv", "__init__", "forward"),
         upstream={"forward": ("repeat_kv",)},
-        build_hidden_cases=functools.partial(_track_hidden, "grouped_query_attention"),
+        build_hidden_cases=functools.partial(_hidden, "grouped_query_attention"),
     ),
     "memory_efficient_attention": Assignment(
         name="memory_efficient_attention",
         functions=("memory_efficient_attention",),
         upstream={},
-        build_hidden_cases=functools.partial(_track_hidden, "memory_efficient_attention"),
+        build_hidden_cases=functools.partial(_hidden, "memory_efficient_attention"),
     ),
     "attention_backward": Assignment(
         name="attention_backward",
         functions=("softmax_backward", "attention_backward", "backward"),
         upstream={"attention_backward": ("softmax_backward",), "backward": ("softmax_backward", "attention_backward")},
-        build_hidden_cases=functools.partial(_track_hidden, "attention_backward"),
+        build_hidden_cases=functools.partial(_hidden, "attention_backward"),
     ),
 }
 

@@ -12,11 +12,13 @@ from pathlib import Path
 
 import numpy as np
 
-from grader.grading.case import Case, Raised
+from grader.errors import ContentError
+from grader.grading.case import Case, ErrorRule, Raised
 
-SCHEMA_VERSION = 1
-# Case fields of the exercises beyond the core one, stored only when set.
-OPTIONAL_FIELDS = ("class_name", "init", "calls", "call_text", "legend", "argument_names", "mutation_id")
+SCHEMA_VERSION = 2
+# Case fields stored when set; the rest of a case is its inputs, expected value and twins.
+OPTIONAL_FIELDS = ("class_name", "init", "calls", "call_text", "legend", "argument_names", "mutation_id",
+                   "error_rules", "overflow_ids", "structure_mistake")
 
 
 def save_cases(cases: dict[str, Case], path: Path) -> None:
@@ -32,6 +34,8 @@ def save_cases(cases: dict[str, Case], path: Path) -> None:
             return {"tuple": [tree(item) for item in value]}
         if isinstance(value, Raised):
             return {"raised": [value.type, value.message]}
+        if isinstance(value, ErrorRule):
+            return {"rule": [value.misconception, list(value.message_any), list(value.line_any)]}
         if isinstance(value, dict):
             return {"dict": {name: tree(item) for name, item in value.items()}}
         return {"plain": value}
@@ -41,7 +45,7 @@ def save_cases(cases: dict[str, Case], path: Path) -> None:
         "cases": {
             name: {
                 "id": case.id, "function": case.function, "args": tree(case.args), "kwargs": tree(case.kwargs),
-                "d_model": case.d_model, "heads": case.heads, "weights": tree(case.weights),
+                "weights": tree(case.weights),
                 "expected": tree(case.expected),
                 "twins": [[misconception, label, tree(value)] for misconception, label, value in case.known_twins()],
                 **{name: tree(getattr(case, name)) for name in OPTIONAL_FIELDS if getattr(case, name) is not None},
@@ -60,7 +64,7 @@ def load_cases(path: Path) -> dict[str, Case]:
         index = json.loads(bytes(data["__index__"]).decode())
         arrays = {key: data[key] for key in data.files if key != "__index__"}
     if index.get("schema_version") != SCHEMA_VERSION:
-        raise ValueError(f"{path}: unknown schema_version {index.get('schema_version')!r}")
+        raise ContentError(f"{path}: unknown schema_version {index.get('schema_version')!r}")
 
     def value(node):
         kind, content = next(iter(node.items()))
@@ -70,14 +74,15 @@ def load_cases(path: Path) -> dict[str, Case]:
             return tuple(value(item) for item in content)
         if kind == "raised":
             return Raised(*content)
+        if kind == "rule":
+            return ErrorRule(content[0], tuple(content[1]), tuple(content[2]))
         if kind == "dict":
             return {name: value(item) for name, item in content.items()}
         return content
 
     return {
         name: Case(id=entry["id"], function=entry["function"], args=value(entry["args"]),
-                   kwargs=value(entry["kwargs"]), d_model=entry["d_model"], heads=entry["heads"],
-                   weights=value(entry["weights"]), expected=value(entry["expected"]),
+                   kwargs=value(entry["kwargs"]), weights=value(entry["weights"]), expected=value(entry["expected"]),
                    twins=[(m, label, value(v)) for m, label, v in entry["twins"]],
                    **{field: value(entry[field]) for field in OPTIONAL_FIELDS if field in entry})
         for name, entry in index["cases"].items()
@@ -89,11 +94,9 @@ def main() -> None:
     import importlib
 
     from grader.assignments.registry import ASSIGNMENTS
-    from grader.paths import DEFAULT_ASSIGNMENT
 
     for name, assignment in ASSIGNMENTS.items():
-        module = "grader.grading.case" if name == DEFAULT_ASSIGNMENT else f"grader.assignments.{name}"
-        save_cases(importlib.import_module(module).public_cases(), assignment.public_cases_file)
+        save_cases(importlib.import_module(f"grader.assignments.{name}").public_cases(), assignment.public_cases_file)
         print(f"wrote {assignment.public_cases_file}")
 
 

@@ -18,27 +18,6 @@ from grader.sandbox.codec import ForeignObject
 from grader.sandbox.client import CallError, CallOutcome
 from grader.grading.student import StudentCode
 
-LEGENDS = {
-    "softmax": "x.shape",
-    "scaled_dot_product_attention": ("(B, H, T, d_k)", "(B, H, T, S)"),
-    "split_heads": "(B, H, T, d_k)",
-    "combine_heads": "(B, T, D)",
-    "forward": "(B, T, D)",
-    "forward+weights": ("(B, T, D)", "(B, H, T, S)"),
-}
-MUTATION_IDS = {
-    "softmax": "softmax-mutates-input",
-    "scaled_dot_product_attention": "attention-mutates-input",
-    "split_heads": "mha-mutates-input",
-    "combine_heads": "mha-mutates-input",
-    "forward": "mha-mutates-input",
-}
-ARGUMENT_NAMES = {
-    "softmax": ("x",), "scaled_dot_product_attention": ("Q", "K", "V"),
-    "split_heads": ("x",), "combine_heads": ("x",), "forward": ("Q", "K", "V"),
-}
-
-
 class CheckFailure(AssertionError):
     """A check that did not pass, with its explanation."""
 
@@ -74,13 +53,13 @@ def expect_unchanged(student: StudentCode, case: Case) -> None:
         raise failure_from_error(case.function, outcome, case)
     if not _same_structure(outcome.value, case.expected):
         raise failure_from_value(case, outcome.value)
-    names = case.argument_names or ARGUMENT_NAMES.get(case.function, ())
+    names = case.argument_names or ()
     for position, (before, after) in enumerate(zip(case.args, outcome.args_after)):
         if not isinstance(after, np.ndarray) or before.shape != after.shape or not np.array_equal(
                 before, after, equal_nan=True):
             name = names[position] if position < len(names) else f"#{position + 1}"
             raise CheckFailure(Message("mutated", {"function": case.function, "argument": name}),
-                               misconception=case.mutation_id or MUTATION_IDS.get(case.function))
+                               misconception=case.mutation_id)
 
 
 def _same_structure(got, expected) -> bool:
@@ -112,7 +91,7 @@ def failure_from_error(function: str, outcome: CallOutcome, case: Case | None = 
                if isinstance(value, Raised) and value.type == error.type and value.message == error.message]
     if matches:
         return _best([_diagnosed(case, misconception, label, raised) for misconception, label in matches], case)
-    return CheckFailure(raised, misconception=_error_heuristic(function, error), outcome="error")
+    return CheckFailure(raised, misconception=_by_rules(case, error), outcome="error")
 
 
 def failure_from_value(case: Case, got) -> CheckFailure:
@@ -136,23 +115,18 @@ def _best(matches: list[CheckFailure], case: Case) -> CheckFailure:
 def generic_failure(case: Case, got) -> CheckFailure:
     """A failure with no catalogued explanation: type, shape, NaN or numbers."""
     expected, what = case.expected, _what(case)
-    core_forward = case.function == "forward" and case.class_name is None  # MultiHeadAttention.forward
-    legends = LEGENDS["forward+weights"] if core_forward and isinstance(expected, tuple) \
-        else LEGENDS.get(case.function)
-    legends = case.legend if case.legend is not None else legends
+    legends = case.legend if case.legend is not None else "?"
     if isinstance(expected, tuple):
         if not isinstance(got, tuple) or len(got) != len(expected):
-            misconception = "mha-wrong-weights-returned" if core_forward else "wrong-type"
             return CheckFailure(Message("wrong_tuple", {"what": what, "count": len(expected), "got": _describe(got)}),
-                                misconception=misconception)
+                                misconception=case.structure_mistake or "wrong-type")
         for position, (got_item, expected_item) in enumerate(zip(got, expected)):
             if not same_value(got_item, expected_item):
                 part_what = f"{what}[{position}]"
                 legend = legends[position] if isinstance(legends, tuple) else legends
                 failure = _compare_array(case, got_item, expected_item, part_what, legend)
-                if core_forward and position == 1 and failure.misconception in ("wrong-shape",
-                                                                                               "wrong-type"):
-                    failure.misconception = "mha-wrong-weights-returned"
+                if case.structure_mistake and position > 0 and failure.misconception in ("wrong-shape", "wrong-type"):
+                    failure.misconception = case.structure_mistake
                 return failure
     return _compare_array(case, got, expected, what, legends if isinstance(legends, str) else legends[0])
 
@@ -161,12 +135,12 @@ def _compare_array(case: Case, got, expected: np.ndarray, what: str, legend: str
     if not isinstance(got, np.ndarray):
         return CheckFailure(Message("wrong_type", {"what": what, "got": _describe(got)}), misconception="wrong-type")
     if got.shape != expected.shape:
-        legend = legend if legend != "x.shape" else "x.shape"
         return CheckFailure(Message("wrong_shape", {"what": what, "got": got.shape, "expected": expected.shape,
                                                     "legend": legend}), misconception="wrong-shape")
     got64 = got.astype(np.float64)
     if not np.isfinite(got64).all() and np.isfinite(expected).all():
-        misconception = _overflow_kind(case.args[0], got64) if case.function == "softmax" else "numeric-mismatch"
+        misconception = _overflow_kind(case.args[0], got64, case.overflow_ids) if case.overflow_ids \
+            else "numeric-mismatch"
         return CheckFailure(Message("non_finite", {"what": what}), misconception=misconception)
     difference = np.abs(np.nan_to_num(got64 - expected, nan=np.inf))
     index = np.unravel_index(int(np.argmax(difference)), difference.shape) if difference.size else ()
@@ -175,8 +149,10 @@ def _compare_array(case: Case, got, expected: np.ndarray, what: str, legend: str
                         misconception="numeric-mismatch")
 
 
-def _overflow_kind(x: np.ndarray, got: np.ndarray) -> str:
+def _overflow_kind(x: np.ndarray, got: np.ndarray, ids: tuple[str, str]) -> str:
     """Tell an unstable softmax from a global-max one by which rows broke.
+
+    ``ids`` names the two mistakes (no shift, one global shift) for this case.
 
     Used when no twin matches exactly (float32 arithmetic over- and underflows
     at other thresholds than the float64 twins). With one global shift the row
@@ -194,8 +170,8 @@ def _overflow_kind(x: np.ndarray, got: np.ndarray) -> str:
     possible = finite_max < top - 87  # ... and here in float32
     if not broken[int(np.argmax(finite_max))] and certain.any() and broken[certain].all() \
             and not (broken & ~possible).any():
-        return "softmax-global-max"
-    return "softmax-unstable"
+        return ids[1]
+    return ids[0]
 
 
 def _diagnosed(case: Case, misconception: str, label: str, first: Message) -> CheckFailure:
@@ -207,27 +183,16 @@ def _diagnosed(case: Case, misconception: str, label: str, first: Message) -> Ch
     return CheckFailure(*messages, misconception=misconception, root_cause=root)
 
 
-def _error_heuristic(function: str, error: CallError) -> str:
-    text = f"{error.message} {error.source_line}"
-    if function == "softmax" and "broadcast" in error.message:
-        return "softmax-no-keepdims"
-    transposes = (".T", "transpose", "swapaxes", "moveaxis", "rollaxis")
-    if function == "scaled_dot_product_attention" and any(word in error.source_line for word in transposes) and (
-            "matmul" in error.message or "axes don't match" in error.message or "dot" in error.message
-            or "shapes" in error.message):
-        return "attention-wrong-transpose"  # the line that failed turns K around; no twin raised the same error
-    if function == "split_heads" and "reshape" in text:
-        return "split-heads-hardcoded-shape" if "cannot reshape" in error.message else "error"
+def _by_rules(case: Case | None, error: CallError) -> str:
+    """The first of the case's error rules that the exception matches, else the generic ``error``."""
+    for rule in case.error_rules if case is not None else ():
+        if rule.matches(error.message, error.source_line):
+            return rule.misconception
     return "error"
 
 
 def _what(case: Case) -> str:
-    if case.call_text:
-        return case.call_text
-    return {"softmax": "softmax(x)", "scaled_dot_product_attention": "scaled_dot_product_attention(Q, K, V)",
-            "split_heads": "split_heads(x)", "combine_heads": "combine_heads(x)"}.get(
-        case.function, "forward(Q, K, V, return_weights=True)" if case.kwargs.get("return_weights")
-        else "forward(Q, K, V)")
+    return case.call_text or f"{case.function}(...)"
 
 
 def _describe(value) -> str:

@@ -10,9 +10,6 @@ from __future__ import annotations
 from grader.grading.case import Case
 from grader.sandbox.client import CallOutcome, Sandbox
 
-CLASS_NAME = "MultiHeadAttention"
-METHODS = ("split_heads", "combine_heads", "forward")
-
 
 class StudentCode:
     def __init__(self, sandbox: Sandbox):
@@ -35,17 +32,17 @@ class StudentCode:
                 self._cache[case.id] = outcome
 
     # ``call`` and ``construct`` are never cached: checks use them for one-off inputs.
-    def call(self, function: str, *args, d_model: int | None = None, heads: int | None = None,
-             weights: dict | None = None, **kwargs) -> CallOutcome:
-        """Call ``function`` (a module function or a method of a fresh instance)."""
-        if function in METHODS:
-            return self.sandbox.call_method(CLASS_NAME, init=(d_model, heads), attributes=weights or {},
+    def call(self, function: str, *args, like: Case | None = None, **kwargs) -> CallOutcome:
+        """Call ``function`` on new inputs: a module function, or a method of a fresh
+        instance built and set up the way ``like``'s instance is."""
+        if like is not None and like.class_name is not None:
+            return self.sandbox.call_method(like.class_name, init=like.init or (), attributes=like.weights or {},
                                             method=function, args=args, kwargs=kwargs)
         return self.sandbox.call(function, *args, **kwargs)
 
-    def construct(self, d_model: int, heads: int) -> CallOutcome:
-        """Only build ``MultiHeadAttention(d_model, heads)``."""
-        return self.sandbox.call_method(CLASS_NAME, init=(d_model, heads))
+    def construct(self, class_name: str, *init) -> CallOutcome:
+        """Only build ``class_name(*init)``."""
+        return self.sandbox.call_method(class_name, init=init)
 
 
 def request_of(case: Case) -> tuple[dict, tuple, dict]:
@@ -56,7 +53,4 @@ def request_of(case: Case) -> tuple[dict, tuple, dict]:
         if case.calls is not None:
             target["calls"] = [list(step) for step in case.calls]
         return target, case.args, case.kwargs
-    if case.function in METHODS:
-        return ({"class": CLASS_NAME, "init": [case.d_model, case.heads], "attributes": case.weights or {},
-                 "method": case.function}, case.args, case.kwargs)
     return {"function": case.function}, case.args, case.kwargs

@@ -12,7 +12,7 @@ pytestmark = pytest.mark.mha(visibility="public")
 @pytest.mark.mha(points=2, function="__init__", probes=("mha-no-divisibility-check",))
 def test_constructor_rejects_a_width_the_heads_do_not_divide(student, cases):
     for d_model, heads in ((10, 3), (12, 5)):
-        outcome = student.construct(d_model, heads)
+        outcome = student.construct("MultiHeadAttention", d_model, heads)
         if outcome.error is None:
             forward = student.invoke(cases["forward/cross"])
             if forward.error is not None and forward.error.type == "NotImplementedError":
@@ -23,7 +23,7 @@ def test_constructor_rejects_a_width_the_heads_do_not_divide(student, cases):
                                misconception="mha-no-divisibility-check")
         if outcome.error.type in ("Timeout", "WorkerGone"):
             raise failure_from_error("__init__", outcome)
-    outcome = student.construct(12, 3)
+    outcome = student.construct("MultiHeadAttention", 12, 3)
     if outcome.error is not None:
         if outcome.error.type in ("Timeout", "WorkerGone", "MissingName"):
             raise failure_from_error("__init__", outcome)

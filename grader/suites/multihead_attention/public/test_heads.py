@@ -65,7 +65,7 @@ def test_combine_heads_undoes_split_heads(student, cases):
     case = cases["split/cross"]
     expect_value(student, case)  # a wrong split_heads is the root cause, not combine_heads
     split = student.invoke(case)
-    outcome = student.call("combine_heads", split.value, d_model=case.d_model, heads=case.heads)
+    outcome = student.call("combine_heads", split.value, like=case)
     if outcome.error is not None:
         raise failure_from_error("combine_heads", outcome)
     back = outcome.value

@@ -1,0 +1,347 @@
+"""Cases and buggy twins of the core exercise (``solutions/multihead_attention.py``).
+
+Graded: ``softmax``, ``scaled_dot_product_attention`` and the methods
+``split_heads``, ``combine_heads`` and ``forward`` of ``MultiHeadAttention``
+(plus its constructor, checked directly by the suite). A twin replaces one of
+them in a private copy of the reference; the reference's other functions call
+through names, so a mistake in ``softmax`` or ``split_heads`` shows in
+``forward``'s output too, and is named there as the root cause.
+
+Sizes are distinct and non-square (B=2, H=3, T=5, S=7, d_k=4 in public) and
+inputs are small random floats, so a swapped axis or a missing scale cannot
+hide behind a coincidence of sizes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from grader.assignments.twinning import Twin, floats, with_expectations
+from grader.grading.case import PUBLIC_SIZES, Case, ErrorRule, Sizes, draw_sizes, stability_logits
+
+ASSIGNMENT = "multihead_attention"
+PUBLIC_SEED = 20240613
+CLASS = "MultiHeadAttention"
+METHODS = ("split_heads", "combine_heads", "forward")
+
+
+# ---- softmax twins ----------------------------------------------------------------------
+def _normalized(x, axis):
+    """A stable softmax over ``axis``: what a mistaken axis computes."""
+    exponentials = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return exponentials / np.sum(exponentials, axis=axis, keepdims=True)
+
+
+def _unstable(module):
+    def softmax(x):
+        exponentials = np.exp(x)
+        return exponentials / exponentials.sum(axis=-1, keepdims=True)
+    return softmax
+
+
+def _global_max(module):
+    def softmax(x):
+        exponentials = np.exp(x - np.max(x))
+        return exponentials / exponentials.sum(axis=-1, keepdims=True)
+    return softmax
+
+
+def _over_axis(axis):
+    def make(module):
+        def softmax(x):
+            if x.ndim == 1 and axis not in (-1, 0, None):
+                return _normalized(x, -1)
+            return _normalized(x, axis)
+        return softmax
+    return make
+
+
+def _whole_array(*, shifted: bool):
+    def make(module):
+        def softmax(x):
+            exponentials = np.exp(x - np.max(x)) if shifted else np.exp(x)
+            return exponentials / exponentials.sum()
+        return softmax
+    return make
+
+
+def _no_keepdims(*, on_max: bool, on_sum: bool):
+    def make(module):
+        def softmax(x):
+            exponentials = np.exp(x - np.max(x, axis=-1, keepdims=not on_max))
+            return exponentials / exponentials.sum(axis=-1, keepdims=not on_sum)
+        return softmax
+    return make
+
+
+# ---- attention twins (they call the module's softmax, so softmax twins compose) ---------
+def _attention(*, scale=None, keys=None, product=None, returns_scores=False, axis=None, after_softmax=False):
+    """An attention whose scale, key transpose, value product or returned weights are mistaken."""
+    def make(module):
+        def scaled_dot_product_attention(Q, K, V):
+            d_k = Q.shape[-1]
+            raw = Q @ (np.swapaxes(K, -1, -2) if keys is None else keys(K))  # (B, H, T, S)
+            if after_softmax:
+                weights = module.softmax(raw) / np.sqrt(d_k)
+                return weights @ V, weights
+            scores = raw / np.sqrt(d_k) if scale is None else scale(raw, Q, K)
+            weights = module.softmax(scores) if axis is None else _normalized(scores, axis)
+            out = weights @ V if product is None else product(weights, K, V)
+            if returns_scores == "scaled":
+                return out, scores
+            if returns_scores == "raw":
+                return out, raw
+            return out, weights
+        return scaled_dot_product_attention
+    return make
+
+
+# ---- split / combine twins ----------------------------------------------------------------
+def _split(arrange):
+    def make(module):
+        def split_heads(self, x):
+            batch, length, width = x.shape
+            return arrange(x, batch, length, self.num_heads, width // self.num_heads)
+        return split_heads
+    return make
+
+
+def _split_axes(order):
+    return _split(lambda x, B, T, H, d_k: x.reshape(B, T, H, d_k).transpose(order))
+
+
+def _combine(arrange):
+    def make(module):
+        def combine_heads(self, x):
+            batch, heads, length, d_k = x.shape
+            return arrange(x, batch, heads, length, d_k)
+        return combine_heads
+    return make
+
+
+def _in_order(x, B, H, T, d_k):
+    return x.transpose(0, 2, 1, 3).reshape(B, T, H * d_k)
+
+
+# ---- forward twins -------------------------------------------------------------------------
+def _right(x, W):
+    return x @ W
+
+
+def _forward(*, project=_right, project_output=None, output=True, keys_from_query=False, weights_from=None,
+             returned=None):
+    """A forward whose projections, inputs, weights or returned value are mistaken."""
+    def make(module):
+        def forward(self, Q, K, V, return_weights=False):
+            W = {name: getattr(self, name) for name in ("W_Q", "W_K", "W_V", "W_O")}
+            if weights_from is not None:
+                W = {name: W[weights_from.get(name, name)] for name in W}
+            if keys_from_query:
+                K = V = Q
+            queries = self.split_heads(project(Q, W["W_Q"]))  # (B, H, T, d_k)
+            keys = self.split_heads(project(K, W["W_K"]))  # (B, H, S, d_k)
+            values = self.split_heads(project(V, W["W_V"]))  # (B, H, S, d_k)
+            heads, weights = module.scaled_dot_product_attention(queries, keys, values)
+            out = self.combine_heads(heads)  # (B, T, D)
+            if output:
+                out = (project_output or project)(out, W["W_O"])
+            if returned is not None:
+                return returned(out, weights, return_weights)
+            return (out, weights) if return_weights else out
+        return forward
+    return make
+
+
+def _method(name):
+    return f"{CLASS}.{name}"
+
+
+SOFTMAX, ATTENTION = "softmax", "scaled_dot_product_attention"
+SPLIT, COMBINE, FORWARD = _method("split_heads"), _method("combine_heads"), _method("forward")
+SPLIT_ORDERS = ((0, 1, 2, 3), (0, 2, 3, 1), (0, 3, 1, 2), (1, 2, 0, 3), (2, 0, 1, 3), (0, 1, 3, 2), (2, 1, 0, 3),
+                (1, 0, 2, 3))
+
+TWINS: tuple[Twin, ...] = (
+    Twin("softmax-unstable", "exp without subtracting the max", SOFTMAX, _unstable),
+    Twin("softmax-global-max", "subtracts the global max", SOFTMAX, _global_max),
+    Twin("softmax-wrong-axis", "normalizes over axis 0", SOFTMAX, _over_axis(0)),
+    Twin("softmax-wrong-axis", "normalizes over axis -2", SOFTMAX, _over_axis(-2)),
+    Twin("softmax-wrong-axis", "normalizes over axis 1", SOFTMAX, _over_axis(1)),
+    Twin("softmax-wrong-axis", "normalizes over the whole array", SOFTMAX, _whole_array(shifted=True)),
+    Twin("softmax-wrong-axis", "normalizes over the whole array, unshifted", SOFTMAX, _whole_array(shifted=False)),
+    Twin("softmax-no-keepdims", "row max without keepdims", SOFTMAX, _no_keepdims(on_max=True, on_sum=False)),
+    Twin("softmax-no-keepdims", "row sum without keepdims", SOFTMAX, _no_keepdims(on_max=False, on_sum=True)),
+    Twin("softmax-no-keepdims", "max and sum without keepdims", SOFTMAX, _no_keepdims(on_max=True, on_sum=True)),
+    Twin("attention-no-scale", "no scaling", ATTENTION, _attention(scale=lambda s, Q, K: s)),
+    Twin("attention-wrong-scale", "divides by d_k", ATTENTION, _attention(scale=lambda s, Q, K: s / Q.shape[-1])),
+    Twin("attention-wrong-scale", "multiplies by sqrt(d_k)", ATTENTION,
+         _attention(scale=lambda s, Q, K: s * np.sqrt(Q.shape[-1]))),
+    Twin("attention-wrong-scale", "divides by sqrt(D)", ATTENTION,
+         _attention(scale=lambda s, Q, K: s / np.sqrt(Q.shape[-1] * Q.shape[1]))),
+    Twin("attention-wrong-scale", "divides by sqrt(S)", ATTENTION,
+         _attention(scale=lambda s, Q, K: s / np.sqrt(K.shape[-2]))),
+    Twin("attention-wrong-scale", "divides by sqrt(T)", ATTENTION,
+         _attention(scale=lambda s, Q, K: s / np.sqrt(Q.shape[-2]))),
+    Twin("attention-wrong-scale", "divides by sqrt(H)", ATTENTION,
+         _attention(scale=lambda s, Q, K: s / np.sqrt(Q.shape[1]))),
+    Twin("attention-wrong-scale", "scales the weights after the softmax", ATTENTION, _attention(after_softmax=True)),
+    Twin("attention-wrong-transpose", "K.T on 4-D", ATTENTION, _attention(keys=lambda K: K.T)),
+    Twin("attention-wrong-transpose", "swaps axes 1 and 2 of K", ATTENTION,
+         _attention(keys=lambda K: K.transpose(0, 2, 1, 3))),
+    Twin("attention-wrong-transpose", "swaps heads and width of K", ATTENTION,
+         _attention(keys=lambda K: K.transpose(0, 3, 2, 1))),
+    Twin("attention-wrong-transpose", "no transpose of K", ATTENTION, _attention(keys=lambda K: K)),
+    Twin("attention-softmax-wrong-axis", "softmax over the queries", ATTENTION, _attention(axis=-2)),
+    Twin("attention-softmax-wrong-axis", "softmax over the heads", ATTENTION, _attention(axis=1)),
+    Twin("attention-softmax-wrong-axis", "softmax over the batch", ATTENTION, _attention(axis=0)),
+    Twin("attention-returns-scores", "returns the scaled scores", ATTENTION, _attention(returns_scores="scaled")),
+    Twin("attention-returns-scores", "returns the unscaled scores", ATTENTION, _attention(returns_scores="raw")),
+    Twin("attention-wrong-value-product", "weights @ K", ATTENTION, _attention(product=lambda w, K, V: w @ K)),
+    Twin("attention-wrong-value-product", "transposed weights @ V", ATTENTION,
+         _attention(product=lambda w, K, V: np.swapaxes(w, -1, -2) @ V)),
+    Twin("attention-wrong-value-product", "V @ weights", ATTENTION, _attention(product=lambda w, K, V: V @ w)),
+    Twin("attention-wrong-value-product", "weights @ V^T", ATTENTION,
+         _attention(product=lambda w, K, V: w @ np.swapaxes(V, -1, -2))),
+    Twin("attention-wrong-value-product", "weights times V elementwise", ATTENTION,
+         _attention(product=lambda w, K, V: w * V)),
+    Twin("split-heads-no-transpose", "reshape straight to (B, H, T, d_k)", SPLIT,
+         _split(lambda x, B, T, H, d_k: x.reshape(B, H, T, d_k))),
+    Twin("split-heads-interleaved", "round-robin features", SPLIT,
+         _split(lambda x, B, T, H, d_k: x.reshape(B, T, d_k, H).transpose(0, 3, 1, 2))),
+    *(Twin("split-heads-wrong-axes", f"transpose{order}", SPLIT, _split_axes(order)) for order in SPLIT_ORDERS),
+    Twin("combine-heads-no-transpose", "reshape straight to (B, T, D)", COMBINE,
+         _combine(lambda x, B, H, T, d_k: x.reshape(B, T, H * d_k))),
+    Twin("combine-heads-wrong-order", "heads in reverse order", COMBINE,
+         _combine(lambda x, B, H, T, d_k: _in_order(x[:, ::-1], B, H, T, d_k))),
+    Twin("combine-heads-wrong-order", "heads interleaved", COMBINE,
+         _combine(lambda x, B, H, T, d_k: x.transpose(0, 2, 3, 1).reshape(B, T, H * d_k))),
+    Twin("mha-no-output-projection", "no W_O", FORWARD, _forward(output=False)),
+    Twin("mha-wrong-projection", "x @ W.T", FORWARD, _forward(project=lambda x, W: x @ W.T)),
+    Twin("mha-wrong-projection", "x @ W.T for Q, K and V", FORWARD,
+         _forward(project=lambda x, W: x @ W.T, project_output=_right)),
+    Twin("mha-wrong-projection", "x @ W_O.T at the output", FORWARD, _forward(project_output=lambda x, W: x @ W.T)),
+    Twin("mha-wrong-projection", "W @ x", FORWARD, _forward(project=lambda x, W: W @ x)),
+    Twin("mha-wrong-projection", "W_Q for every input", FORWARD, _forward(weights_from={"W_K": "W_Q", "W_V": "W_Q"})),
+    Twin("mha-wrong-projection", "W_Q and W_K swapped", FORWARD, _forward(weights_from={"W_Q": "W_K", "W_K": "W_Q"})),
+    Twin("mha-wrong-projection", "W_K and W_V swapped", FORWARD, _forward(weights_from={"W_K": "W_V", "W_V": "W_K"})),
+    Twin("mha-wrong-projection", "W_K for the values", FORWARD, _forward(weights_from={"W_V": "W_K"})),
+    Twin("mha-wrong-projection", "W_Q and W_V swapped", FORWARD, _forward(weights_from={"W_Q": "W_V", "W_V": "W_Q"})),
+    Twin("mha-ignores-key-value", "keys and values from the query input", FORWARD, _forward(keys_from_query=True)),
+    Twin("mha-wrong-weights-returned", "weights averaged over heads", FORWARD,
+         _forward(returned=lambda out, w, asked: (out, w.mean(axis=1)) if asked else out)),
+    Twin("mha-wrong-weights-returned", "always returns a tuple", FORWARD,
+         _forward(returned=lambda out, w, asked: (out, w))),
+    Twin("mha-wrong-weights-returned", "ignores return_weights", FORWARD,
+         _forward(returned=lambda out, w, asked: out)),
+    Twin("mha-wrong-weights-returned", "returns (weights, out)", FORWARD,
+         _forward(returned=lambda out, w, asked: (w, out) if asked else out)),
+)
+
+
+# ---- how feedback names each function's call, values and mistakes ---------------------------
+CALL_TEXT = {
+    "softmax": "softmax(x)", "scaled_dot_product_attention": "scaled_dot_product_attention(Q, K, V)",
+    "split_heads": "split_heads(x)", "combine_heads": "combine_heads(x)", "forward": "forward(Q, K, V)",
+}
+LEGENDS = {
+    "softmax": "x.shape", "scaled_dot_product_attention": ("(B, H, T, d_k)", "(B, H, T, S)"),
+    "split_heads": "(B, H, T, d_k)", "combine_heads": "(B, T, D)", "forward": "(B, T, D)",
+}
+ARGUMENT_NAMES = {
+    "softmax": ("x",), "scaled_dot_product_attention": ("Q", "K", "V"),
+    "split_heads": ("x",), "combine_heads": ("x",), "forward": ("Q", "K", "V"),
+}
+MUTATION_IDS = {
+    "softmax": "softmax-mutates-input", "scaled_dot_product_attention": "attention-mutates-input",
+    "split_heads": "mha-mutates-input", "combine_heads": "mha-mutates-input", "forward": "mha-mutates-input",
+}
+TRANSPOSES = (".T", "transpose", "swapaxes", "moveaxis", "rollaxis")
+# Exceptions no twin reproduces exactly, told apart by their message and the line that raised.
+ERROR_RULES = {
+    "softmax": (ErrorRule("softmax-no-keepdims", message_any=("broadcast",)),),
+    # the line that failed turns K around; no twin raised the same error
+    "scaled_dot_product_attention": (ErrorRule("attention-wrong-transpose", line_any=TRANSPOSES,
+                                               message_any=("matmul", "axes don't match", "dot", "shapes")),),
+    "split_heads": (ErrorRule("split-heads-hardcoded-shape", message_any=("cannot reshape",)),),
+}
+# Rows that overflow or underflow: which mistake each pattern of broken rows points at.
+OVERFLOW_IDS = {"softmax": ("softmax-unstable", "softmax-global-max")}
+
+
+def _case(prefix: str, name: str, function: str, args: tuple, sizes: Sizes, *, kwargs=None, weights=None,
+          heads: int | None = None) -> Case:
+    method = function in METHODS
+    returns_weights = bool((kwargs or {}).get("return_weights"))
+    case = Case(
+        id=f"{prefix}{name}", function=function, args=args, kwargs=kwargs or {},
+        class_name=CLASS if method else None,
+        init=(sizes.D, heads or sizes.H) if method else None,
+        weights=weights,
+        call_text="forward(Q, K, V, return_weights=True)" if returns_weights else CALL_TEXT[function],
+        legend=("(B, T, D)", "(B, H, T, S)") if returns_weights else LEGENDS[function],
+        argument_names=ARGUMENT_NAMES[function], mutation_id=MUTATION_IDS[function],
+        error_rules=ERROR_RULES.get(function, ()), overflow_ids=OVERFLOW_IDS.get(function),
+        structure_mistake="mha-wrong-weights-returned" if function == "forward" else None,
+    )
+    return with_expectations(case, ASSIGNMENT, TWINS)
+
+
+def masked_logits(rng: np.random.Generator) -> np.ndarray:
+    x = floats(rng, 3, 6, scale=2.0)
+    x[0, [1, 4]] = -np.inf
+    x[1, 0] = -np.inf
+    x[2, [0, 2, 3, 5]] = -np.inf
+    return x
+
+
+def _weights(rng: np.random.Generator, D: int) -> dict:
+    return {name: floats(rng, D, D, scale=1.0 / np.sqrt(D)) for name in ("W_Q", "W_K", "W_V", "W_O")}
+
+
+def build_cases(rng: np.random.Generator, sizes: Sizes, prefix: str) -> dict[str, Case]:
+    """Every case of the core exercise for these sizes, keyed by name."""
+    B, H, T, S, d_k, D = sizes.B, sizes.H, sizes.T, sizes.S, sizes.d_k, sizes.D
+    weights = _weights(rng, D)
+    queries_in, keys_in = floats(rng, B, T, D), floats(rng, B, S, D)
+    values_in = floats(rng, B, S, D)
+    self_in = floats(rng, B, T, D)
+    same_key = np.repeat(floats(rng, B, H, 1, d_k), S, axis=2)
+    specs = [
+        ("softmax/1d", "softmax", (floats(rng, S + 2, scale=2.0),), {}),
+        ("softmax/2d", "softmax", (floats(rng, T, S, scale=2.0),), {}),
+        ("softmax/4d", "softmax", (floats(rng, B, H, T, S, scale=2.0),), {}),
+        ("softmax/square", "softmax", (floats(rng, T, T, scale=2.0),), {}),
+        ("softmax/stability", "softmax", (stability_logits(rng),), {}),
+        ("softmax/neg-inf", "softmax", (masked_logits(rng),), {}),
+        ("attention/cross", "scaled_dot_product_attention",
+         (floats(rng, B, H, T, d_k), floats(rng, B, H, S, d_k), floats(rng, B, H, S, d_k)), {}),
+        ("attention/self", "scaled_dot_product_attention",
+         (floats(rng, B, H, T, d_k), floats(rng, B, H, T, d_k), floats(rng, B, H, T, d_k)), {}),
+        ("attention/identical-keys", "scaled_dot_product_attention",
+         (floats(rng, B, H, T, d_k), same_key, floats(rng, B, H, S, d_k)), {}),
+        ("split/cross", "split_heads", (queries_in,), {}),
+        ("split/one", "split_heads", (floats(rng, 1, 1, D),), {}),
+        ("split/long", "split_heads", (floats(rng, B + 2, T + S, D),), {}),
+        ("combine/cross", "combine_heads", (floats(rng, B, H, T, d_k),), {}),
+        ("combine/long", "combine_heads", (floats(rng, B + 1, H, S + 2, d_k),), {}),
+        ("forward/cross", "forward", (queries_in, keys_in, values_in), {}),
+        ("forward/cross-weights", "forward", (queries_in, keys_in, values_in), {"return_weights": True}),
+        ("forward/self-weights", "forward", (self_in, self_in.copy(), self_in.copy()), {"return_weights": True}),
+    ]
+    cases = {name: _case(prefix, name, function, args, sizes, kwargs=kwargs,
+                         weights=weights if function == "forward" else None)
+             for name, function, args, kwargs in specs}
+    cases["forward/one-head"] = _case(prefix, "forward/one-head", "forward", (queries_in, keys_in, values_in), sizes,
+                                      kwargs={"return_weights": True}, weights=weights, heads=1)
+    return cases
+
+
+def public_cases() -> dict[str, Case]:
+    """The public cases, computed (instructor side) from the fixed seed."""
+    return build_cases(np.random.default_rng(PUBLIC_SEED), PUBLIC_SIZES, prefix="")
+
+
+def hidden_cases(seed: int) -> dict[str, Case]:
+    """The hidden cases for one student's seed."""
+    rng = np.random.default_rng(seed)
+    return build_cases(rng, draw_sizes(rng), prefix="hidden:")
