@@ -141,4 +141,6 @@ def same_value(a, b, *, rtol: float = 1e-4, atol: float = 1e-6) -> bool:
         if not np.array_equal(np.isnan(a64), np.isnan(b64)):
             return False
         return bool(np.allclose(a64, b64, rtol=rtol, atol=atol, equal_nan=True))
-    return False
+    if isinstance(a, (np.ndarray, tuple)) or isinstance(b, (np.ndarray, tuple)):
+        return False
+    return a is None and b is None or type(a) is type(b) and isinstance(a, (bool, int, float, str)) and a == b
