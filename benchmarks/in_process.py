@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 
-from grader.assignments.registry import get_assignment
+from grader.grading.assignment import get_assignment
 from grader.content.catalog import misconception_ids
 from grader.grading.grade import VISIBILITIES
 from grader.results import SubmissionResult, load_failure, summarize

@@ -136,7 +136,7 @@ def show_heads(sentence: str | None = None, *, heads: int = 4, d_model: int = 16
 def grade_kernel(*, functions: tuple[str, ...], visibility: str, lang: str, assignment: str = DEFAULT_ASSIGNMENT,
                  student: str = "student") -> SubmissionResult:
     """Grade the kernel's code in the worker; ``functions`` empty means all of them."""
-    from grader.assignments.registry import get_assignment
+    from grader.grading.assignment import get_assignment
     from grader.grading.grade import VISIBILITIES, grade_submission
     from grader.render.notebook_html import say
     from grader.results import load_failure

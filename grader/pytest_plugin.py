@@ -75,7 +75,7 @@ def seed(request):
 
 @pytest.fixture
 def cases(request):
-    from grader.assignments.registry import get_assignment
+    from grader.grading.assignment import get_assignment
 
     assignment = get_assignment(request.module.__name__.split(".")[2])
     if _options(request.node).get("visibility", "public") == "hidden":

@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 from click.testing import CliRunner
 
-from grader.assignments.registry import get_assignment
-from grader.assignments.store import load_cases
+from grader.grading.assignment import get_assignment
+from grader.grading.store import load_cases
 from grader.grading.case import same_value
 from grader.content.catalog import load_catalog
 from grader.cli import root

@@ -4,7 +4,7 @@ import ast
 
 import pytest
 
-from grader.assignments.registry import ASSIGNMENTS
+from grader.grading.assignment import ASSIGNMENTS
 from grader.stubs import BEGIN, END, generate_stub
 from advanced_track import reference, stub
 

@@ -81,7 +81,7 @@ def test_schema_version_is_one(catalog):
 
 
 def test_misconception_ids_include_the_design_and_extend_only_registered_exercises(catalog):
-    from grader.assignments.registry import ASSIGNMENTS
+    from grader.grading.assignment import ASSIGNMENTS
 
     ids = [entry["id"] for entry in catalog["misconception"]]
     assert MISCONCEPTION_IDS <= set(ids)

@@ -2,7 +2,7 @@
 
 import inspect
 
-from grader.assignments.registry import ASSIGNMENTS
+from grader.grading.assignment import ASSIGNMENTS
 from grader.content.messages import check_title, check_titles
 from grader.grading.runner import collect
 

@@ -4,7 +4,7 @@ import importlib
 
 import pytest
 
-from grader.assignments.registry import ASSIGNMENTS
+from grader.grading.assignment import ASSIGNMENTS
 from grader.assignments.reference import fresh_reference
 from grader.assignments.twinning import outcome_of, patched
 from grader.grading.case import Raised, same_value

@@ -168,7 +168,8 @@ def test_instructor_only_paths():
     assert instructor_only("suites/kv_cache/public/test_cache.py", ASSIGNMENT)
     assert instructor_only("assignments/multihead_attention.py", ASSIGNMENT)
     assert instructor_only("assignments/kv_cache.py", ASSIGNMENT) and instructor_only("batch/run.py", ASSIGNMENT)
-    assert not instructor_only("assignments/registry.py", ASSIGNMENT)
+    assert not instructor_only("grading/assignment.py", ASSIGNMENT)
+    assert instructor_only("assignments/__init__.py", ASSIGNMENT)
     assert not instructor_only("suites/multihead_attention/public/test_heads.py", ASSIGNMENT)
     assert not instructor_only("verbs/check.py", ASSIGNMENT)
 

@@ -9,7 +9,8 @@ def test_reference_gradients_agree_with_central_differences():
     from grader.assignments.reference import load_reference
     from grader.assignments import attention_backward as backward
     from grader.grading.gradients import leaves
-    from grader.assignments.twinning import rel_error, run_case
+    from grader.assignments.twinning import run_case
+    from grader.grading.numerics import rel_error
 
     reference = load_reference(ASSIGNMENT)
     for name, case in backward.public_cases().items():
@@ -20,7 +21,7 @@ def test_reference_gradients_agree_with_central_differences():
 
 def test_a_gradient_off_by_a_small_factor_fails_with_its_name():
     from grader.grading.gradients import TOLERANCE, leaves
-    from grader.assignments.twinning import rel_error
+    from grader.grading.numerics import rel_error
 
     gradient = np.linspace(-1.0, 1.0, 12)
     assert rel_error(gradient * (1 + 4 * TOLERANCE), gradient) > TOLERANCE

@@ -92,10 +92,3 @@ def with_expectations(case: Case, assignment: str, twins: tuple[Twin, ...]) -> C
 
     case.twins, case.twin_builder = None, differing
     return case
-
-
-def rel_error(got: np.ndarray, expected: np.ndarray) -> float:
-    """Relative error of two arrays: ``|got - expected| / (|got| + |expected|)`` in the 2-norm."""
-    got64, expected64 = np.asarray(got, dtype=np.float64), np.asarray(expected, dtype=np.float64)
-    scale = np.linalg.norm(got64) + np.linalg.norm(expected64)
-    return float(np.linalg.norm(got64 - expected64) / max(scale, 1e-12))

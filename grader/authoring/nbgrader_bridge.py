@@ -42,7 +42,7 @@ def check_groups(assignment: str) -> dict[str, tuple[str, ...]]:
     if tutorial.assignment == assignment:
         groups = [cell.functions for cell in tutorial.cells_of("nbgrader") if cell.kind == "check"]
     else:  # no course notebook for this exercise: one cell per function
-        from grader.assignments.registry import get_assignment
+        from grader.grading.assignment import get_assignment
 
         groups = [(name,) for name in get_assignment(assignment).functions]
     return {check_cell_id(group): group for group in groups}
@@ -103,7 +103,7 @@ def write_to_gradebook(*, db: Path, assignment: str, results: list[SubmissionRes
 
 
 def _group_maxima(assignment: str, groups: dict[str, tuple[str, ...]]) -> dict[str, float]:
-    from grader.assignments.registry import get_assignment
+    from grader.grading.assignment import get_assignment
     from grader.grading.runner import collect
 
     exercise = get_assignment(assignment)

@@ -28,7 +28,6 @@ RELEASE_TEXTS_FILE = CONTENT_DIR / "release.toml"
 # instructor's layers (exercises' cases and twins, class grading, authoring), the
 # hidden suites, and the instructor's verbs. Paths are relative to the package.
 INSTRUCTOR_FOLDERS = ("assignments", "batch", "authoring")
-STUDENT_SIDE_OF_ASSIGNMENTS = ("assignments/__init__.py", "assignments/registry.py", "assignments/store.py")
 INSTRUCTOR_VERBS = ("verbs/grade.py", "verbs/merge.py", "verbs/audit.py", "verbs/release.py")
 NBGRADER_CONFIG = '''\
 # nbgrader configuration of this mha-lab course, written by `mha release --nbgrader`.
@@ -74,7 +73,7 @@ def release_texts() -> dict[str, dict[str, str]]:
 def build_student_release(*, target: Path, assignment: str = "multihead_attention", lang: str = "en",
                           archive: bool = True, force: bool = False) -> StudentRelease:
     """Write the student release of ``assignment`` to ``target`` (and ``target.zip``)."""
-    from grader.assignments.registry import get_assignment
+    from grader.grading.assignment import get_assignment
     from grader.stubs import generate_stub
 
     exercise = get_assignment(assignment)
@@ -132,7 +131,7 @@ def instructor_only(relative: str, assignment: str) -> bool:
     if parts[0] == "suites" and len(parts) > 2 and (parts[1] != assignment or parts[2] == "hidden"):
         return True
     if parts[0] in INSTRUCTOR_FOLDERS:
-        return relative not in STUDENT_SIDE_OF_ASSIGNMENTS
+        return True
     return relative in INSTRUCTOR_VERBS
 
 
@@ -204,7 +203,7 @@ def release_pyproject(package: Path) -> str:
 # ---- the nbgrader course -------------------------------------------------------------------
 def check_points(assignment: str) -> dict[tuple[str, ...], float]:
     """Points of each check cell of the course notebook: every check, public and hidden, of its functions."""
-    from grader.assignments.registry import get_assignment
+    from grader.grading.assignment import get_assignment
     from grader.grading.runner import collect
     from grader.authoring.tutorial import load_tutorial
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from grader import seeding
-from grader.assignments.registry import get_assignment
+from grader.grading.assignment import get_assignment
 from grader.render.class_report import ClassTally
 from grader.batch.discovery import Submission, discover_submissions, select_shard
 from grader.errors import UsageError

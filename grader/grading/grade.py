@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from grader.assignments.registry import get_assignment
+from grader.grading.assignment import get_assignment
 from grader.content.catalog import misconception_ids
 from grader.sandbox.worker.forkserver import ForkServer
 from grader.content.messages import Message, render

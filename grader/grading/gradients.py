@@ -15,7 +15,7 @@ from grader.grading.case import Case
 from grader.grading.checks import CheckFailure, failure_from_error, failure_from_value
 from grader.content.messages import Message
 from grader.grading.student import StudentCode
-from grader.assignments.twinning import rel_error
+from grader.grading.numerics import rel_error
 
 TOLERANCE = 1e-5  # float32 arithmetic stays near 1e-7; a wrong step is off by far more
 

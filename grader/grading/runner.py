@@ -14,7 +14,7 @@ import inspect
 from dataclasses import dataclass
 from typing import Callable
 
-from grader.assignments.registry import Assignment
+from grader.grading.assignment import Assignment
 from grader.grading.checks import CheckFailure
 from grader.content.messages import Message
 from grader.results import TestResult

@@ -41,7 +41,7 @@ SCHEMA_VERSION = 1
 KINDS = ("single-choice", "multiple-choice", "numeric", "shape", "ordering", "true-false")
 LEVELS = ("basic", "intermediate", "advanced")
 # Names a question may unlock (``mha check --unlock``): the graded functions of the
-# student API, as ``grader.assignments.registry`` names them (the constructor is ``__init__``).
+# student API, as ``grader.grading.assignment`` names them (the constructor is ``__init__``).
 UNLOCKABLE = frozenset({
     "softmax", "scaled_dot_product_attention", "split_heads", "combine_heads", "__init__", "forward",
 })

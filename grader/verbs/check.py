@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from grader.assignments.registry import get_assignment
+from grader.grading.assignment import get_assignment
 from grader.errors import ChecksFailed, UsageError
 from grader.i18n import resolve_language
 from grader.verbs.options import assignment_option, json_option, lang_option

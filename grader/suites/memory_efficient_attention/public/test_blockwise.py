@@ -4,7 +4,7 @@ import pytest
 
 from grader.grading.checks import CheckFailure, expect_value
 from grader.content.messages import Message
-from grader.assignments.twinning import rel_error
+from grader.grading.numerics import rel_error
 
 pytestmark = pytest.mark.mha(function="memory_efficient_attention", visibility="public")
 TOLERANCE = 1e-6

@@ -90,10 +90,10 @@ def load_cases(path: Path) -> dict[str, Case]:
 
 
 def main() -> None:
-    """Regenerate every exercise's shipped public cases (``python -m grader.assignments.store``)."""
+    """Regenerate every exercise's shipped public cases (``python -m grader.grading.store``)."""
     import importlib
 
-    from grader.assignments.registry import ASSIGNMENTS
+    from grader.grading.assignment import ASSIGNMENTS
 
     for name, assignment in ASSIGNMENTS.items():
         save_cases(importlib.import_module(f"grader.assignments.{name}").public_cases(), assignment.public_cases_file)

@@ -28,7 +28,7 @@ class Assignment:
 
     @functools.cached_property
     def _public(self) -> dict:
-        from grader.assignments.store import load_cases
+        from grader.grading.store import load_cases
 
         return load_cases(self.public_cases_file)
 
