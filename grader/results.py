@@ -36,14 +36,20 @@ class TestResult:
     message: str = ""
     visibility: str = "public"
     root_cause: str | None = None  # the function where the mistake really is
+    # ``message`` as data, for renderers in any language: parts {"key", "params"} or {"plain"}
+    messages: tuple = ()
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        data["messages"] = list(self.messages)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> TestResult:
         known = {f.name for f in fields(cls)}
-        return cls(**{key: value for key, value in data.items() if key in known})
+        values = {key: value for key, value in data.items() if key in known}
+        values["messages"] = tuple(values.get("messages", ()))
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -62,12 +68,17 @@ class SubmissionResult:
     isolation: str = ""
     seed: int | None = None
     duration: float = 0.0
+    # ``error`` and ``notes`` as data (see ``TestResult.messages``), for renderers in any language
+    error_messages: tuple = ()
+    note_messages: tuple = ()  # one tuple of parts per note
 
     def to_dict(self) -> dict:
         data = asdict(self)
         data["misconceptions"] = list(self.misconceptions)
         data["tests"] = [test.to_dict() for test in self.tests]
         data["notes"] = list(self.notes)
+        data["error_messages"] = list(self.error_messages)
+        data["note_messages"] = [list(parts) for parts in self.note_messages]
         return data
 
     @classmethod
@@ -77,6 +88,8 @@ class SubmissionResult:
         values["misconceptions"] = tuple(values.get("misconceptions", ()))
         values["tests"] = tuple(TestResult.from_dict(t) for t in values.get("tests", ()))
         values["notes"] = tuple(values.get("notes", ()))
+        values["error_messages"] = tuple(values.get("error_messages", ()))
+        values["note_messages"] = tuple(tuple(parts) for parts in values.get("note_messages", ()))
         return cls(**values)
 
     @property

@@ -23,6 +23,60 @@ class Message:
     def render(self, lang: str) -> str:
         return render(self.key, self.params, lang)
 
+    def to_data(self) -> dict:
+        """The message as JSON-ready data (``render_parts`` renders it in any language)."""
+        return {"key": self.key, "params": {name: _plain(value) for name, value in self.params.items()}}
+
+
+def _plain(value):
+    """A parameter as JSON keeps it and ``format`` shows it: shapes and other tuples as their text."""
+    if isinstance(value, Message):
+        return value.to_data()
+    if isinstance(value, bool) or value is None or isinstance(value, (int, float, str)):
+        return value
+    if hasattr(value, "item") and getattr(value, "ndim", None) == 0:  # a NumPy scalar
+        return value.item()
+    return str(value)
+
+
+def parts_of(*items) -> tuple[dict, ...]:
+    """Message parts from ``Message`` objects and plain strings, in order."""
+    return tuple(item.to_data() if isinstance(item, Message) else {"plain": str(item)} for item in items)
+
+
+def render_parts(parts, lang: str) -> str:
+    """Render message parts (see ``parts_of``) in ``lang``; nested messages in parameters too."""
+    def nested(value):
+        if isinstance(value, dict) and "parts" in value:
+            return "".join(one(item) for item in value["parts"])
+        if isinstance(value, dict) and ("key" in value or "plain" in value):
+            return one(value)
+        return value
+
+    def one(part) -> str:
+        if "plain" in part:
+            return part["plain"]
+        params = {name: nested(value) for name, value in part.get("params", {}).items()}
+        return render(part["key"], params, lang)
+    return "".join(one(part) for part in parts)
+
+
+def check_text(test, lang: str) -> str:
+    """A check's message in ``lang`` (its stored text when the result has no message data)."""
+    return render_parts(test.messages, lang) if test.messages else test.message
+
+
+def error_text(result, lang: str) -> str:
+    """Why a submission could not be loaded, in ``lang``."""
+    return render_parts(result.error_messages, lang) if result.error_messages else (result.error or "")
+
+
+def note_texts(result, lang: str) -> tuple[str, ...]:
+    """A result's loading notes in ``lang``."""
+    if result.note_messages and len(result.note_messages) == len(result.notes):
+        return tuple(render_parts(parts, lang) for parts in result.note_messages)
+    return tuple(result.notes)
+
 
 @functools.cache
 def templates() -> dict[str, dict[str, str]]:

@@ -8,7 +8,7 @@ from pathlib import Path
 from grader.grading.assignment import get_assignment
 from grader.content.catalog import misconception_ids
 from grader.sandbox.worker.forkserver import ForkServer
-from grader.content.messages import Message, render
+from grader.content.messages import Message, parts_of, render_parts
 from grader.results import SubmissionResult, load_failure, summarize
 from grader.grading.runner import collect, run_tests
 from grader.sandbox.client import CallError, Limits, Sandbox
@@ -45,11 +45,14 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
     try:
         source = source if source is not None else read_submission(Path(path))
     except SubmissionError as bad:
-        return load_failure(error=bad.message.render(lang), **common)
+        parts = parts_of(bad.message)
+        return load_failure(error=render_parts(parts, lang), error_messages=parts, **common)
     with Sandbox.open(source=source, limits=limits or Limits(), server=server) as box:
         report = box.load_report
         if not report.ok:
-            return load_failure(error=_load_message(report.error, lang), notes=_texts(source.notes, lang),
+            error, notes = _load_message(report.error), _notes(source.notes)
+            return load_failure(error=render_parts(error, lang), error_messages=error,
+                                notes=tuple(render_parts(note, lang) for note in notes), note_messages=notes,
                                 isolation=box.isolation, duration=time.monotonic() - started, **common)
         fixtures = {"public": {"student": StudentCode(box), "cases": None, "seed": None}}
         if "public" in VISIBILITIES[visibility]:
@@ -62,31 +65,25 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
             case for chosen in fixtures.values() for case in (chosen["cases"] or {}).values()
             if case.function in graded)  # one exchange for most calls instead of one each
         results = run_tests(tests, fixtures=fixtures, assignment=exercise, lang=lang)
-        notes = _texts(source.notes, lang) + tuple(_cell_note(error, lang) for error in report.cell_errors)
-        return summarize(tests=results, catalog_ids=misconception_ids(), notes=notes, isolation=box.isolation,
+        notes = _notes(source.notes) + tuple(_cell_note(error) for error in report.cell_errors)
+        return summarize(tests=results, catalog_ids=misconception_ids(), notes=tuple(render_parts(note, lang)
+                         for note in notes), note_messages=notes, isolation=box.isolation,
                          seed=seed, duration=round(time.monotonic() - started, 3), **common)
 
 
-def _texts(notes, lang: str) -> tuple[str, ...]:
-    return tuple(note.render(lang) if isinstance(note, Message) else str(note) for note in notes)
+def _notes(notes) -> tuple[tuple[dict, ...], ...]:
+    return tuple(parts_of(note) for note in notes)
 
 
-def _location(error: CallError, lang: str) -> str:
-    parts = []
-    if error.cell:
-        parts.append(f" [{error.cell}]")
-    if error.line:
-        parts.append(render("line", {"line": error.line}, lang))
-    return "".join(parts)
-
-
-def _load_message(error: CallError | None, lang: str) -> str:
+def _load_message(error: CallError | None) -> tuple[dict, ...]:
     if error is None:
-        return "the submission could not be loaded"
-    text = render("load_error", {"type": error.type, "location": _location(error, lang), "message": error.message},
-                  lang)
-    return f"{text}\n    {error.source_line}" if error.source_line else text
+        return parts_of(Message("load_failed"))
+    location = ([{"plain": f" [{error.cell}]"}] if error.cell else []) + (
+        [Message("line", {"line": error.line}).to_data()] if error.line else [])
+    message = {"key": "load_error", "params": {"type": error.type, "message": error.message,
+                                               "location": {"parts": location}}}
+    return (message,) + ((({"plain": f"\n    {error.source_line}"}),) if error.source_line else ())
 
 
-def _cell_note(error: CallError, lang: str) -> str:
-    return render("cell_skipped", {"cell": error.cell or "?", "type": error.type, "message": error.message}, lang)
+def _cell_note(error: CallError) -> tuple[dict, ...]:
+    return parts_of(Message("cell_skipped", {"cell": error.cell or "?", "type": error.type, "message": error.message}))

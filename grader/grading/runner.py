@@ -16,7 +16,7 @@ from typing import Callable
 
 from grader.grading.assignment import Assignment
 from grader.grading.checks import CheckFailure
-from grader.content.messages import Message
+from grader.content.messages import Message, parts_of, render_parts
 from grader.results import TestResult
 
 GENERIC = {"numeric-mismatch", "wrong-shape", "wrong-type", "error"}
@@ -106,8 +106,10 @@ def _result(test: SuiteTest, failure: CheckFailure | None, failed: set[str], ass
         if broken:
             root = broken[0]
             messages.append(Message("upstream_failed", {"function": test.function, "root": root}))
+    spaced = [part for position, message in enumerate(messages) for part in ((" ", message) if position else (message,))]
+    parts = parts_of(*spaced)
     return TestResult(
         name=test.name, function=test.function, outcome=failure.outcome, score=0.0, max_score=test.points,
-        misconception=failure.misconception, message=" ".join(m.render(lang) for m in messages),
+        misconception=failure.misconception, message=render_parts(parts, lang), messages=parts,
         visibility=test.visibility, root_cause=root if root != test.function else None,
     )

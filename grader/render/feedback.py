@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from grader.content.catalog import load_bilingual, load_catalog
 from grader.i18n import pick
-from grader.content.messages import check_title, render
+from grader.content.messages import check_text, check_title, error_text, note_texts, render
 from grader.paths import CONTENT_DIR
 from grader.results import SubmissionResult, TestResult
 
@@ -87,9 +87,9 @@ def render_markdown(result: SubmissionResult, *, lang: str) -> str:
     lines = [f"# {_md(say('title', lang, assignment=result.assignment, student=result.student))}", "",
              f"**{say('score', lang, score=result.score, max_score=result.max_score)}**", ""]
     if result.notes:
-        lines += [f"## {say('report_notes', lang)}", ""] + [f"- {_md(note)}" for note in result.notes] + [""]
+        lines += [f"## {say('report_notes', lang)}", ""] + [f"- {_md(note)}" for note in note_texts(result, lang)] + [""]
     if result.status != "graded":
-        lines += [f"## {say('report_load_error', lang)}", "", "```text", (result.error or "").replace("```", "'''"),
+        lines += [f"## {say('report_load_error', lang)}", "", "```text", error_text(result, lang).replace("```", "'''"),
                   "```", "", say("what_to_do", lang), ""]
         return "\n".join(lines)
     lines += [f"## {say('checks', lang)}", ""]
@@ -101,7 +101,7 @@ def render_markdown(result: SubmissionResult, *, lang: str) -> str:
         for test in group:
             lines.append(f"| {_md(_label(test, lang))} | {test.score:g}/{test.max_score:g} | {_outcome(test, lang)} |")
             if test.outcome != "passed":
-                failures.append(f"- **{_md(check_title(test.name, lang))}**: {_md(test.message)}")
+                failures.append(f"- **{_md(check_title(test.name, lang))}**: {_md(check_text(test, lang))}")
         lines += [""] + failures + ([""] if failures else [])
     if any(test.visibility == "hidden" for test in result.tests):
         lines += [f"> {say('hidden_explained', lang)}", ""]
@@ -128,9 +128,9 @@ def render_html(result: SubmissionResult, *, lang: str) -> str:
             f"<div class=meter><span style='width:{100 * share:.1f}%'></span></div>"]
     if result.notes:
         body.append(f"<h2>{e(say('report_notes', lang))}</h2><ul>"
-                    + "".join(f"<li>{e(note)}</li>" for note in result.notes) + "</ul>")
+                    + "".join(f"<li>{e(note)}</li>" for note in note_texts(result, lang)) + "</ul>")
     if result.status != "graded":
-        body.append(f"<h2>{e(say('report_load_error', lang))}</h2><pre>{e(result.error or '')}</pre>"
+        body.append(f"<h2>{e(say('report_load_error', lang))}</h2><pre>{e(error_text(result, lang))}</pre>"
                     f"<p>{e(say('what_to_do', lang))}</p>")
         return _page(title, lang, body)
     body.append(f"<h2>{e(say('checks', lang))}</h2>")
@@ -140,7 +140,7 @@ def render_html(result: SubmissionResult, *, lang: str) -> str:
             rows.append(f"<tr class={e(test.outcome)}><td>{e(_label(test, lang))}</td>"
                         f"<td class=n>{test.score:g}/{test.max_score:g}</td><td>{e(_outcome(test, lang))}</td></tr>")
             if test.outcome != "passed":
-                rows.append(f"<tr class=message><td colspan=3>{e(test.message)}</td></tr>")
+                rows.append(f"<tr class=message><td colspan=3>{e(check_text(test, lang))}</td></tr>")
         body.append(f"<h3><code>{e(function)}</code></h3><table><tr><th>{e(say('report_check', lang))}</th>"
                     f"<th>{e(say('report_points', lang))}</th><th>{e(say('report_result', lang))}</th></tr>"
                     + "".join(rows) + "</table>")

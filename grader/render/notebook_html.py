@@ -17,7 +17,7 @@ from itertools import groupby
 
 from grader.content.catalog import load_bilingual, load_catalog
 from grader.i18n import pick
-from grader.content.messages import check_title, render
+from grader.content.messages import check_text, check_title, error_text, note_texts, render
 from grader.paths import CONTENT_DIR
 from grader.render.feedback import mistakes_of
 from grader.results import SubmissionResult
@@ -51,12 +51,12 @@ def result_to_html(result: SubmissionResult, lang: str, *, title: str | None = N
     if title:
         parts.append(f"<div class='mha-title'>{e(title)}</div>")
     if result.notes:
-        items = "".join(f"<li>{e(note)}</li>" for note in result.notes)
+        items = "".join(f"<li>{e(note)}</li>" for note in note_texts(result, lang))
         parts.append(f"<details class='mha-notes'><summary>{e(say('report_notes', lang))} "
                      f"({len(result.notes)})</summary><ul>{items}</ul></details>")
     if result.status != "graded":
         parts.append(f"<p class='mha-bad'>{e(say('report_load_error', lang))}</p>"
-                     f"<pre class='mha-error'>{e(result.error or '')}</pre></div>")
+                     f"<pre class='mha-error'>{e(error_text(result, lang))}</pre></div>")
         return "".join(parts)
     for function, group in groupby(result.tests, key=lambda test: test.function):
         parts.append(_function_table(function, list(group), lang))
@@ -83,7 +83,7 @@ def _function_table(function: str, tests: list, lang: str) -> str:
             cause = ""
             if test.root_cause:
                 cause = f" <b>{e(say('root_cause', lang, function=test.root_cause))}</b>."
-            rows.append(f"<tr class='mha-message'><td colspan='3'>{e(test.message)}{cause}</td></tr>")
+            rows.append(f"<tr class='mha-message'><td colspan='3'>{e(check_text(test, lang))}{cause}</td></tr>")
     header = "".join(f"<th>{e(say(key, lang))}</th>" for key in ("report_check", "report_points", "report_result"))
     return (f"<table class='mha-table'><caption><code>{e(function)}</code></caption>"
             f"<tr>{header}</tr>{''.join(rows)}</table>")

@@ -9,7 +9,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from grader.content.catalog import load_catalog
-from grader.content.messages import check_title, render
+from grader.content.messages import check_text, check_title, error_text, note_texts, render
 from grader.results import SubmissionResult
 
 MARKS = {"passed": "[green]✓[/]", "failed": "[red]✗[/]", "error": "[red]![/]", "timeout": "[yellow]⏱[/]"}
@@ -31,11 +31,11 @@ def print_result(result: SubmissionResult, *, file: str, lang: str, console: Con
     console.print(f"[bold]{escape(say('report_title', file=file, assignment=result.assignment, checks=len(result.tests)))}[/]")
     if result.notes:
         console.print(f"[dim]{say('report_notes')}:[/]")
-        for note in result.notes:
+        for note in note_texts(result, lang):
             console.print(f"  [dim]- {escape(note)}[/]")
     if result.status == "error":
         console.print(f"[red]{escape(say('report_load_error'))}[/]")
-        console.print(escape(result.error or ""))
+        console.print(escape(error_text(result, lang)))
         return
     catalog = load_catalog()
     explained: set[str] = set()
@@ -54,7 +54,7 @@ def print_result(result: SubmissionResult, *, file: str, lang: str, console: Con
         for test in tests:
             if test.outcome == "passed":
                 continue
-            console.print(f"  [red]✗ {escape(check_title(test.name, lang))}[/]: {escape(test.message)}")
+            console.print(f"  [red]✗ {escape(check_title(test.name, lang))}[/]: {escape(check_text(test, lang))}")
             entry = catalog.get(test.misconception or "")
             if entry is not None:
                 console.print(f"    [bold]{escape(entry.text('title', lang))}[/] [dim]({entry.id})[/]")
