@@ -40,3 +40,9 @@ def student_seed(student: str, *, key: str | None = None, purpose: str = "hidden
     """A 63-bit seed for one student and one purpose."""
     material = f"{key if key is not None else course_key()}\0{purpose}\0{student}".encode()
     return int.from_bytes(hashlib.sha256(material).digest()[:8], "big") >> 1
+
+
+def derived_seed(seed: int, purpose: str) -> int:
+    """A second 63-bit seed drawn from ``seed`` for another use (e.g. a graded run's public inputs)."""
+    material = f"{seed}\0{purpose}".encode()
+    return int.from_bytes(hashlib.sha256(material).digest()[:8], "big") >> 1

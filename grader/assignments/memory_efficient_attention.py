@@ -90,8 +90,9 @@ def memory_inputs(seed: int, length: int) -> tuple[np.ndarray, np.ndarray, np.nd
     return tuple(floats(rng, 1, 1, length, MEMORY_D_K) for _ in range(3))
 
 
-def public_cases() -> dict[str, Case]:
-    return build_cases(np.random.default_rng(PUBLIC_SEED), B=2, H=3, T=5, S=23, d_k=4, block=4, prefix="")
+def public_cases(seed: int | None = None) -> dict[str, Case]:
+    """The public cases: from the fixed seed (shipped), or drawn from ``seed`` in a graded run."""
+    return build_cases(np.random.default_rng(PUBLIC_SEED if seed is None else seed), B=2, H=3, T=5, S=23, d_k=4, block=4, prefix="")
 
 
 def hidden_cases(seed: int) -> dict[str, Case]:

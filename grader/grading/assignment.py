@@ -33,7 +33,14 @@ class Assignment:
         return load_cases(self.public_cases_file)
 
     def public_cases(self) -> dict:
+        """The shipped public cases (fixed inputs: a student's instant check)."""
         return self._public
+
+    def drawn_public_cases(self, seed: int) -> dict:
+        """The public checks' cases with inputs drawn from ``seed`` (instructor side: graded runs)."""
+        import importlib
+
+        return importlib.import_module(f"grader.assignments.{self.name}").public_cases(seed)
 
 
 def _hidden(name: str, seed: int) -> dict:

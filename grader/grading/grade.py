@@ -12,7 +12,7 @@ from grader.content.messages import Message, parts_of, render_parts
 from grader.results import SubmissionResult, load_failure, summarize
 from grader.grading.runner import collect, run_tests
 from grader.sandbox.client import CallError, Limits, Sandbox
-from grader.seeding import student_seed
+from grader.seeding import derived_seed, student_seed
 from grader.grading.student import StudentCode
 from grader.sandbox.source import SubmissionError, SubmissionSource, read_submission
 
@@ -56,7 +56,9 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
                                 isolation=box.isolation, duration=time.monotonic() - started, **common)
         fixtures = {"public": {"student": StudentCode(box), "cases": None, "seed": None}}
         if "public" in VISIBILITIES[visibility]:
-            fixtures["public"]["cases"] = exercise.public_cases()
+            # In a graded run nothing shipped to students is worth a point: public checks get drawn inputs too.
+            fixtures["public"]["cases"] = (exercise.drawn_public_cases(derived_seed(seed, "public")) if uses_hidden
+                                           else exercise.public_cases())
         if uses_hidden:
             fixtures["hidden"] = {"student": fixtures["public"]["student"],
                                   "cases": exercise.build_hidden_cases(seed), "seed": seed}
