@@ -25,15 +25,35 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
-    config.addinivalue_line(
-        "markers", "mha(points=1, function=None, visibility='public', probes=()): a graded check of mha-lab")
+    from grader.grading.marker import MARKER_HELP
+
+    config.addinivalue_line("markers", MARKER_HELP)
+    config._mha_points = {}  # nodeid -> (points earned, points possible)
 
 
-def _options(node) -> dict:
-    options: dict = {}
-    for mark in reversed(list(node.iter_markers("mha"))):  # module marks first, the test's own last
-        options.update(mark.kwargs)
-    return options
+def _marker(node):
+    from grader.grading.marker import MARKER, read_marker
+
+    return read_marker(reversed(list(node.iter_markers(MARKER))))  # module marks first, the test's own last
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Score each graded check as the grader does: its points when it passes, none otherwise."""
+    outcome = yield
+    report = outcome.get_result()
+    if not any(True for _ in item.iter_markers("mha")) or not item.config.getoption("--submission"):
+        return
+    points = _marker(item).points
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        item.config._mha_points[item.nodeid] = (points if report.passed else 0.0, points)
+
+
+def pytest_terminal_summary(terminalreporter, config):
+    scored = getattr(config, "_mha_points", {})
+    if scored:
+        earned, possible = (sum(values) for values in zip(*scored.values()))
+        terminalreporter.write_line(f"mha-lab: {earned:g} / {possible:g} points from {len(scored)} checks")
 
 
 @pytest.fixture(scope="session")
@@ -78,6 +98,6 @@ def cases(request):
     from grader.grading.assignment import get_assignment
 
     assignment = get_assignment(request.module.__name__.split(".")[2])
-    if _options(request.node).get("visibility", "public") == "hidden":
+    if _marker(request.node).visibility == "hidden":
         return assignment.build_hidden_cases(request.getfixturevalue("seed"))
     return assignment.public_cases()

@@ -19,3 +19,5 @@ def test_plain_pytest_and_the_runner_agree_on_a_buggy_module(tmp_path):
     result = grade_submission(path=path, visibility="all", student="combine_heads_wrong_order")
     failed_by_runner = {test.name for test in result.tests if test.outcome != "passed"}
     assert failed_by_pytest == failed_by_runner and failed_by_runner
+    # the plugin scores the run as the grader does
+    assert f"mha-lab: {result.score:g} / {result.max_score:g} points from {len(result.tests)} checks" in done.stdout

@@ -16,6 +16,7 @@ from typing import Callable
 
 from grader.grading.assignment import Assignment
 from grader.grading.checks import CheckFailure
+from grader.grading.marker import read_marker
 from grader.content.messages import Message, parts_of, render_parts
 from grader.results import TestResult
 
@@ -32,14 +33,6 @@ class SuiteTest:
     run: Callable
 
 
-def marker_options(marks) -> dict:
-    options: dict = {}
-    for mark in marks or ():
-        if getattr(mark, "name", None) == "mha":
-            options.update(mark.kwargs)
-    return options
-
-
 def collect(assignment: Assignment, visibilities: tuple[str, ...]) -> list[SuiteTest]:
     """The checks of ``assignment`` in these visibilities, in the order of its functions."""
     tests = []
@@ -54,12 +47,9 @@ def collect(assignment: Assignment, visibilities: tuple[str, ...]) -> list[Suite
             for name, function in inspect.getmembers(module, inspect.isfunction):
                 if not name.startswith("test_") or function.__module__ != module.__name__:
                     continue
-                options = marker_options(module_marks) | marker_options(getattr(function, "pytestmark", []))
-                tests.append(SuiteTest(
-                    name=name, function=options.get("function", "?"), points=float(options.get("points", 1)),
-                    visibility=options.get("visibility", visibility), probes=tuple(options.get("probes", ())),
-                    run=function,
-                ))
+                marker = read_marker(module_marks + list(getattr(function, "pytestmark", [])), visibility=visibility)
+                tests.append(SuiteTest(name=name, function=marker.function, points=marker.points,
+                                       visibility=marker.visibility, probes=marker.probes, run=function))
     order = {name: position for position, name in enumerate(assignment.functions)}
     return sorted(tests, key=lambda t: (t.visibility != "public", order.get(t.function, 99),
                                         t.run.__module__, t.run.__code__.co_firstlineno))
