@@ -19,6 +19,9 @@ GENERIC_OUTCOMES = (
     "timeout",
     "load-error",
 )
+# Outcomes that say something is wrong but not which mistake: a wrong value, or an exception, no twin explains.
+UNEXPLAINED_VALUE = frozenset({"numeric-mismatch", "wrong-shape", "wrong-type"})
+UNEXPLAINED = UNEXPLAINED_VALUE | {"error"}
 
 
 @dataclass(frozen=True)

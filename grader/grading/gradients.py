@@ -16,6 +16,7 @@ from grader.grading.checks import CheckFailure, failure_from_error, failure_from
 from grader.content.messages import Message
 from grader.grading.student import StudentCode
 from grader.grading.numerics import rel_error
+from grader.results import UNEXPLAINED_VALUE
 
 TOLERANCE = 1e-5  # float32 arithmetic stays near 1e-7; a wrong step is off by far more
 
@@ -50,7 +51,7 @@ def expect_gradients(student: StudentCode, case: Case, names: tuple[str, ...],
         if not worst:
             return got
     diagnosed = failure_from_value(case, got)
-    if not shapes_match or diagnosed.misconception not in ("numeric-mismatch", "wrong-shape", "wrong-type"):
+    if not shapes_match or diagnosed.misconception not in UNEXPLAINED_VALUE:
         raise diagnosed
     name, error = worst[0]
     raise CheckFailure(Message("gradient_error", {"what": case.call_text, "name": name, "error": f"{error:.3g}",

@@ -18,9 +18,7 @@ from grader.grading.assignment import Assignment
 from grader.grading.checks import CheckFailure
 from grader.grading.marker import read_marker
 from grader.content.messages import Message, parts_of, render_parts
-from grader.results import TestResult
-
-GENERIC = {"numeric-mismatch", "wrong-shape", "wrong-type", "error"}
+from grader.results import UNEXPLAINED, TestResult
 
 
 @dataclass(frozen=True)
@@ -91,7 +89,7 @@ def _result(test: SuiteTest, failure: CheckFailure | None, failed: set[str], ass
     failure = _confirmed(failure, failed - {test.function})
     messages = list(failure.messages)
     root = failure.root_cause
-    if failure.misconception in GENERIC:
+    if failure.misconception in UNEXPLAINED:
         broken = [name for name in assignment.upstream.get(test.function, ()) if name in failed]
         if broken:
             root = broken[0]

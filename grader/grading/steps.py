@@ -14,6 +14,7 @@ from grader.grading.case import Case, same_value
 from grader.grading.checks import CheckFailure, failure_from_error, failure_from_value, generic_failure
 from grader.content.messages import Message
 from grader.grading.student import StudentCode
+from grader.results import UNEXPLAINED_VALUE
 
 
 def step_text(case: Case, position: int) -> str:
@@ -31,7 +32,7 @@ def expect_steps(student: StudentCode, case: Case) -> tuple:
     if same_value(got, case.expected):
         return got
     diagnosed = failure_from_value(dataclasses.replace(case, twins=list(case.known_twins())), got)
-    if diagnosed.misconception not in ("numeric-mismatch", "wrong-shape", "wrong-type"):
+    if diagnosed.misconception not in UNEXPLAINED_VALUE:
         raise diagnosed
     if not isinstance(got, tuple) or len(got) != len(case.expected):
         raise diagnosed
