@@ -129,7 +129,7 @@ def test_titles_are_short(catalog):
 
 
 def test_bilingual_loader_names_the_file_and_the_key(tmp_path):
-    from grader.content.catalog import load_bilingual
+    from grader.content.loader import load_bilingual
     from grader.errors import ContentError
 
     path = tmp_path / "texts.toml"

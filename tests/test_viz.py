@@ -205,7 +205,7 @@ def test_installed_command_draws_the_heads(tmp_path):
 def test_a_malformed_text_file_is_named(tmp_path):
     bad = tmp_path / "viz.toml"
     bad.write_text('schema_version = 1\n[figure]\nquery.en = "query {x}"\nquery.zh = "查询"\n', encoding="utf-8")
-    with pytest.raises(ContentError, match=r"viz\.toml: figure\.query: placeholders differ"):
+    with pytest.raises(ContentError, match=r"viz\.toml: figure\.query has different placeholders"):
         load_viz_texts(bad)
     bad.write_text('schema_version = 1\n[figure]\nquery.en = "query"\n', encoding="utf-8")
     with pytest.raises(ContentError, match="figure.query must have exactly the languages"):

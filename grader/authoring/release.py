@@ -18,7 +18,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.content.catalog import load_bilingual
+from grader.content.loader import load_bilingual
 from grader.errors import ConfigError, ContentError, UsageError
 from grader.i18n import LANGUAGES, pick
 from grader.paths import CONTENT_DIR, PACKAGE_DIR, PROJECT_DIR, solution_path

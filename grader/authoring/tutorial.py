@@ -12,7 +12,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.content.catalog import load_toml
+from grader.content.loader import load_toml
 from grader.errors import ContentError
 from grader.i18n import LANGUAGES
 from grader.paths import CONTENT_DIR

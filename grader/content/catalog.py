@@ -7,6 +7,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.content.loader import load_toml
 from grader.errors import ContentError
 from grader.i18n import LANGUAGES, pick
 from grader.paths import CONTENT_DIR
@@ -23,33 +24,6 @@ class Entry:
 
     def text(self, key: str, lang: str) -> str:
         return pick(self.texts[key], lang)
-
-
-def load_toml(path: Path) -> dict:
-    """Read a content file; any problem is a ContentError naming the file."""
-    try:
-        with open(path, "rb") as handle:
-            return tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError) as bad:
-        raise ContentError(f"{path}: {bad}") from None
-
-
-def load_bilingual(path: Path, table: str) -> dict[str, dict[str, str]]:
-    """The ``[table.<key>]`` entries of a content file, each with non-empty en and zh texts.
-
-    Any problem is a ContentError naming the file and the key.
-    """
-    data = load_toml(path)
-    if data.get("schema_version") != 1:
-        raise ContentError(f"{path}: schema_version must be 1, found {data.get('schema_version')!r}")
-    entries = data.get(table)
-    if not isinstance(entries, dict):
-        raise ContentError(f"{path}: missing the [{table}.*] tables")
-    for key, texts in entries.items():
-        for lang in LANGUAGES:
-            if not isinstance(texts, dict) or not texts.get(lang):
-                raise ContentError(f"{path}: {table}.{key} lacks the {lang} text")
-    return entries
 
 
 @functools.cache

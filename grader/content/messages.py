@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
-from grader.content.catalog import load_bilingual
+from grader.content.loader import load_bilingual
 from grader.errors import ContentError
 from grader.paths import CONTENT_DIR
 

@@ -15,7 +15,8 @@ import functools
 import html
 from itertools import groupby
 
-from grader.content.catalog import load_bilingual, load_catalog
+from grader.content.catalog import load_catalog
+from grader.content.loader import load_bilingual
 from grader.i18n import pick
 from grader.content.messages import check_text, check_title, error_text, note_texts, render
 from grader.paths import CONTENT_DIR

@@ -8,17 +8,15 @@ dotted key (``figure.query``, ``stage.weights.about``). Placeholders such as
 from __future__ import annotations
 
 import functools
-import string
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.content.loader import bilingual_texts, load_toml
 from grader.errors import ContentError
-from grader.i18n import LANGUAGES, pick
+from grader.i18n import pick
 from grader.paths import CONTENT_DIR
 
 VIZ_CONTENT = CONTENT_DIR / "viz.toml"
-SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -42,12 +40,8 @@ class VizTexts:
 @functools.cache
 def load_viz_texts(path: Path = VIZ_CONTENT) -> VizTexts:
     """Read and check ``viz.toml``; raise ContentError naming the file and key on any problem."""
-    try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        raise ContentError(f"{path}: cannot read: {error}") from error
-    if data.pop("schema_version", None) != SCHEMA_VERSION:
-        raise ContentError(f"{path}: schema_version must be {SCHEMA_VERSION}")
+    data = load_toml(path)
+    data.pop("schema_version")
     presets = data.pop("preset", [])
     sentences = []
     for index, entry in enumerate(presets):
@@ -55,33 +49,4 @@ def load_viz_texts(path: Path = VIZ_CONTENT) -> VizTexts:
         if not isinstance(sentence, str) or not sentence.strip():
             raise ContentError(f"{path}: preset[{index}].sentence must be a non-empty string")
         sentences.append(sentence)
-    texts: dict[str, dict[str, str]] = {}
-    _collect(data, "", texts, path)
-    return VizTexts(texts=texts, presets=tuple(sentences))
-
-
-def _collect(table: dict, prefix: str, texts: dict, path: Path) -> None:
-    for name, value in table.items():
-        key = f"{prefix}{name}"
-        if not isinstance(value, dict):
-            raise ContentError(f"{path}: {key} must be a table of texts, got {type(value).__name__}")
-        if set(value) & set(LANGUAGES):
-            texts[key] = _checked_pair(value, key, path)
-        else:
-            _collect(value, key + ".", texts, path)
-
-
-def _checked_pair(value: dict, key: str, path: Path) -> dict[str, str]:
-    if set(value) != set(LANGUAGES):
-        raise ContentError(f"{path}: {key} must have exactly the languages {', '.join(LANGUAGES)}")
-    for lang in LANGUAGES:
-        if not isinstance(value[lang], str) or not value[lang].strip():
-            raise ContentError(f"{path}: {key}.{lang} must be a non-empty string")
-    fields = {lang: _placeholders(value[lang]) for lang in LANGUAGES}
-    if fields["en"] != fields["zh"]:
-        raise ContentError(f"{path}: {key}: placeholders differ between languages: {fields}")
-    return dict(value)
-
-
-def _placeholders(text: str) -> set[str]:
-    return {field for _, field, _, _ in string.Formatter().parse(text) if field}
+    return VizTexts(texts=bilingual_texts(data, path), presets=tuple(sentences))

@@ -1,0 +1,75 @@
+"""One reader for the content files: TOML with a ``schema_version``, texts in English and Chinese.
+
+A text is a table with non-empty ``en`` and ``zh`` strings that use the same
+``{placeholders}``, so a translation can neither drop nor invent a field.
+Nested tables give dotted keys (``figure.query``). Every problem is a
+ContentError that names the file and the key.
+"""
+
+from __future__ import annotations
+
+import string
+import tomllib
+from pathlib import Path
+
+from grader.errors import ContentError
+from grader.i18n import LANGUAGES
+
+SCHEMA_VERSION = 1
+
+
+def load_toml(path: Path, *, schema_version: int | None = SCHEMA_VERSION) -> dict:
+    """Read a content file (and check its ``schema_version`` unless None is asked)."""
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError) as bad:
+        raise ContentError(f"{path}: {bad}") from None
+    if schema_version is not None and data.get("schema_version") != schema_version:
+        raise ContentError(f"{path}: schema_version must be {schema_version}, found {data.get('schema_version')!r}")
+    return data
+
+
+def bilingual_texts(table: dict, path: Path, *, within: str = "", prefix: str = "") -> dict[str, dict[str, str]]:
+    """Every text under ``table`` by dotted key (relative to it), checked.
+
+    ``within`` is the table's own dotted name in the file, for error messages.
+    """
+    texts: dict[str, dict[str, str]] = {}
+    for name, value in table.items():
+        key = f"{prefix}{name}"
+        if not isinstance(value, dict):
+            raise ContentError(f"{path}: {within}{key} must be a table with en and zh texts, "
+                               f"got {type(value).__name__}")
+        if set(value) & set(LANGUAGES):
+            texts[key] = checked_pair(value, within + key, path)
+        else:
+            texts.update(bilingual_texts(value, path, within=within, prefix=key + "."))
+    return texts
+
+
+def checked_pair(value: dict, key: str, path: Path) -> dict[str, str]:
+    """One text's ``{en, zh}`` table: both present, non-empty, with the same placeholders."""
+    languages = ", ".join(LANGUAGES)
+    for lang in LANGUAGES:
+        if not isinstance(value.get(lang), str) or not value[lang].strip():
+            raise ContentError(f"{path}: {key} lacks the {lang} text (it must have exactly the languages {languages})")
+    if set(value) - set(LANGUAGES):
+        raise ContentError(f"{path}: {key} must have exactly the languages {languages}; found {sorted(value)}")
+    fields = {lang: sorted(placeholders(value[lang])) for lang in LANGUAGES}
+    if len({tuple(names) for names in fields.values()}) != 1:
+        raise ContentError(f"{path}: {key} has different placeholders in {' and '.join(LANGUAGES)}: {fields}")
+    return {lang: value[lang] for lang in LANGUAGES}
+
+
+def load_bilingual(path: Path, table: str) -> dict[str, dict[str, str]]:
+    """The texts of the ``[table.*]`` entries of a content file, by key."""
+    data = load_toml(path)
+    entries = data.get(table)
+    if not isinstance(entries, dict):
+        raise ContentError(f"{path}: missing the [{table}.*] tables")
+    return bilingual_texts(entries, path, within=f"{table}.")
+
+
+def placeholders(text: str) -> set[str]:
+    return {field for _, field, _, _ in string.Formatter().parse(text) if field}
