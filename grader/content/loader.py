@@ -53,7 +53,7 @@ def checked_pair(value: dict, key: str, path: Path) -> dict[str, str]:
     languages = ", ".join(LANGUAGES)
     for lang in LANGUAGES:
         if not isinstance(value.get(lang), str) or not value[lang].strip():
-            raise ContentError(f"{path}: {key} lacks the {lang} text (it must have exactly the languages {languages})")
+            raise ContentError(f"{path}: {key} lacks the {lang} text: {key} must have exactly the languages {languages}")
     if set(value) - set(LANGUAGES):
         raise ContentError(f"{path}: {key} must have exactly the languages {languages}; found {sorted(value)}")
     fields = {lang: sorted(placeholders(value[lang])) for lang in LANGUAGES}
