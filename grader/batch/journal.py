@@ -18,57 +18,15 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
-import os
-import re
 import shutil
-import tempfile
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
 
 from grader.errors import UsageError
+from grader.files import atomic_write_text, file_key
 
 MAX_ATTEMPTS = 2  # a submission in flight during two grader crashes is not tried a third time
-_UNSAFE = re.compile(r"[^\w.-]", re.UNICODE)
-
-
-def file_key(student: str) -> str:
-    """A file name for ``student``: the id itself when safe, else a cleaned id plus a short hash."""
-    cleaned = _UNSAFE.sub("_", student).lstrip(".") or "_"
-    if cleaned == student and len(student) <= 120:
-        return student
-    digest = hashlib.sha256(student.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return f"{cleaned[:100]}-{digest}"
-
-
-@contextlib.contextmanager
-def atomic_writer(path: Path, mode: str = "w", *, durable: bool = False) -> Iterator[IO]:
-    """Write ``path`` through a temporary file in the same folder, then rename it into place.
-
-    Readers see the old file or the whole new one, never a part. ``durable``
-    also flushes the data to the disk before the rename (survives power loss).
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    encoding = None if "b" in mode else "utf-8"
-    try:
-        with open(descriptor, mode, encoding=encoding, newline="" if encoding else None) as handle:
-            yield handle
-            handle.flush()
-            if durable:
-                os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-
-
-def atomic_write_text(path: Path, text: str, *, durable: bool = False) -> None:
-    with atomic_writer(path, durable=durable) as handle:
-        handle.write(text)
 
 
 class Journal:

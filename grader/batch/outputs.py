@@ -18,7 +18,8 @@ import tempfile
 from pathlib import Path
 
 from grader.render.class_report import ClassTally, write_report
-from grader.batch.journal import Journal, atomic_write_text, atomic_writer, file_key
+from grader.batch.journal import Journal
+from grader.files import atomic_write_text, atomic_writer, file_key
 from grader.render.exports import GradesCsv, JUnitReport, ResultsJson, gradescope_results
 from grader.render.feedback import render_html, render_markdown
 from grader.results import SubmissionResult

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.content.catalog import load_catalog
-from grader.batch.journal import atomic_write_text
+from grader.files import atomic_write_text
 from grader.content.messages import check_title
 
 
