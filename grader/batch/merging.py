@@ -6,7 +6,7 @@ import json
 import time
 from pathlib import Path
 
-from grader.batch.run import BatchSummary
+from grader.tally import BatchSummary
 from grader.errors import UsageError
 from grader.batch.journal import Journal
 from grader.batch.outputs import write_outputs

@@ -17,7 +17,8 @@ import json
 import tempfile
 from pathlib import Path
 
-from grader.render.class_report import ClassTally, write_report
+from grader.render.class_report import write_report
+from grader.tally import ClassTally
 from grader.batch.journal import Journal
 from grader.files import atomic_write_text, atomic_writer, file_key
 from grader.render.exports import GradesCsv, JUnitReport, ResultsJson, gradescope_results

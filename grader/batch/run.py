@@ -18,13 +18,12 @@ from __future__ import annotations
 import os
 import time
 from collections import deque
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Callable, Protocol
 
 from grader import seeding
 from grader.assignments.registry import get_assignment
-from grader.render.class_report import ClassTally
 from grader.batch.discovery import Submission, discover_submissions, select_shard
 from grader.errors import UsageError
 from grader.batch.journal import MAX_ATTEMPTS, Journal
@@ -34,6 +33,7 @@ from grader.batch.outputs import write_outputs
 from grader.paths import DEFAULT_ASSIGNMENT
 from grader.results import load_failure
 from grader.sandbox.client import Limits
+from grader.tally import BatchSummary
 
 LANE_GRACE_SECONDS = 60.0  # beyond the sandbox's own limits, before a grading process is presumed stuck
 
@@ -57,16 +57,6 @@ class _Silent:
 
     def end(self) -> None:
         pass
-
-
-@dataclass(frozen=True)
-class BatchSummary:
-    out: Path
-    students: int  # in this run (this shard)
-    graded_now: int  # graded by this run; the rest came from an earlier, resumed one
-    ignored: tuple[str, ...]  # entries of SUBMISSIONS that are not submissions
-    tally: ClassTally
-    elapsed: float
 
 
 def default_jobs() -> int:
