@@ -17,6 +17,7 @@ from grader.errors import UsageError
 from grader.batch.journal import MAX_ATTEMPTS, Journal
 from grader.files import atomic_writer, file_key
 from grader.batch.lanes import grade_task
+from grader.batch.settings import GradingRun
 from grader.paths import solution_path
 from grader.sandbox.client import Limits
 
@@ -181,13 +182,13 @@ def test_file_keys_are_safe_and_distinct():
 # ---- grading processes that die or hang ---------------------------------------------------
 def crash_for_poison(task: dict) -> dict:
     """A lane runner that dies like a grading process killed by its submission."""
-    if task["student"].startswith("poison"):
+    if task.student.startswith("poison"):
         os.kill(os.getpid(), signal.SIGKILL)
     return grade_task(task)
 
 
 def hang_for_stuck(task: dict) -> dict:
-    if task["student"].startswith("stuck"):
+    if task.student.startswith("stuck"):
         time.sleep(3600)
     return grade_task(task)
 
@@ -200,7 +201,8 @@ def small_class(root: Path, names: list[str]) -> Path:
 
 def test_a_submission_that_kills_its_grading_process_is_tried_twice_then_an_error(tmp_path):
     root = small_class(tmp_path / "class", ["ada", "poison", "zoe"])
-    summary = grade_class(submissions=root, out=tmp_path / "out", jobs=2, limits=FAST, runner=crash_for_poison)
+    summary = grade_class(run=GradingRun(submissions=root, out=tmp_path / "out", jobs=2, limits=FAST),
+                          runner=crash_for_poison)
     results = {r["student"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
     assert results["ada"]["score"] == results["zoe"]["score"] == results["ada"]["max_score"]
     assert results["poison"]["status"] == "error"
@@ -212,8 +214,8 @@ def test_a_grading_process_that_hangs_is_ended_and_the_batch_finishes(tmp_path, 
     monkeypatch.setattr(batch, "LANE_GRACE_SECONDS", 0.5)
     root = small_class(tmp_path / "class", ["ada", "stuck"])
     started = time.monotonic()
-    grade_class(submissions=root, out=tmp_path / "out", jobs=2, limits=Limits(call_timeout=0.5, submission_timeout=1.0),
-                runner=hang_for_stuck)
+    slow = Limits(call_timeout=0.5, submission_timeout=1.0)
+    grade_class(run=GradingRun(submissions=root, out=tmp_path / "out", jobs=2, limits=slow), runner=hang_for_stuck)
     results = {r["student"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
     assert results["ada"]["status"] == "graded"
     assert results["stuck"]["status"] == "error" and "longer than the time allowed" in results["stuck"]["error"]
@@ -223,7 +225,7 @@ def test_a_grading_process_that_hangs_is_ended_and_the_batch_finishes(tmp_path, 
 def test_refused_submissions_get_an_error_result_with_full_marks_as_maximum(tmp_path):
     root = small_class(tmp_path / "class", ["ada"])
     (root / "eve.py").symlink_to(solution_path(ASSIGNMENT))
-    summary = grade_class(submissions=root, out=tmp_path / "out", jobs=1, limits=FAST)
+    summary = grade_class(run=GradingRun(submissions=root, out=tmp_path / "out", jobs=1, limits=FAST))
     results = {r["student"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
     assert results["eve"] == results["eve"] | {"status": "error", "score": 0.0, "tests": [],
                                                "max_score": results["ada"]["max_score"]}
@@ -234,7 +236,7 @@ def test_refused_submissions_get_an_error_result_with_full_marks_as_maximum(tmp_
 def test_the_output_folder_may_not_lie_inside_the_submissions(tmp_path):
     root = small_class(tmp_path / "class", ["ada"])
     with pytest.raises(UsageError, match="inside"):
-        grade_class(submissions=root, out=root / "out", jobs=1, limits=FAST)
+        grade_class(run=GradingRun(submissions=root, out=root / "out", jobs=1, limits=FAST))
 
 
 def test_unreadable_files_each_get_an_error_with_a_clear_reason(tmp_path):
@@ -245,7 +247,7 @@ def test_unreadable_files_each_get_an_error_with_a_clear_reason(tmp_path):
     (root / "latin.py").write_bytes("x = 'caf\xe9'\n".encode("latin-1"))
     (root / "huge.py").write_bytes(b"# padding\n" * 400_000)
     (root / "broken.ipynb").write_text('{"cells": [', encoding="utf-8")
-    grade_class(submissions=root, out=tmp_path / "out", jobs=2, limits=FAST)
+    grade_class(run=GradingRun(submissions=root, out=tmp_path / "out", jobs=2, limits=FAST))
     errors = {r["student"]: r["error"] for r in json.loads((tmp_path / "out" / "results.json").read_text())}
     assert all(r is not None for r in errors.values())
     assert "empty" in errors["empty"]
@@ -257,7 +259,8 @@ def test_unreadable_files_each_get_an_error_with_a_clear_reason(tmp_path):
 
 def test_an_empty_class_still_writes_every_output(tmp_path):
     (tmp_path / "class").mkdir()
-    summary = grade_class(submissions=tmp_path / "class", out=tmp_path / "out", jobs=1, limits=FAST)
+    summary = grade_class(run=GradingRun(submissions=tmp_path / "class", out=tmp_path / "out", jobs=1,
+                                         limits=FAST))
     assert summary.students == 0
     assert json.loads((tmp_path / "out" / "results.json").read_text()) == []
     assert (tmp_path / "out" / "grades.csv").read_text() == "student,score,max_score,status,misconceptions\n"

@@ -58,11 +58,11 @@ def test_answers_beside_the_code_are_graded_with_it(tmp_path):
 
 def test_lanes_use_the_key_of_the_run_not_their_own_environment(tmp_path, monkeypatch):
     from grader.batch.lanes import grade_task
-    from grader.sandbox.client import Limits
+    from grader.batch.settings import GradingRun, Task
     from grader.seeding import student_seed
 
-    task = {"student": "alice", "path": str(REFERENCE), "assignment": "multihead_attention", "visibility": "all",
-            "limits": Limits().__dict__, "lang": "en", "course_key": "key-of-the-run"}
+    task = Task(student="alice", path=REFERENCE, submission="alice.py", course_key="key-of-the-run",
+                run=GradingRun(submissions=tmp_path, out=tmp_path / "out"))
     monkeypatch.setenv("MHA_COURSE_KEY", "some-older-key")
     assert grade_task(task)["seed"] == student_seed("alice", key="key-of-the-run")
 

@@ -25,6 +25,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from grader.batch.settings import Task
+
 PRELOAD = ["grader.grading.grade", "grader.suites.multihead_attention.hidden.test_drawn_inputs"]
 _PR_SET_PDEATHSIG = 1
 
@@ -33,7 +35,7 @@ _PR_SET_PDEATHSIG = 1
 class Lane:
     process: multiprocessing.Process
     connection: multiprocessing.connection.Connection
-    task: dict | None = None
+    task: Task | None = None
     deadline: float = 0.0
 
 
@@ -41,32 +43,27 @@ class Lane:
 class Finished:
     """What came back for one task: a result dict, or why the lane was lost."""
 
-    task: dict
+    task: Task
     result: dict | None = None
     lost: str | None = None
 
 
-def grade_task(task: dict) -> dict:
+def grade_task(task: Task) -> dict:
     """What a lane does with one task: grade the submission, return the result as a dict."""
     from grader.grading.grade import grade_submission
-    from grader.sandbox.client import Limits
     from grader.seeding import student_seed
 
     # The key comes from the process that started the run, not from this
     # lane's environment, which may be older than the run.
-    key = task.get("course_key")
-    seed = student_seed(task["student"], key=key) if key is not None else None
-    result = grade_submission(
-        path=task["path"], student=task["student"], assignment=task["assignment"],
-        visibility=task["visibility"], limits=Limits(**task["limits"]), lang=task["lang"],
-        server=task.get("server"), seed=seed,
-    )
-    if task.get("answers"):
-        from pathlib import Path
-
+    seed = student_seed(task.student, key=task.course_key) if task.course_key is not None else None
+    run = task.run
+    result = grade_submission(path=task.path, student=task.student, assignment=run.assignment,
+                              visibility=run.visibility, limits=run.limits, lang=run.lang, server=task.server,
+                              seed=seed)
+    if task.answers is not None:
         from grader.practice.homework import with_quiz
 
-        result = with_quiz(result, answers=Path(task["answers"]), points=task.get("quiz_points", 1.0), key=key)
+        result = with_quiz(result, answers=task.answers, points=run.quiz.points, key=task.course_key)
     return result.to_dict()
 
 
@@ -78,7 +75,7 @@ class LanePool:
     """
 
     size: int
-    runner: Callable[[dict], dict] = grade_task
+    runner: Callable[[Task], dict] = grade_task
     lanes: list[Lane] = field(default_factory=list)
 
     def __post_init__(self):
@@ -101,7 +98,7 @@ class LanePool:
     def busy(self) -> int:
         return self.size - self.free
 
-    def submit(self, task: dict, *, time_limit: float) -> None:
+    def submit(self, task: Task, *, time_limit: float) -> None:
         lane = next(lane for lane in self.lanes if lane.task is None)
         lane.task, lane.deadline = task, time.monotonic() + time_limit
         try:
@@ -179,7 +176,7 @@ def _death(process: multiprocessing.Process) -> str:
 
 
 # ---- inside a lane ---------------------------------------------------------------------
-def _lane_main(connection, runner: Callable[[dict], dict]) -> None:
+def _lane_main(connection, runner: Callable[[Task], dict]) -> None:
     _follow_parent()
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle

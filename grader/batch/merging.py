@@ -45,7 +45,7 @@ def merge_runs(*, sources: list[Path], out: Path, lang: str | None = None,
                 owner[student] = source
                 journal.record(student, result)
         tally = write_outputs(out=out, journal=journal, students=sorted(owner), lang=lang, formats=formats,
-                              run=merged_run)
+                              title=f"mha grade: {first.get('assignment')}")
     finally:
         journal.close()
     summary = BatchSummary(out=out, students=len(owner), graded_now=len(owner), ignored=(), tally=tally,

@@ -27,13 +27,12 @@ from grader.results import SubmissionResult
 
 
 def write_outputs(*, out: Path, journal: Journal, students: list[str], lang: str, formats: tuple[str, ...],
-                  run: dict) -> ClassTally:
+                  title: str) -> ClassTally:
     """Write every output of ``students`` (in this order) from ``journal``; returns the class figures."""
     out = Path(out)
     feedback_dir = out / "feedback"
     feedback_dir.mkdir(parents=True, exist_ok=True)
     tally = ClassTally()
-    title = f"mha grade: {run.get('assignment')}" + (f" (shard {run['shard']})" if run.get("shard") else "")
     with contextlib.ExitStack() as stack:
         grades = GradesCsv(stack.enter_context(atomic_writer(out / "grades.csv")))
         results = ResultsJson(stack.enter_context(atomic_writer(out / "results.json")))

@@ -10,7 +10,7 @@ outcome and the score adds both parts.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from grader.errors import MhaError, UsageError
@@ -18,6 +18,13 @@ from grader.results import SubmissionResult, TestResult
 
 ANSWERS_SUFFIX = ".answers.toml"
 LEVELS = ("basic", "intermediate", "advanced")
+
+
+@dataclass(frozen=True)
+class QuizPolicy:
+    """How a batch grades quiz answers files: points per question (a number, or per level)."""
+
+    points: float | dict[str, float] = 1.0
 
 
 def is_answers_file(name: str) -> bool:

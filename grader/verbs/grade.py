@@ -46,11 +46,12 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
     finishes, so --resume continues after an interruption, even kill -9.
     Exit status 0 when the batch finished, whatever the students scored.
     """
-    from grader.batch.run import grade_class
     from grader.batch.discovery import parse_shard
+    from grader.batch.run import grade_class
+    from grader.batch.settings import GradingRun
     from grader.errors import UsageError
-    from grader.practice.homework import parse_points
     from grader.i18n import resolve_language
+    from grader.practice.homework import QuizPolicy, parse_points
     from grader.sandbox.client import Limits
 
     if nbgrader_db is not None and visibility != "all":
@@ -61,11 +62,12 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
         raise UsageError(str(bad)) from None
     limits = Limits() if timeout is None else Limits(submission_timeout=timeout,
                                                      call_timeout=min(Limits().call_timeout, timeout))
+    run = GradingRun(submissions=submissions, out=out, assignment=assignment, visibility=visibility,
+                     lang=resolve_language(lang), limits=limits, jobs=jobs, shard=shard_range,
+                     formats=tuple(dict.fromkeys(formats)), resume=resume,
+                     quiz=QuizPolicy(points=parse_points(quiz_points)))
     try:
-        summary = grade_class(submissions=submissions, out=out, jobs=jobs, limits=limits, resume=resume,
-                              lang=resolve_language(lang), formats=tuple(dict.fromkeys(formats)), shard=shard_range,
-                              assignment=assignment, visibility=visibility, progress=make_progress(),
-                              quiz_points=parse_points(quiz_points))
+        summary = grade_class(run=run, progress=make_progress())
     except KeyboardInterrupt:
         click.echo(f"\nInterrupted. The results so far are kept in {out}; continue with the same command "
                    "and --resume.", err=True)
