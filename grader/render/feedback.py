@@ -15,13 +15,12 @@ import html
 from dataclasses import dataclass
 
 from grader.content.catalog import load_bilingual, load_catalog
-from grader.i18n import pick
-from grader.content.messages import check_title, render
+from grader.content.messages import check_title
 from grader.paths import CONTENT_DIR
+from grader.render import marks
 from grader.results import SubmissionResult, TestResult
 
 FEEDBACK_FILE = CONTENT_DIR / "feedback.toml"
-MARKS = {"passed": "✓", "failed": "✗", "error": "!", "timeout": "⏱"}
 
 
 @functools.cache
@@ -29,12 +28,10 @@ def feedback_texts() -> dict[str, dict[str, str]]:
     """The page's own texts by key."""
     return load_bilingual(FEEDBACK_FILE, "text")
 
+
 def say(key: str, lang: str, **params) -> str:
     """One of the page's texts, or a check message of ``messages.toml``."""
-    texts = feedback_texts()
-    if key in texts:
-        return pick(texts[key], lang).format(**params)
-    return render(key, params, lang)
+    return marks.say(feedback_texts(), key, lang, **params)
 
 
 @dataclass(frozen=True)
@@ -74,7 +71,7 @@ def _label(test: TestResult, lang: str) -> str:
 
 
 def _outcome(test: TestResult, lang: str) -> str:
-    return f"{MARKS.get(test.outcome, '?')} {say('outcome_' + test.outcome, lang)}"
+    return f"{marks.mark(test.outcome)} {say('outcome_' + test.outcome, lang)}"
 
 
 # ---- Markdown --------------------------------------------------------------------------

@@ -16,14 +16,13 @@ import html
 from itertools import groupby
 
 from grader.content.catalog import load_bilingual, load_catalog
-from grader.i18n import pick
-from grader.content.messages import check_title, render
+from grader.content.messages import check_title
 from grader.paths import CONTENT_DIR
+from grader.render import marks
 from grader.render.feedback import mistakes_of
 from grader.results import SubmissionResult
 
 NOTEBOOK_TEXTS_FILE = CONTENT_DIR / "notebook.toml"
-MARKS = {"passed": "✓", "failed": "✗", "error": "!", "timeout": "⏱"}
 
 
 @functools.cache
@@ -31,12 +30,10 @@ def notebook_texts() -> dict[str, dict[str, str]]:
     """The notebook checks' own texts."""
     return load_bilingual(NOTEBOOK_TEXTS_FILE, "text")
 
+
 def say(key: str, lang: str, **params) -> str:
     """A text of ``notebook.toml``, or else a message of ``messages.toml``."""
-    texts = notebook_texts()
-    if key in texts:
-        return pick(texts[key], lang).format(**params)
-    return render(key, params, lang)
+    return marks.say(notebook_texts(), key, lang, **params)
 
 
 def result_to_html(result: SubmissionResult, lang: str, *, title: str | None = None,
@@ -78,7 +75,7 @@ def _function_table(function: str, tests: list, lang: str) -> str:
         rows.append(f"<tr class='mha-{e(test.outcome)}' data-test='{e(test.name)}' data-outcome='{e(test.outcome)}' "
                     f"data-misconception='{e(test.misconception or '')}'><td>{e(label)}</td>"
                     f"<td class='mha-points'>{test.score:g}/{test.max_score:g}</td>"
-                    f"<td>{MARKS.get(test.outcome, '?')} {e(say('outcome_' + test.outcome, lang))}</td></tr>")
+                    f"<td>{marks.mark(test.outcome)} {e(say('outcome_' + test.outcome, lang))}</td></tr>")
         if test.outcome != "passed":
             cause = ""
             if test.root_cause:

@@ -10,9 +10,9 @@ from rich.table import Table
 
 from grader.content.catalog import load_catalog
 from grader.content.messages import check_title, render
+from grader.render.marks import terminal_mark
 from grader.results import SubmissionResult
 
-MARKS = {"passed": "[green]✓[/]", "failed": "[red]✗[/]", "error": "[red]![/]", "timeout": "[yellow]⏱[/]"}
 
 
 def linked_question(misconception: str) -> str | None:
@@ -49,7 +49,7 @@ def print_result(result: SubmissionResult, *, file: str, lang: str, console: Con
             label = escape(check_title(test.name, lang)) + (f" [dim]{escape(say('report_hidden'))}[/]"
                                                            if test.visibility == "hidden" else "")
             table.add_row(label, f"{test.score:g}/{test.max_score:g}",
-                          f"{MARKS.get(test.outcome, '?')} {say('outcome_' + test.outcome)}")
+                          f"{terminal_mark(test.outcome)} {say('outcome_' + test.outcome)}")
         console.print(table)
         for test in tests:
             if test.outcome == "passed":

@@ -7,9 +7,12 @@ from pathlib import Path
 
 import click
 
+from grader.render.exports import FORMATS
 from grader.verbs.options import assignment_option, lang_option
 
-FORMAT_CHOICES = ("gradescope", "junit")
+format_option = click.option(
+    "--format", "formats", multiple=True, type=click.Choice(FORMATS),
+    help="Also write gradescope/<student>/results.json or junit.xml (repeatable).")
 
 
 @click.command("grade")
@@ -22,8 +25,7 @@ FORMAT_CHOICES = ("gradescope", "junit")
               help="Seconds of wall clock one submission may use in all (default: 60); one call gets at most 5.")
 @click.option("--resume", is_flag=True,
               help="Continue an interrupted run in --out, keeping its results; without it, --out starts afresh.")
-@click.option("--format", "formats", multiple=True, type=click.Choice(FORMAT_CHOICES),
-              help="Also write gradescope/<student>/results.json or junit.xml (repeatable).")
+@format_option
 @click.option("--shard", default=None, metavar="K/N",
               help="Grade only every N-th submission, starting at the K-th (1/4, 2/4...); join with `mha merge`.")
 @click.option("--visibility", type=click.Choice(("public", "hidden", "all")), default="all", show_default=True,

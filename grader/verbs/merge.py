@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from grader.verbs.grade import format_option
 from grader.verbs.options import lang_option
 
 
@@ -13,8 +14,7 @@ from grader.verbs.options import lang_option
 @click.argument("folders", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Folder for the merged grades.csv, results.json, feedback/ and report.html.")
-@click.option("--format", "formats", multiple=True, type=click.Choice(("gradescope", "junit")),
-              help="Also write gradescope/<student>/results.json or junit.xml (repeatable).")
+@format_option
 @lang_option
 def command(folders: tuple[Path, ...], out: Path, formats: tuple[str, ...], lang: str | None) -> None:
     """Merge the --out FOLDERS of `mha grade --shard K/N` runs into one --out folder.
