@@ -18,15 +18,23 @@ from pathlib import Path
 from typing import IO, Iterator
 
 _UNSAFE = re.compile(r"[^\w.-]", re.UNICODE)
+# The key of an id that is not used as it is carries this mark, a character no
+# id used as it is can hold, so it never equals another id's key
+# ("mary@uni.edu" and a student literally named "mary_uni.edu-939f9027").
+HASHED_MARK = "+"
 
 
 def file_key(student: str) -> str:
-    """A file name for ``student``: the id itself when safe, else a cleaned id plus a short hash."""
+    """A file name for ``student``: the id itself when safe, else a cleaned id, ``+`` and a hash.
+
+    Distinct ids always get distinct keys: a safe id is its own key, and
+    every other key holds ``+``, which no safe id does.
+    """
     cleaned = _UNSAFE.sub("_", student).lstrip(".") or "_"
     if cleaned == student and len(student) <= 120:
         return student
-    digest = hashlib.sha256(student.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return f"{cleaned[:100]}-{digest}"
+    digest = hashlib.sha256(student.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{cleaned[:100]}{HASHED_MARK}{digest}"
 
 
 @contextlib.contextmanager

@@ -62,6 +62,7 @@ class SubmissionResult:
     isolation: str = ""
     seed: int | None = None
     duration: float = 0.0
+    submission: str | None = None  # the graded file's path inside SUBMISSIONS (set by a batch)
 
     def to_dict(self) -> dict:
         data = asdict(self)

@@ -56,8 +56,8 @@ class ClassTally:
     scores: list[float] = field(default_factory=list)
     checks: dict[str, CheckTally] = field(default_factory=dict)
     misconceptions: Counter = field(default_factory=Counter)
-    errored: list[tuple[str, str]] = field(default_factory=list)  # (student, reason)
-    timed_out: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # (student, functions)
+    errored: list[tuple[str, str]] = field(default_factory=list)  # (student, reason); students = graded + errored
+    timed_out: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # graded ones: (student, functions)
     isolation: Counter = field(default_factory=Counter)
 
     def add(self, result: dict) -> None:
@@ -65,11 +65,8 @@ class ClassTally:
         self.max_score = max(self.max_score, float(result.get("max_score") or 0.0))
         if result.get("isolation"):
             self.isolation[result["isolation"]] += 1
-        if result.get("status") != "graded":
-            reason = str(result.get("error") or "")
-            self.errored.append((result["student"], reason))
-            if "Timeout" in reason or "too long" in reason:
-                self.timed_out.append((result["student"], ("loading",)))
+        if result.get("status") != "graded":  # an error, whatever its cause (a load that took too long too)
+            self.errored.append((result["student"], str(result.get("error") or "")))
             return
         self.graded += 1
         score = float(result["score"])
@@ -100,8 +97,9 @@ class ClassTally:
         return statistics.median(self.scores) if self.scores else None
 
     def common_misconceptions(self, limit: int = 10) -> list[tuple[str, int, float]]:
-        """(id, students, share of graded students), most common first."""
-        return [(key, count, count / self.graded) for key, count in self.misconceptions.most_common(limit)]
+        """(id, students, share of graded students), most common first, ties by id (the same every run)."""
+        ranked = sorted(self.misconceptions.items(), key=lambda item: (-item[1], item[0]))[:limit]
+        return [(key, count, count / self.graded) for key, count in ranked]
 
 
 @dataclass(frozen=True)
@@ -114,3 +112,4 @@ class BatchSummary:
     ignored: tuple[str, ...]  # entries of SUBMISSIONS that are not submissions
     tally: ClassTally
     elapsed: float
+    previous: Path | None = None  # where --overwrite moved the earlier run in ``out``

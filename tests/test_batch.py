@@ -154,10 +154,14 @@ def test_resume_refuses_a_folder_of_another_kind_of_run_and_a_fresh_run_starts_e
     journal.close()
     with pytest.raises(UsageError, match="visibility"):
         Journal(tmp_path / "out").open({"visibility": "public"}, resume=True)
+    with pytest.raises(UsageError, match="--resume.*--overwrite"):
+        Journal(tmp_path / "out").open({"visibility": "public"}, resume=False)
     fresh = Journal(tmp_path / "out")
-    fresh.open({"visibility": "public"}, resume=False)
+    moved = fresh.open({"visibility": "public"}, resume=False, overwrite=True)
     assert not fresh.is_done("ann")
     fresh.close()
+    assert moved.parent == tmp_path / "out" / "previous"
+    assert json.loads((moved / "journal" / "done" / "ann.json").read_text()) == {"student": "ann"}
 
 
 def test_an_interrupted_atomic_write_leaves_the_old_file_whole(tmp_path):
@@ -174,9 +178,15 @@ def test_an_interrupted_atomic_write_leaves_the_old_file_whole(tmp_path):
 def test_file_keys_are_safe_and_distinct():
     assert file_key("alice") == "alice"
     assert file_key("li.wei-2") == "li.wei-2"
-    unsafe = [file_key(name) for name in ("a b", "a_b", "../etc", "x/y", ".hidden")]
+    unsafe = [file_key(name) for name in ("a b", "a_b", "../etc", "x/y", ".hidden", "jos\ufffd", "a\nb")]
     assert len(set(unsafe)) == len(unsafe)
-    assert all("/" not in key and not key.startswith(".") for key in unsafe)
+    assert all("/" not in key and not key.startswith(".") and "\n" not in key for key in unsafe)
+
+
+def test_an_id_used_as_it_is_never_equals_the_key_of_another_id():
+    hashed = file_key("mary@uni.edu")
+    assert hashed != "mary@uni.edu" and file_key(hashed) != hashed  # a student named like that key gets another
+    assert file_key(hashed.replace("+", "-")) == hashed.replace("+", "-") != hashed
 
 
 # ---- grading processes that die or hang ---------------------------------------------------
@@ -257,10 +267,17 @@ def test_unreadable_files_each_get_an_error_with_a_clear_reason(tmp_path):
     assert "not a valid notebook" in errors["broken"]
 
 
-def test_an_empty_class_still_writes_every_output(tmp_path):
+def test_an_empty_class_is_a_usage_error(tmp_path):
     (tmp_path / "class").mkdir()
-    summary = grade_class(run=GradingRun(submissions=tmp_path / "class", out=tmp_path / "out", jobs=1,
-                                         limits=FAST))
+    (tmp_path / "class" / "notes.txt").write_text("no code")
+    with pytest.raises(UsageError, match="holds no submissions.*notes.txt"):
+        grade_class(run=GradingRun(submissions=tmp_path / "class", out=tmp_path / "out", jobs=1, limits=FAST))
+    assert not (tmp_path / "out" / "results.json").exists()
+
+
+def test_an_empty_shard_of_a_class_still_writes_every_output(tmp_path):
+    root = small_class(tmp_path / "class", ["ada"])
+    summary = grade_class(run=GradingRun(submissions=root, out=tmp_path / "out", jobs=1, limits=FAST, shard=(2, 2)))
     assert summary.students == 0
     assert json.loads((tmp_path / "out" / "results.json").read_text()) == []
     assert (tmp_path / "out" / "grades.csv").read_text() == "student,score,max_score,status,misconceptions\n"

@@ -31,6 +31,7 @@ from grader.batch.settings import GradingRun, Task
 from grader.content.messages import Message
 from grader.batch.outputs import write_outputs
 from grader.results import load_failure
+from grader.text_safety import clean_strings
 from grader.tally import BatchSummary
 
 LANE_GRACE_SECONDS = 60.0  # beyond the sandbox's own limits, before a grading process is presumed stuck
@@ -87,26 +88,40 @@ def grade_class(*, run: GradingRun, progress: Progress | None = None,
     if out.resolve().is_relative_to(submissions.resolve()):
         raise UsageError(f"--out {out} lies inside {submissions}; choose an output folder outside the submissions")
     progress = progress or _Silent()
-    everyone, ignored = discover_submissions(submissions, assignment=run.assignment)
+    try:
+        everyone, ignored = discover_submissions(submissions, assignment=run.assignment)
+    except OSError as bad:
+        raise UsageError(f"cannot read {submissions} ({bad.strerror or bad})") from None
+    if not everyone:
+        raise UsageError(f"{submissions} holds no submissions; expected one entry per student: "
+                         "<student>.py, <student>.ipynb or a folder <student>/"
+                         + (f" (found only {', '.join(ignored[:5])})" if ignored else ""))
     chosen = select_shard(everyone, run.shard)
     journal = Journal(out)
-    journal.open(run.identity(), resume=run.resume)
+    moved = journal.open(run.identity(), resume=run.resume, overwrite=run.overwrite)
     try:
         graded_now = _grade_pending(chosen, journal, run=run, progress=progress, runner=runner)
         tally = write_outputs(out=out, journal=journal, students=[entry.student for entry in chosen], lang=run.lang,
-                              formats=run.formats, title=run.title)
+                              formats=run.formats, title=run.title, assignment=run.assignment)
     finally:
         journal.close()
     return BatchSummary(out=out, students=len(chosen), graded_now=graded_now, ignored=tuple(ignored), tally=tally,
-                        elapsed=time.monotonic() - started)
+                        elapsed=time.monotonic() - started, previous=moved)
 
 
 def _grade_pending(chosen: list[Submission], journal: Journal, *, run: GradingRun, progress: Progress,
                    runner: Callable[[Task], dict]) -> int:
     """Grade what the journal does not hold yet; returns how many results this run added."""
     max_score = full_marks(run.assignment, run.visibility)
+    root = Path(run.submissions)
+    entries = {entry.student: entry for entry in chosen}
 
     def record(student: str, result: dict) -> None:
+        """Store ``result`` with what the batch knows of the entry; every string cleaned first."""
+        entry = entries[student]
+        notes = [note.render(run.lang) for note in entry.notes] + list(result.get("notes") or ())
+        result = dict(result, student=student, submission=entry.shown_path(root), notes=notes)
+        result = clean_strings(result)
         journal.record(student, result)
         progress.advance(result)
 
@@ -147,6 +162,7 @@ def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, run: GradingRu
     course_key = seeding.course_key()  # read once here; lanes get it with each task (never written to disk)
     pool = LanePool(max(1, min(run.jobs or default_jobs(), len(todo) + len(suspects))), runner)
     attempts: dict[str, int] = {}
+    waiting: dict[str, Submission] = {}  # in a lane now
     alone: str | None = None  # a suspect is graded with nothing else in flight
     try:
         while todo or suspects or pool.busy:
@@ -159,23 +175,25 @@ def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, run: GradingRu
                 attempts[entry.student] = journal.start(entry.student)
                 if attempts[entry.student] > 1:
                     alone = entry.student
-                task = Task(student=entry.student, path=entry.path, submission=str(entry.path.relative_to(root)),
+                task = Task(student=entry.student, path=entry.path, submission=entry.shown_path(root),
                             run=run, answers=entry.answers, course_key=course_key,
                             server=server.address if server is not None else None)
+                waiting[entry.student] = entry
                 pool.submit(task, time_limit=time_limit)
             for finished in pool.collect(timeout=0.5):
                 student = finished.task.student
                 if student == alone:
                     alone = None
                 attempts.pop(student, None)
+                entry = waiting.pop(student)
                 if finished.lost is None and "grader_failure" not in finished.result:
-                    record(student, dict(finished.result, submission=finished.task.submission))
+                    record(student, finished.result)
                 elif finished.lost is None:
                     refuse(student, f"the grader failed on this submission ({finished.result['grader_failure']})")
                 elif journal.attempts(student) >= MAX_ATTEMPTS:
                     refuse(student, f"{finished.lost}; {_twice_message(journal.attempts(student))}")
                 else:
-                    suspects.append(Submission(student, finished.task.path, answers=finished.task.answers))
+                    suspects.append(entry)
     except BaseException:
         for student, attempt in attempts.items():  # stopped on purpose: not the submission's fault
             journal.abandon(student, attempt)

@@ -31,6 +31,7 @@ class GradingRun:
     shard: tuple[int, int] | None = None  # (K, N): every N-th submission from the K-th
     formats: tuple[str, ...] = ()  # extra exports (grader.render.exports.FORMATS)
     resume: bool = False  # continue the run already in ``out``
+    overwrite: bool = False  # move an earlier run in ``out`` aside (never deleted) and grade afresh
     quiz: QuizPolicy = field(default_factory=QuizPolicy)
 
     @property

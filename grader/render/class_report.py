@@ -83,7 +83,7 @@ def _overview(tally: ClassTally) -> str:
         return "—" if value is None else f"{value:.2f}"
 
     cells = [("students", str(tally.students)), ("graded", str(tally.graded)),
-             ("errors", str(len(tally.errored))), ("timed out", str(len(tally.timed_out))),
+             ("errors", str(len(tally.errored))), ("graded with a timeout", str(len(tally.timed_out))),
              ("mean", f"{figure(tally.mean)} / {tally.max_score:g}"),
              ("median", f"{figure(tally.median)} / {tally.max_score:g}")]
     return "<div class=cards>" + "".join(f"<div><b>{html.escape(value)}</b><br>{label}</div>"
@@ -99,7 +99,7 @@ def _problems(tally: ClassTally) -> str:
             + "</table>")
     else:
         parts.append("<p>None.</p>")
-    parts.append("<h2>Submissions that timed out</h2>")
+    parts.append("<h2>Graded submissions with checks that timed out</h2>")
     if tally.timed_out:
         parts.append("<table><tr><th>student</th><th>functions</th></tr>" + "".join(
             f"<tr><td>{e(student)}</td><td>{e(', '.join(functions))}</td></tr>"

@@ -10,6 +10,9 @@ import click
 from grader.render.exports import FORMATS
 from grader.verbs.options import assignment_option, lang_option
 
+overwrite_option = click.option(
+    "--overwrite", is_flag=True,
+    help="When --out holds an earlier run, move it to --out/previous/<time>/ and start afresh (never deleted).")
 format_option = click.option(
     "--format", "formats", multiple=True, type=click.Choice(FORMATS),
     help="Also write gradescope/<student>/results.json or junit.xml (repeatable).")
@@ -24,7 +27,8 @@ format_option = click.option(
 @click.option("--timeout", type=click.FloatRange(min=0.5), default=None,
               help="Seconds of wall clock one submission may use in all (default: 60); one call gets at most 5.")
 @click.option("--resume", is_flag=True,
-              help="Continue an interrupted run in --out, keeping its results; without it, --out starts afresh.")
+              help="Continue the run in --out (interrupted, or to add late students), keeping its results.")
+@overwrite_option
 @format_option
 @click.option("--shard", default=None, metavar="K/N",
               help="Grade only every N-th submission, starting at the K-th (1/4, 2/4...); join with `mha merge`.")
@@ -37,7 +41,7 @@ format_option = click.option(
                    "a number, or per level such as basic=1,intermediate=2,advanced=3 (default 1).")
 @lang_option
 @assignment_option
-def command(submissions: Path, out: Path, jobs: int | None, timeout: float | None, resume: bool,
+def command(submissions: Path, out: Path, jobs: int | None, timeout: float | None, resume: bool, overwrite: bool,
             formats: tuple[str, ...], shard: str | None, visibility: str, nbgrader_db: Path | None,
             quiz_points: str | None, lang: str | None, assignment: str) -> None:
     """Grade every submission in SUBMISSIONS, in parallel and sandboxed, into --out.
@@ -56,6 +60,8 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
     from grader.practice.homework import QuizPolicy, parse_points
     from grader.sandbox.client import Limits
 
+    if resume and overwrite:
+        raise UsageError("--resume continues the run in --out and --overwrite moves it aside: choose one")
     if nbgrader_db is not None and visibility != "all":
         raise UsageError("--nbgrader-db records every check, public and hidden: use it with --visibility all")
     try:
@@ -66,7 +72,7 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
                                                      call_timeout=min(Limits().call_timeout, timeout))
     run = GradingRun(submissions=submissions, out=out, assignment=assignment, visibility=visibility,
                      lang=resolve_language(lang), limits=limits, jobs=jobs, shard=shard_range,
-                     formats=tuple(dict.fromkeys(formats)), resume=resume,
+                     formats=tuple(dict.fromkeys(formats)), resume=resume, overwrite=overwrite,
                      quiz=QuizPolicy(points=parse_points(quiz_points)))
     try:
         summary = grade_class(run=run, progress=make_progress())
