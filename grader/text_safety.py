@@ -17,12 +17,13 @@ Before such text reaches a result, the journal or an output it goes through
 
 Then each output format escapes what is special to it: ``csv_cell`` (no cell
 may start a spreadsheet formula, the way OWASP recommends), ``markdown_inline``
-(no live link, image, HTML or table break), and the renderers' own HTML, XML
-and rich-markup escaping. Foundation module: imports nothing from ``grader``.
+(no live link, image, HTML or table break), ``html_text``, and the renderers'
+own XML and rich-markup escaping. Foundation module: imports nothing from ``grader``.
 """
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 from typing import Any
@@ -45,7 +46,7 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _LINE_BREAKS = re.compile("\r\n?")
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # OWASP: cells that a spreadsheet may run
-_MARKDOWN_ACTIVE = re.compile(r"([\\`*_{}\[\]()<>#!|~&$])")
+_MARKDOWN_ACTIVE = re.compile(r"([\\`*_{}\[\]()#!|~$])")  # after HTML escaping, which takes < > &
 _AUTOLINK = re.compile(r"(://|www\.)", re.IGNORECASE)
 
 
@@ -125,9 +126,14 @@ def needs_quotes(cell: str) -> bool:
 
 def markdown_inline(text: Any) -> str:
     """Student text inert in Markdown, on one line: no HTML, link, image, emphasis, table break or autolink."""
-    line = clean_line(text)
+    line = html.escape(clean_line(text), quote=False)
     line = _MARKDOWN_ACTIVE.sub(r"\\\1", line)
     return _AUTOLINK.sub(lambda match: match.group(0)[:-1] + "\u200b" + match.group(0)[-1], line)
+
+
+def html_text(text: Any) -> str:
+    """Student text as HTML text or an attribute value: cleaned, then escaped (quotes too)."""
+    return html.escape(clean_text(text), quote=True)
 
 
 def markdown_code_block(text: Any) -> str:

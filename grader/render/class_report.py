@@ -8,7 +8,6 @@ inlined as a PNG.
 from __future__ import annotations
 
 import base64
-import html
 import io
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from grader.content.catalog import load_catalog
 from grader.files import atomic_write_text
 from grader.content.messages import check_title
 from grader.tally import ClassTally
+from grader.text_safety import html_text
 
 
 def histogram_png(scores: list[float], max_score: float) -> bytes:
@@ -45,7 +45,7 @@ def write_report(path: Path, tally: ClassTally, *, title: str, lang: str = "en")
 
 
 def render_report(tally: ClassTally, *, title: str, lang: str = "en") -> str:
-    e = html.escape
+    e = html_text
     catalog = load_catalog()
     parts = [f"<h1>{e(title)}</h1>", _overview(tally)]
     if tally.scores:
@@ -86,12 +86,12 @@ def _overview(tally: ClassTally) -> str:
              ("errors", str(len(tally.errored))), ("graded with a timeout", str(len(tally.timed_out))),
              ("mean", f"{figure(tally.mean)} / {tally.max_score:g}"),
              ("median", f"{figure(tally.median)} / {tally.max_score:g}")]
-    return "<div class=cards>" + "".join(f"<div><b>{html.escape(value)}</b><br>{label}</div>"
+    return "<div class=cards>" + "".join(f"<div><b>{html_text(value)}</b><br>{label}</div>"
                                          for label, value in cells) + "</div>"
 
 
 def _problems(tally: ClassTally) -> str:
-    e = html.escape
+    e = html_text
     parts = ["<h2>Submissions that errored</h2>"]
     if tally.errored:
         parts.append("<table><tr><th>student</th><th>reason</th></tr>" + "".join(

@@ -12,7 +12,6 @@ each check is also in ``data-`` attributes, for tools and tests.
 from __future__ import annotations
 
 import functools
-import html
 from itertools import groupby
 
 from grader.content.catalog import load_bilingual, load_catalog
@@ -21,6 +20,7 @@ from grader.paths import CONTENT_DIR
 from grader.render import marks
 from grader.render.feedback import mistakes_of
 from grader.results import SubmissionResult
+from grader.text_safety import html_text
 
 NOTEBOOK_TEXTS_FILE = CONTENT_DIR / "notebook.toml"
 
@@ -39,7 +39,7 @@ def say(key: str, lang: str, **params) -> str:
 def result_to_html(result: SubmissionResult, lang: str, *, title: str | None = None,
                    footer: str | None = None) -> str:
     """The HTML fragment of one check; ``title`` and ``footer`` are plain text."""
-    e = html.escape
+    e = html_text
     failed = sum(test.outcome != "passed" for test in result.tests)
     passed = result.status == "graded" and failed == 0
     parts = [f"<div class='mha-check' lang='{'zh-Hans' if lang == 'zh' else 'en'}' "
@@ -68,7 +68,7 @@ def result_to_html(result: SubmissionResult, lang: str, *, title: str | None = N
 
 
 def _function_table(function: str, tests: list, lang: str) -> str:
-    e = html.escape
+    e = html_text
     rows = []
     for test in tests:
         label = check_title(test.name, lang)
@@ -88,7 +88,7 @@ def _function_table(function: str, tests: list, lang: str) -> str:
 
 def _mistakes(result: SubmissionResult, lang: str) -> str:
     """One box per catalogued mistake (or generic outcome): title, where, why, hint."""
-    e = html.escape
+    e = html_text
     catalog = load_catalog()
     boxes = []
     for mistake in mistakes_of(result, lang):

@@ -85,7 +85,8 @@ def print_summary(summary, *, formats=(), merged: bool = False) -> None:
     if summary.previous is not None:
         click.echo(f"The earlier run in {summary.out} was moved to {summary.previous}.")
     if summary.ignored:
-        shown = ", ".join(clean_line(name) for name in summary.ignored[:5]) + (" ..." if len(summary.ignored) > 5 else "")
+        shown = ", ".join(clean_line(name) for name in summary.ignored[:5])
+        shown += " ..." if len(summary.ignored) > 5 else ""
         click.echo(f"Ignored {_count(len(summary.ignored), 'entry', 'entries')} that are not .py, .ipynb or "
                    f"folders: {shown}")
     timed = f" ({len(tally.timed_out)} of them with checks that timed out)" if tally.timed_out else ""

@@ -12,6 +12,7 @@ from grader.content.catalog import load_catalog
 from grader.content.messages import check_title, render
 from grader.render.marks import terminal_mark
 from grader.results import SubmissionResult
+from grader.text_safety import clean_text
 
 
 
@@ -25,17 +26,28 @@ def linked_question(misconception: str) -> str | None:
     return questions[0].id if questions else None
 
 
+def shown(text: str, indent: str = "") -> str:
+    """Text a student controls, safe to print: no escape sequence or control character, no rich markup.
+
+    Continuation lines are indented by ``indent``, so a message can never
+    print a line that looks like the grader's own (a fake "all checks passed").
+    """
+    lines = clean_text(text).split("\n")
+    return escape("\n".join([lines[0]] + [indent + "  " + line for line in lines[1:]]))
+
+
 def print_result(result: SubmissionResult, *, file: str, lang: str, console: Console | None = None) -> None:
-    console = console or Console(highlight=False)
+    console = console or Console(highlight=False, emoji=False)
     say = lambda key, **params: render(key, params, lang)  # noqa: E731 - a local shorthand
-    console.print(f"[bold]{escape(say('report_title', file=file, assignment=result.assignment, checks=len(result.tests)))}[/]")
+    title = say("report_title", file=file, assignment=result.assignment, checks=len(result.tests))
+    console.print(f"[bold]{shown(title)}[/]")
     if result.notes:
         console.print(f"[dim]{say('report_notes')}:[/]")
         for note in result.notes:
-            console.print(f"  [dim]- {escape(note)}[/]")
+            console.print(f"  [dim]- {shown(note, '   ')}[/]")
     if result.status == "error":
         console.print(f"[red]{escape(say('report_load_error'))}[/]")
-        console.print(escape(result.error or ""))
+        console.print(shown(result.error or "", "  "))
         return
     catalog = load_catalog()
     explained: set[str] = set()
@@ -54,12 +66,12 @@ def print_result(result: SubmissionResult, *, file: str, lang: str, console: Con
         for test in tests:
             if test.outcome == "passed":
                 continue
-            console.print(f"  [red]✗ {escape(check_title(test.name, lang))}[/]: {escape(test.message)}")
+            console.print(f"  [red]✗ {escape(check_title(test.name, lang))}[/]: {shown(test.message, '   ')}")
             entry = catalog.get(test.misconception or "")
             if entry is not None:
                 console.print(f"    [bold]{escape(entry.text('title', lang))}[/] [dim]({entry.id})[/]")
                 if test.root_cause:
-                    console.print(f"    {say('report_root')}: [bold]{test.root_cause}[/]")
+                    console.print(f"    {say('report_root')}: [bold]{escape(test.root_cause)}[/]")
                 if entry.id in explained:
                     continue  # one explanation per mistake is enough
                 explained.add(entry.id)
