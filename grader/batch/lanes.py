@@ -60,10 +60,10 @@ def grade_task(task: Task) -> dict:
     result = grade_submission(path=task.path, student=task.student, assignment=run.assignment,
                               visibility=run.visibility, limits=run.limits, lang=run.lang, server=task.server,
                               seed=seed)
-    if task.answers is not None:
+    if run.quiz.required:
         from grader.practice.homework import with_quiz
 
-        result = with_quiz(result, answers=task.answers, points=run.quiz.points, key=task.course_key)
+        result = with_quiz(result, answers=task.answers, policy=run.quiz, key=task.course_key)
     return result.to_dict()
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import time
 from collections import deque
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Protocol
 
@@ -29,6 +30,7 @@ from grader.batch.journal import MAX_ATTEMPTS, Journal
 from grader.batch.lanes import LanePool, grade_task
 from grader.batch.settings import GradingRun, Task
 from grader.content.messages import Message
+from grader.practice.homework import quiz_worth
 from grader.batch.outputs import write_outputs
 from grader.results import load_failure
 from grader.text_safety import clean_strings
@@ -97,6 +99,8 @@ def grade_class(*, run: GradingRun, progress: Progress | None = None,
                          "<student>.py, <student>.ipynb or a folder <student>/"
                          + (f" (found only {', '.join(ignored[:5])})" if ignored else ""))
     chosen = select_shard(everyone, run.shard)
+    if any(entry.answers is not None for entry in everyone) and not run.quiz.required:
+        run = replace(run, quiz=replace(run.quiz, required=True))  # one answers file: a sheet for everyone
     journal = Journal(out)
     moved = journal.open(run.identity(), resume=run.resume, overwrite=run.overwrite)
     try:
@@ -127,7 +131,8 @@ def _grade_pending(chosen: list[Submission], journal: Journal, *, run: GradingRu
 
     def refuse(student: str, reason) -> None:
         text = reason.render(run.lang) if isinstance(reason, Message) else reason
-        record(student, load_failure(student=student, error=text, max_score=max_score,
+        worth = quiz_worth(student, run.quiz, key=seeding.course_key()) if run.quiz.required else 0.0
+        record(student, load_failure(student=student, error=text, max_score=max_score + worth,
                                      assignment=run.assignment).to_dict())
 
     returning = set(journal.in_flight())
