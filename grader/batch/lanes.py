@@ -20,12 +20,14 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import signal
+import stat
 import sys
 import time
 from dataclasses import dataclass, field
 from typing import Callable
 
 from grader.batch.settings import Task
+from grader.content.messages import Message
 
 PRELOAD = ["grader.grading.grade", "grader.suites.multihead_attention.hidden.test_drawn_inputs"]
 _PR_SET_PDEATHSIG = 1
@@ -53,18 +55,49 @@ def grade_task(task: Task) -> dict:
     from grader.grading.grade import grade_submission
     from grader.seeding import student_seed
 
-    # The key comes from the process that started the run, not from this
-    # lane's environment, which may be older than the run.
-    seed = student_seed(task.student, key=task.course_key) if task.course_key is not None else None
     run = task.run
-    result = grade_submission(path=task.path, student=task.student, assignment=run.assignment,
-                              visibility=run.visibility, limits=run.limits, lang=run.lang, server=task.server,
-                              seed=seed)
+    changed = _refusal_now(task.path)
+    if changed is not None:  # replaced by a link since it was found: refused the same way
+        from grader.results import load_failure
+
+        result = load_failure(student=task.student, error=changed.render(run.lang), assignment=run.assignment,
+                              max_score=full_marks(run.assignment, run.visibility))
+    else:
+        # The key comes from the process that started the run, not from this
+        # lane's environment, which may be older than the run.
+        seed = student_seed(task.student, key=task.course_key) if task.course_key is not None else None
+        result = grade_submission(path=task.path, student=task.student, assignment=run.assignment,
+                                  visibility=run.visibility, limits=run.limits, lang=run.lang, server=task.server,
+                                  seed=seed)
     if run.quiz.required:
         from grader.practice.homework import with_quiz
 
         result = with_quiz(result, answers=task.answers, policy=run.quiz, key=task.course_key)
     return result.to_dict()
+
+
+def full_marks(assignment: str, visibility: str) -> float:
+    """The points of every check a run grades (the maximum of a result that could not be graded)."""
+    from grader.assignments.registry import get_assignment
+    from grader.grading.grade import VISIBILITIES
+    from grader.grading.runner import collect
+
+    return float(sum(test.points for test in collect(get_assignment(assignment), VISIBILITIES[visibility])))
+
+
+def _refusal_now(path) -> Message | None:
+    """Checked again just before grading: the file is still neither a symbolic nor a hard link."""
+    from grader.text_safety import clean_name
+
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return Message("file_missing", {"name": clean_name(os.path.basename(path))})
+    if stat.S_ISLNK(info.st_mode):
+        return Message("file_symlink", {"name": clean_name(os.path.basename(path))})
+    if info.st_nlink > 1:
+        return Message("file_hard_link", {"name": clean_name(os.path.basename(path)), "links": info.st_nlink})
+    return None
 
 
 @dataclass

@@ -23,11 +23,10 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from grader import seeding
-from grader.assignments.registry import get_assignment
 from grader.batch.discovery import Submission, discover_submissions, select_shard
 from grader.errors import UsageError
 from grader.batch.journal import MAX_ATTEMPTS, Journal
-from grader.batch.lanes import LanePool, grade_task
+from grader.batch.lanes import LanePool, full_marks, grade_task
 from grader.batch.settings import GradingRun, Task
 from grader.content.messages import Message
 from grader.practice.homework import quiz_worth
@@ -65,13 +64,6 @@ def default_jobs() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:
         return os.cpu_count() or 1
-
-
-def full_marks(assignment: str, visibility: str) -> float:
-    from grader.grading.grade import VISIBILITIES
-    from grader.grading.runner import collect
-
-    return float(sum(test.points for test in collect(get_assignment(assignment), VISIBILITIES[visibility])))
 
 
 def grade_class(*, run: GradingRun, progress: Progress | None = None,
