@@ -71,6 +71,7 @@ class SubmissionResult:
     isolation: str = ""
     seed: int | None = None
     duration: float = 0.0
+    submission: str | None = None  # the graded file's path inside SUBMISSIONS (set by a batch)
     # ``error`` and ``notes`` as data (see ``TestResult.messages``), for renderers in any language
     error_messages: tuple = ()
     note_messages: tuple = ()  # one tuple of parts per note

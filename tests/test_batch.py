@@ -14,8 +14,10 @@ from grader.batch import run as batch
 from grader.batch.run import grade_class
 from grader.batch.discovery import discover_submissions, parse_shard, select_shard
 from grader.errors import UsageError
-from grader.batch.journal import MAX_ATTEMPTS, Journal, atomic_writer, file_key
+from grader.batch.journal import MAX_ATTEMPTS, Journal
+from grader.files import atomic_writer, file_key
 from grader.batch.lanes import grade_task
+from grader.batch.settings import GradingRun
 from grader.paths import solution_path
 from grader.sandbox.client import Limits
 
@@ -152,10 +154,14 @@ def test_resume_refuses_a_folder_of_another_kind_of_run_and_a_fresh_run_starts_e
     journal.close()
     with pytest.raises(UsageError, match="visibility"):
         Journal(tmp_path / "out").open({"visibility": "public"}, resume=True)
+    with pytest.raises(UsageError, match="--resume.*--overwrite"):
+        Journal(tmp_path / "out").open({"visibility": "public"}, resume=False)
     fresh = Journal(tmp_path / "out")
-    fresh.open({"visibility": "public"}, resume=False)
+    moved = fresh.open({"visibility": "public"}, resume=False, overwrite=True)
     assert not fresh.is_done("ann")
     fresh.close()
+    assert moved.parent == tmp_path / "out" / "previous"
+    assert json.loads((moved / "journal" / "done" / "ann.json").read_text()) == {"student": "ann"}
 
 
 def test_an_interrupted_atomic_write_leaves_the_old_file_whole(tmp_path):
@@ -172,21 +178,27 @@ def test_an_interrupted_atomic_write_leaves_the_old_file_whole(tmp_path):
 def test_file_keys_are_safe_and_distinct():
     assert file_key("alice") == "alice"
     assert file_key("li.wei-2") == "li.wei-2"
-    unsafe = [file_key(name) for name in ("a b", "a_b", "../etc", "x/y", ".hidden")]
+    unsafe = [file_key(name) for name in ("a b", "a_b", "../etc", "x/y", ".hidden", "jos\ufffd", "a\nb")]
     assert len(set(unsafe)) == len(unsafe)
-    assert all("/" not in key and not key.startswith(".") for key in unsafe)
+    assert all("/" not in key and not key.startswith(".") and "\n" not in key for key in unsafe)
+
+
+def test_an_id_used_as_it_is_never_equals_the_key_of_another_id():
+    hashed = file_key("mary@uni.edu")
+    assert hashed != "mary@uni.edu" and file_key(hashed) != hashed  # a student named like that key gets another
+    assert file_key(hashed.replace("+", "-")) == hashed.replace("+", "-") != hashed
 
 
 # ---- grading processes that die or hang ---------------------------------------------------
 def crash_for_poison(task: dict) -> dict:
     """A lane runner that dies like a grading process killed by its submission."""
-    if task["student"].startswith("poison"):
+    if task.student.startswith("poison"):
         os.kill(os.getpid(), signal.SIGKILL)
     return grade_task(task)
 
 
 def hang_for_stuck(task: dict) -> dict:
-    if task["student"].startswith("stuck"):
+    if task.student.startswith("stuck"):
         time.sleep(3600)
     return grade_task(task)
 
@@ -199,7 +211,8 @@ def small_class(root: Path, names: list[str]) -> Path:
 
 def test_a_submission_that_kills_its_grading_process_is_tried_twice_then_an_error(tmp_path):
     root = small_class(tmp_path / "class", ["ada", "poison", "zoe"])
-    summary = grade_class(submissions=root, out=tmp_path / "out", jobs=2, limits=FAST, runner=crash_for_poison)
+    summary = grade_class(run=GradingRun(submissions=root, out=tmp_path / "out", jobs=2, limits=FAST),
+                          runner=crash_for_poison)
     results = {r["student"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
     assert results["ada"]["score"] == results["zoe"]["score"] == results["ada"]["max_score"]
     assert results["poison"]["status"] == "error"
@@ -211,8 +224,8 @@ def test_a_grading_process_that_hangs_is_ended_and_the_batch_finishes(tmp_path, 
     monkeypatch.setattr(batch, "LANE_GRACE_SECONDS", 0.5)
     root = small_class(tmp_path / "class", ["ada", "stuck"])
     started = time.monotonic()
-    grade_class(submissions=root, out=tmp_path / "out", jobs=2, limits=Limits(call_timeout=0.5, submission_timeout=1.0),
-                runner=hang_for_stuck)
+    slow = Limits(call_timeout=0.5, submission_timeout=1.0)
+    grade_class(run=GradingRun(submissions=root, out=tmp_path / "out", jobs=2, limits=slow), runner=hang_for_stuck)
     results = {r["student"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
     assert results["ada"]["status"] == "graded"
     assert results["stuck"]["status"] == "error" and "longer than the time allowed" in results["stuck"]["error"]
@@ -222,7 +235,7 @@ def test_a_grading_process_that_hangs_is_ended_and_the_batch_finishes(tmp_path, 
 def test_refused_submissions_get_an_error_result_with_full_marks_as_maximum(tmp_path):
     root = small_class(tmp_path / "class", ["ada"])
     (root / "eve.py").symlink_to(solution_path(ASSIGNMENT))
-    summary = grade_class(submissions=root, out=tmp_path / "out", jobs=1, limits=FAST)
+    summary = grade_class(run=GradingRun(submissions=root, out=tmp_path / "out", jobs=1, limits=FAST))
     results = {r["student"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
     assert results["eve"] == results["eve"] | {"status": "error", "score": 0.0, "tests": [],
                                                "max_score": results["ada"]["max_score"]}
@@ -233,7 +246,7 @@ def test_refused_submissions_get_an_error_result_with_full_marks_as_maximum(tmp_
 def test_the_output_folder_may_not_lie_inside_the_submissions(tmp_path):
     root = small_class(tmp_path / "class", ["ada"])
     with pytest.raises(UsageError, match="inside"):
-        grade_class(submissions=root, out=root / "out", jobs=1, limits=FAST)
+        grade_class(run=GradingRun(submissions=root, out=root / "out", jobs=1, limits=FAST))
 
 
 def test_unreadable_files_each_get_an_error_with_a_clear_reason(tmp_path):
@@ -244,7 +257,7 @@ def test_unreadable_files_each_get_an_error_with_a_clear_reason(tmp_path):
     (root / "latin.py").write_bytes("x = 'caf\xe9'\n".encode("latin-1"))
     (root / "huge.py").write_bytes(b"# padding\n" * 400_000)
     (root / "broken.ipynb").write_text('{"cells": [', encoding="utf-8")
-    grade_class(submissions=root, out=tmp_path / "out", jobs=2, limits=FAST)
+    grade_class(run=GradingRun(submissions=root, out=tmp_path / "out", jobs=2, limits=FAST))
     errors = {r["student"]: r["error"] for r in json.loads((tmp_path / "out" / "results.json").read_text())}
     assert all(r is not None for r in errors.values())
     assert "empty" in errors["empty"]
@@ -254,9 +267,17 @@ def test_unreadable_files_each_get_an_error_with_a_clear_reason(tmp_path):
     assert "not a valid notebook" in errors["broken"]
 
 
-def test_an_empty_class_still_writes_every_output(tmp_path):
+def test_an_empty_class_is_a_usage_error(tmp_path):
     (tmp_path / "class").mkdir()
-    summary = grade_class(submissions=tmp_path / "class", out=tmp_path / "out", jobs=1, limits=FAST)
+    (tmp_path / "class" / "notes.txt").write_text("no code")
+    with pytest.raises(UsageError, match="holds no submissions.*notes.txt"):
+        grade_class(run=GradingRun(submissions=tmp_path / "class", out=tmp_path / "out", jobs=1, limits=FAST))
+    assert not (tmp_path / "out" / "results.json").exists()
+
+
+def test_an_empty_shard_of_a_class_still_writes_every_output(tmp_path):
+    root = small_class(tmp_path / "class", ["ada"])
+    summary = grade_class(run=GradingRun(submissions=root, out=tmp_path / "out", jobs=1, limits=FAST, shard=(2, 2)))
     assert summary.students == 0
     assert json.loads((tmp_path / "out" / "results.json").read_text()) == []
     assert (tmp_path / "out" / "grades.csv").read_text() == "student,score,max_score,status,misconceptions\n"

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from grader.content.catalog import load_catalog
-from grader.render.class_report import ClassTally, render_report
+from grader.render.class_report import render_report
+from grader.tally import ClassTally
 from grader.errors import ContentError
 from grader.render.exports import GradesCsv, JUnitReport, ResultsJson, gradescope_results
 from grader.render.feedback import FEEDBACK_FILE, feedback_texts, render_html, render_markdown

@@ -182,7 +182,7 @@ def test_mixed_class_outputs_and_summary(demo_run):
     for student in ("amara_einsum", "ines", "jonas_syntax_error"):
         assert (out / "feedback" / f"{student}.html").is_file()
         assert (out / "gradescope" / student / "results.json").is_file()
-    assert "skipped `%matplotlib inline`" in (out / "feedback" / "ines.md").read_text(encoding="utf-8")
+    assert "skipped \\`%matplotlib inline\\`" in (out / "feedback" / "ines.md").read_text(encoding="utf-8")
     report = (out / "report.html").read_text(encoding="utf-8")
     assert "data:image/png;base64," in report and "jonas_syntax_error" in report and "kemal_infinite_loop" in report
     assert "Graded 13 submissions" in completed.stdout

@@ -22,7 +22,7 @@ def answered_file(tmp_path, student, *, right):
     assert CliRunner().invoke(root, ["quiz", "--sheet", student, "--out", str(out), "--count", "4"]).exit_code == 0
     answers_path = out.with_name(f"{student}.answers.toml")
     header = read_answers(answers_path)
-    sheet = make_sheet(student=student, count=header["count"], topics=header["topics"], levels=header["levels"])
+    sheet = make_sheet(student=student, count=header["count"])
     lines = ["schema_version = 1", f'student = "{student}"', f"count = {header['count']}", "topics = []",
              "levels = []", "", "[answers]"]
     for index, posed in enumerate(sheet.questions):
@@ -30,6 +30,10 @@ def answered_file(tmp_path, student, *, right):
         lines.append(f'{json.dumps(posed.id)} = {json.dumps(given)}')
     answers_path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return answers_path, len(sheet.questions)
+
+
+def quiz_tests(result: dict) -> list[dict]:
+    return [test for test in result["tests"] if test["function"] == "quiz"]
 
 
 def test_answers_beside_the_code_are_graded_with_it(tmp_path):
@@ -42,11 +46,11 @@ def test_answers_beside_the_code_are_graded_with_it(tmp_path):
     bob_answers, _ = answered_file(tmp_path, "bob", right=1)
     shutil.copy(bob_answers, submissions / "bob" / "answers.toml")
     result = CliRunner().invoke(root, ["grade", str(submissions), "--out", str(tmp_path / "out"), "--jobs", "1",
-                                       "--quiz-points", "2"])
+                                       "--quiz-points", "2", "--quiz-count", "4"])
     assert result.exit_code == 0, result.output
     results = {r["student"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
     for student, right in (("alice", 3), ("bob", 1)):
-        quiz = [t for t in results[student]["tests"] if t["function"] == "quiz"]
+        quiz = quiz_tests(results[student])
         code = [t for t in results[student]["tests"] if t["function"] != "quiz"]
         assert len(quiz) == count
         assert sum(t["outcome"] == "passed" for t in quiz) == right
@@ -56,13 +60,58 @@ def test_answers_beside_the_code_are_graded_with_it(tmp_path):
     assert written and not any(b"test-course-key" in path.read_bytes() for path in written)
 
 
+def expected_answers(student: str, count: int) -> list[str]:
+    return [expected_text(posed, "en") for posed in make_sheet(student=student, count=count).questions]
+
+
+def test_expected_answers_are_shown_only_when_the_instructor_releases_them(tmp_path):
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    shutil.copy(REFERENCE, submissions / "alice.py")
+    answers, count = answered_file(tmp_path, "alice", right=0)
+    shutil.copy(answers, submissions / "alice.answers.toml")
+    secret = [text for text in expected_answers("alice", count) if len(text) > 3]
+    assert secret
+    for options, shown in (([], False), (["--show-answers"], True), (["--quiz-due", "2000-01-01"], True),
+                           (["--quiz-due", "2999-01-01"], False)):
+        out = tmp_path / f"out{len(options)}{shown}"
+        done = CliRunner().invoke(root, ["grade", str(submissions), "--out", str(out), "--jobs", "1",
+                                         "--quiz-count", str(count), *options])
+        assert done.exit_code == 0, done.output
+        pages = (out / "feedback" / "alice.md").read_text(encoding="utf-8") + (out / "results.json").read_text()
+        assert any(f"expected {text}" in pages for text in secret) is shown, options
+
+
+def test_the_sheet_is_the_instructors_and_a_missing_answers_file_scores_zero_of_it(tmp_path):
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    for student in ("alice", "carl", "dora"):
+        shutil.copy(REFERENCE, submissions / f"{student}.py")
+    easy = make_sheet(student="alice", count=1)
+    (submissions / "alice.answers.toml").write_text(  # a forged header: fewer, easier questions
+        "schema_version = 1\ncount = 0\nlevels = [\"basic\"]\n\n[answers]\n"
+        + "".join(f"{json.dumps(posed.id)} = {json.dumps(expected_text(posed, 'en'))}\n" for posed in easy.questions),
+        encoding="utf-8")
+    (submissions / "dora.answers.toml").write_text("not toml at all [[[", encoding="utf-8")
+    done = CliRunner().invoke(root, ["grade", str(submissions), "--out", str(tmp_path / "out"), "--jobs", "1"])
+    assert done.exit_code == 0, done.output
+    results = {r["student"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
+    assert len({result["max_score"] for result in results.values()}) == 1  # the same sheet size for everyone
+    code = sum(t["max_score"] for t in results["carl"]["tests"] if t["function"] != "quiz")
+    assert results["carl"]["max_score"] == code + 10  # the default sheet of 10 questions
+    assert len(quiz_tests(results["alice"])) == 10 and results["alice"]["score"] <= code + 1
+    assert {t["outcome"] for t in quiz_tests(results["carl"])} == {"failed"}
+    assert any("no quiz answers file" in note for note in results["carl"]["notes"])
+    assert quiz_tests(results["dora"])[0]["outcome"] == "error" and quiz_tests(results["dora"])[0]["max_score"] == 10
+
+
 def test_lanes_use_the_key_of_the_run_not_their_own_environment(tmp_path, monkeypatch):
     from grader.batch.lanes import grade_task
-    from grader.sandbox.client import Limits
+    from grader.batch.settings import GradingRun, Task
     from grader.seeding import student_seed
 
-    task = {"student": "alice", "path": str(REFERENCE), "assignment": "multihead_attention", "visibility": "all",
-            "limits": Limits().__dict__, "lang": "en", "course_key": "key-of-the-run"}
+    task = Task(student="alice", path=REFERENCE, submission="alice.py", course_key="key-of-the-run",
+                run=GradingRun(submissions=tmp_path, out=tmp_path / "out"))
     monkeypatch.setenv("MHA_COURSE_KEY", "some-older-key")
     assert grade_task(task)["seed"] == student_seed("alice", key="key-of-the-run")
 
@@ -70,5 +119,6 @@ def test_lanes_use_the_key_of_the_run_not_their_own_environment(tmp_path, monkey
 def test_points_per_level_and_bad_points():
     assert parse_points("basic=1, advanced=3") == {"basic": 1.0, "advanced": 3.0}
     assert parse_points(None) == 1.0
-    with pytest.raises(UsageError):
-        parse_points("expert=5")
+    for bad in ("expert=5", "-1", "basic=-2", "nan"):
+        with pytest.raises(UsageError):
+            parse_points(bad)

@@ -112,8 +112,10 @@ def empty_gradebook(tmp_path_factory):
 
 def test_scores_go_into_a_new_gradebook_cell_by_cell(tmp_path, results, empty_gradebook):
     db = empty_gradebook(tmp_path / "gradebook.db")
-    written = write_to_gradebook(db=db, assignment=ASSIGNMENT, results=list(results.values()))
-    assert written.created_assignment and written.students == ("ada", "ben")
+    not_added = write_to_gradebook(db=db, assignment=ASSIGNMENT, results=list(results.values()))
+    assert not_added.students == () and not_added.skipped == ("ada", "ben")  # nobody on the roster yet
+    written = write_to_gradebook(db=db, assignment=ASSIGNMENT, results=list(results.values()), add_students=True)
+    assert written.students == written.added == ("ada", "ben")
     assert gradebook_scores(db, results) == {"ada": results["ada"].score, "ben": 0.0}
     assert results["ada"].score > 0
     cells = cell_scores(db, "ada")
@@ -144,6 +146,7 @@ def test_gradebook_with_other_cells_or_public_only_results_is_refused(tmp_path, 
 
 def test_mha_grade_writes_into_the_gradebook(tmp_path, results, empty_gradebook):
     from click.testing import CliRunner
+    from nbgrader.api import Gradebook
 
     from grader.cli import root
 
@@ -152,10 +155,18 @@ def test_mha_grade_writes_into_the_gradebook(tmp_path, results, empty_gradebook)
     shutil.copy(SOLUTION, submissions / "ada.py")
     shutil.copy(PROJECT / "exercises" / f"{ASSIGNMENT}.py", submissions / "ben.py")
     db = empty_gradebook(tmp_path / "gradebook.db")
+    with Gradebook(f"sqlite:///{db}") as gradebook:
+        gradebook.add_student("ada")  # ben is not on the roster
     done = CliRunner().invoke(root, ["grade", str(submissions), "--out", str(tmp_path / "out"), "--jobs", "1",
                                      "--nbgrader-db", str(db)])
     assert done.exit_code == 0, done.output
-    assert "Wrote 2 scores" in done.output
+    assert "Wrote 1 scores" in done.output and "not on the gradebook's roster" in done.output and "ben" in done.output
+    with Gradebook(f"sqlite:///{db}") as gradebook:
+        assert [student.id for student in gradebook.students] == ["ada"]
+    done = CliRunner().invoke(root, ["grade", str(submissions), "--out", str(tmp_path / "out"), "--jobs", "1",
+                                     "--nbgrader-db", str(db), "--add-students", "--overwrite"])
+    assert done.exit_code == 0, done.output
+    assert "Wrote 2 scores" in done.output and "added 1 student to its roster" in done.output
     assert gradebook_scores(db, ["ada", "ben"]) == {"ada": results["ada"].score, "ben": 0.0}
     public = CliRunner().invoke(root, ["grade", str(submissions), "--out", str(tmp_path / "out2"),
                                        "--visibility", "public", "--nbgrader-db", str(db)])
@@ -238,5 +249,5 @@ def test_nbgrader_workflow_gives_the_same_scores_as_mha(tmp_path):
     buggy = scripts / "carol.py"
     buggy.write_text(SOLUTION.read_text(encoding="utf-8").replace(CORRECT_SPLIT, BUGGY_SPLIT), encoding="utf-8")
     from_script = grade_submission(path=buggy, visibility="all", student="carol")
-    write_to_gradebook(db=Path(copy), assignment=ASSIGNMENT, results=[from_script])
+    write_to_gradebook(db=Path(copy), assignment=ASSIGNMENT, results=[from_script], add_students=True)
     assert gradebook_scores(Path(copy), ["carol"]) == {"carol": ours["carol"].score}

@@ -15,6 +15,7 @@ import pytest
 from grader.batch.run import grade_class
 from grader.batch.journal import Journal
 from grader.batch.lanes import grade_task
+from grader.batch.settings import GradingRun
 from grader.paths import solution_path
 from grader.sandbox.client import Limits
 from grader.seeding import student_seed
@@ -100,7 +101,7 @@ def test_kill_9_then_resume_loses_and_duplicates_nothing(tmp_path):
 
 def kill_the_grader(task: dict) -> dict:
     """A lane runner for the student `poison` that kills the whole grader, as a hostile submission might."""
-    if task["student"] == "poison":
+    if task.student == "poison":
         fork_server = os.getppid()
         with open(f"/proc/{fork_server}/stat", encoding="ascii") as handle:
             grader = int(handle.read().rsplit(")", 1)[1].split()[1])
@@ -112,8 +113,9 @@ def kill_the_grader(task: dict) -> dict:
 def run_grader(folder: Path, out: Path, *, resume: bool) -> int:
     script = ("import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path; "
               "from test_resume import kill_the_grader, FAST; from grader.batch.run import grade_class; "
-              "grade_class(submissions=Path(sys.argv[2]), out=Path(sys.argv[3]), jobs=2, limits=FAST, "
-              "resume=sys.argv[4] == 'resume', runner=kill_the_grader)")
+              "from grader.batch.settings import GradingRun; "
+              "grade_class(run=GradingRun(submissions=Path(sys.argv[2]), out=Path(sys.argv[3]), jobs=2, limits=FAST, "
+              "resume=sys.argv[4] == 'resume'), runner=kill_the_grader)")
     completed = subprocess.run([sys.executable, "-c", script, str(TESTS_DIR), str(folder), str(out),
                                 "resume" if resume else "fresh"], env=dict(os.environ, MHA_COURSE_KEY=KEY),
                                capture_output=True, text=True, timeout=120)
@@ -149,12 +151,12 @@ def test_a_submission_in_flight_once_is_graded_again_and_twice_is_skipped(tmp_pa
     for student in ("ann", "bea", "cid"):
         (folder / f"{student}.py").write_text(reference_text(), encoding="utf-8")
     out = tmp_path / "out"
-    grade_class(submissions=folder, out=out, jobs=2, limits=FAST)
+    grade_class(run=GradingRun(submissions=folder, out=out, jobs=2, limits=FAST))
     journal = Journal(out)
     for student, attempts in (("bea", 1), ("cid", 2)):
         (journal.done_dir / f"{student}.json").unlink()
         (journal.running_dir / f"{student}.json").write_text(json.dumps({"student": student, "attempts": attempts}))
-    summary = grade_class(submissions=folder, out=out, jobs=2, limits=FAST, resume=True)
+    summary = grade_class(run=GradingRun(submissions=folder, out=out, jobs=2, limits=FAST, resume=True))
     by_student = {result["student"]: result for result in results_of(out)}
     assert summary.graded_now == 2 and summary.students == 3
     assert by_student["bea"]["status"] == "graded" and by_student["bea"]["score"] == by_student["bea"]["max_score"]

@@ -9,6 +9,7 @@ from grader.practice import answers as quiz_answers
 from grader.cli import root
 from grader.errors import UsageError
 from grader.practice.sheets import (
+    SheetSpec,
     answers_template,
     grade_answers,
     grade_answers_file,
@@ -73,7 +74,11 @@ def test_outcomes_blank_wrong_unreadable_and_points_by_level():
     assert [t.outcome for t in tests[:4]] == ["failed", "failed", "failed", "passed"]
     assert sum(t.score for t in tests) == result.score
     assert all(t.function == "quiz" and t.misconception is None for t in tests)
-    assert "expected" in tests[0].message
+    hidden = [test.message for test in tests if test.outcome != "passed"]
+    assert hidden and not [message for message in hidden if "expected " + message.split()[0] in message]
+    assert all(result.outcomes[index].expected not in tests[index].message for index in range(3))
+    shown = result.tests(show_answers=True)
+    assert f"expected {result.outcomes[1].expected}" in shown[1].message
     assert result.to_dict()["questions"][0]["outcome"] == "blank"
 
 
@@ -85,15 +90,30 @@ def test_answers_file_round_trip_and_the_student_decides_the_sheet(tmp_path):
     header = read_answers(path)
     assert header["student"] == "erin" and header["levels"] == ["basic"] and header["count"] == 5
     assert set(header["answers"]) == {posed.id for posed in sheet.questions}
-    assert grade_answers_file(path=path).score == 0.0
+    spec = SheetSpec(count=5, levels=("basic",))
+    assert grade_answers_file(path=path, student="erin", spec=spec).score == 0.0
     filled = template
     for question_id, answer in right_answers(sheet).items():
         filled = filled.replace(f'{question_id} = ""', f'{question_id} = "{answer}"')
     path.write_text(filled, encoding="utf-8")
-    assert grade_answers_file(path=path).score == 5.0
+    assert grade_answers_file(path=path, student="erin", spec=spec).score == 5.0
     # The same file handed in under another id is graded against that student's own numbers.
-    copied = grade_answers_file(path=path, student="frank")
-    assert copied.student == "frank"
+    copied = grade_answers_file(path=path, student="frank", spec=spec)
+    assert copied.student == "frank" and copied.max_score == 5.0
+
+
+def test_the_header_of_an_answers_file_decides_nothing(tmp_path):
+    spec = SheetSpec(count=6)
+    sheet = make_sheet(student="gus", count=6)
+    easy = make_sheet(student="gus", count=1, levels=["basic"])
+    path = tmp_path / "gus.answers.toml"
+    lines = ["schema_version = 1", 'student = "someone-else"', "count = 0", 'levels = ["basic"]', "", "[answers]"]
+    lines += [f'{posed.id} = "{quiz_answers.expected_text(posed, "en")}"' for posed in easy.questions]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = grade_answers_file(path=path, student="gus", spec=spec)
+    assert [outcome.question for outcome in result.outcomes] == [posed.id for posed in sheet.questions]
+    assert result.max_score == 6.0  # the instructor's sheet, not count = 0 (which once gave 100%)
+    assert result.score <= 1.0
 
 
 def test_an_unreadable_answers_file_names_itself(tmp_path):

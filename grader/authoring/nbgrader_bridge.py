@@ -25,12 +25,15 @@ class GradebookWrite:
 
     db: Path
     assignment: str
-    students: tuple[str, ...]
+    students: tuple[str, ...]  # whose scores were written
     created_assignment: bool  # the gradebook did not know the assignment before
+    added: tuple[str, ...] = ()  # students added to the roster (add_students)
+    skipped: tuple[str, ...] = ()  # graded, but not on the roster, so not written
 
     def to_dict(self) -> dict:
         return {"db": str(self.db), "assignment": self.assignment, "students": list(self.students),
-                "created_assignment": self.created_assignment}
+                "created_assignment": self.created_assignment, "added": list(self.added),
+                "skipped": list(self.skipped)}
 
 
 def check_groups(assignment: str) -> dict[str, tuple[str, ...]]:
@@ -56,13 +59,14 @@ def read_results(path: Path) -> list[SubmissionResult]:
 
 
 def write_to_gradebook(*, db: Path, assignment: str, results: list[SubmissionResult],
-                       notebook: str | None = None) -> GradebookWrite:
+                       notebook: str | None = None, add_students: bool = False) -> GradebookWrite:
     """Record each result's points per test cell as the autograded score of that cell.
 
     ``db`` is an nbgrader ``gradebook.db``; ``notebook`` is the notebook's name
     in it (default: the assignment's name, as in ``mha release --nbgrader``).
-    Students and submissions are created when missing; an existing score is
-    overwritten. Raises ConfigError when the gradebook's cells do not match
+    Only students on the gradebook's roster are written (the others are
+    returned as ``skipped``) unless ``add_students``, which adds them;
+    submissions are created when missing; an existing score is overwritten. Raises ConfigError when the gradebook's cells do not match
     the exercise's checks, or a result covers other points than those cells.
     """
     from nbgrader.api import Gradebook, MissingEntry
@@ -88,8 +92,16 @@ def write_to_gradebook(*, db: Path, assignment: str, results: list[SubmissionRes
             raise ConfigError(f"--nbgrader-db {db}: the test cells of notebook {notebook!r} "
                               f"({', '.join(sorted(cells)) or 'none'}) are not the checks of {assignment} "
                               f"({', '.join(groups)}); release the course with `mha release --nbgrader`")
+        roster = {student.id for student in gradebook.students}
+        written, added, skipped = [], [], []
         for result in results:
             _check_result(result, groups, ours, db)
+            if result.student not in roster:
+                if not add_students:
+                    skipped.append(result.student)
+                    continue
+                added.append(result.student)
+            written.append(result.student)
             gradebook.update_or_create_student(result.student)
             gradebook.update_or_create_submission(assignment, result.student)
             for name, functions in groups.items():
@@ -98,8 +110,8 @@ def write_to_gradebook(*, db: Path, assignment: str, results: list[SubmissionRes
                 grade = gradebook.find_grade(name, notebook, assignment, result.student)
                 grade.auto_score = float(sum(t.score for t in result.tests if t.function in functions))
             gradebook.db.commit()
-    return GradebookWrite(db=db, assignment=assignment, students=tuple(r.student for r in results),
-                          created_assignment=created)
+    return GradebookWrite(db=db, assignment=assignment, students=tuple(written), created_assignment=created,
+                          added=tuple(added), skipped=tuple(skipped))
 
 
 def _group_maxima(assignment: str, groups: dict[str, tuple[str, ...]]) -> dict[str, float]:

@@ -11,100 +11,116 @@ removed, so a grader killed at any moment, even by ``kill -9``, leaves each
 student either done or in flight, never half-written. On ``--resume`` a
 student still marked in flight is graded again; the marker counts attempts,
 so one that stopped the grader twice is recorded as an error and skipped.
-A lock file keeps two runs from writing into the same folder at once.
+A lock file (``.mha-lock``) keeps two runs from writing into the same folder
+at once, and a new run never deletes an earlier one: it refuses the folder,
+or, asked to ``--overwrite``, moves the earlier run to ``previous/<time>/``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import json
 import os
-import re
-import shutil
-import tempfile
+import time
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
 
 from grader.errors import UsageError
+from grader.files import atomic_write_text, file_key
 
 MAX_ATTEMPTS = 2  # a submission in flight during two grader crashes is not tried a third time
-_UNSAFE = re.compile(r"[^\w.-]", re.UNICODE)
 
 
-def file_key(student: str) -> str:
-    """A file name for ``student``: the id itself when safe, else a cleaned id plus a short hash."""
-    cleaned = _UNSAFE.sub("_", student).lstrip(".") or "_"
-    if cleaned == student and len(student) <= 120:
-        return student
-    digest = hashlib.sha256(student.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return f"{cleaned[:100]}-{digest}"
+# What a run writes into --out; an earlier run is these, moved aside together by --overwrite.
+OWN_OUTPUTS = ("journal", "grades.csv", "results.json", "feedback", "report.html", "junit.xml", "gradescope")
+PREVIOUS_FOLDER = "previous"
+LOCK_NAME = ".mha-lock"
 
 
-@contextlib.contextmanager
-def atomic_writer(path: Path, mode: str = "w", *, durable: bool = False) -> Iterator[IO]:
-    """Write ``path`` through a temporary file in the same folder, then rename it into place.
-
-    Readers see the old file or the whole new one, never a part. ``durable``
-    also flushes the data to the disk before the rename (survives power loss).
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    encoding = None if "b" in mode else "utf-8"
-    try:
-        with open(descriptor, mode, encoding=encoding, newline="" if encoding else None) as handle:
-            yield handle
-            handle.flush()
-            if durable:
-                os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
+def holds_run(out: Path) -> bool:
+    """Whether ``out`` holds what an earlier run (finished or not) wrote."""
+    out = Path(out)
+    done = out / "journal" / "done"
+    return ((out / "journal" / "run.json").is_file() or (out / "results.json").exists()
+            or (out / "grades.csv").exists() or (done.is_dir() and any(done.iterdir())))
 
 
-def atomic_write_text(path: Path, text: str, *, durable: bool = False) -> None:
-    with atomic_writer(path, durable=durable) as handle:
-        handle.write(text)
+def set_aside(out: Path) -> Path:
+    """Move an earlier run's files out of the way, into ``out/previous/<time>/``; returns that folder."""
+    out = Path(out)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    target = out / PREVIOUS_FOLDER / stamp
+    number = 1
+    while target.exists():
+        number += 1
+        target = out / PREVIOUS_FOLDER / f"{stamp}-{number}"
+    target.mkdir(parents=True)
+    for name in OWN_OUTPUTS:
+        if (out / name).exists() or (out / name).is_symlink():
+            os.replace(out / name, target / name)
+    return target
 
 
 class Journal:
     """The per-student result files of one output folder."""
 
     def __init__(self, out_dir: Path):
-        self.root = Path(out_dir) / "journal"
+        self.out = Path(out_dir)
+        self.root = self.out / "journal"
         self.done_dir = self.root / "done"
         self.running_dir = self.root / "running"
         self._lock: IO | None = None
 
     # ---- opening -------------------------------------------------------------------
-    def open(self, run: dict, *, resume: bool) -> None:
-        """Lock the folder; on ``resume`` check ``run`` matches, else start afresh."""
+    def open(self, run: dict, *, resume: bool, overwrite: bool = False) -> Path | None:
+        """Lock the folder, then continue its run (``resume``, which must match ``run``) or start one.
+
+        A new run never deletes an earlier one: ``out`` must not hold one,
+        unless ``overwrite``, which moves it aside first. Returns where it went.
+        """
+        self._take_lock()
+        moved = None
+        run_file = self.root / "run.json"
+        if holds_run(self.out):
+            if resume:
+                self._check_same_run(run_file, run)
+            elif overwrite:
+                moved = set_aside(self.out)
+            else:
+                self.close()
+                raise UsageError(
+                    f"{self.out} holds the results of an earlier run; add --resume to continue it, or "
+                    f"--overwrite to move it to {self.out / PREVIOUS_FOLDER}/<time>/ and grade afresh "
+                    "(or choose another --out)")
         self.root.mkdir(parents=True, exist_ok=True)
-        self._lock = open(self.root / "lock", "w")
+        self.done_dir.mkdir(exist_ok=True)
+        self.running_dir.mkdir(exist_ok=True)
+        atomic_write_text(run_file, json.dumps(run, indent=2, sort_keys=True) + "\n")
+        return moved
+
+    def _take_lock(self) -> None:
+        self.out.mkdir(parents=True, exist_ok=True)
+        self._lock = open(self.out / LOCK_NAME, "w")
         try:
             fcntl.flock(self._lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             self._lock.close()
             self._lock = None
-            raise UsageError(f"another `mha grade` is writing into {self.root.parent}; wait for it or use another --out")
-        run_file = self.root / "run.json"
-        if resume and run_file.is_file():
+            raise UsageError(f"another `mha grade` is writing into {self.out}; wait for it or use another --out")
+
+    def _check_same_run(self, run_file: Path, run: dict) -> None:
+        try:
             previous = json.loads(run_file.read_text(encoding="utf-8"))
-            changed = [key for key in run if previous.get(key) != run[key]]
-            if changed:
-                self.close()
-                raise UsageError(f"{self.root.parent} holds a run with another {', '.join(changed)}; "
-                                 "grade again without --resume, or choose another --out")
-        else:
-            for folder in (self.done_dir, self.running_dir):
-                shutil.rmtree(folder, ignore_errors=True)
-        self.done_dir.mkdir(exist_ok=True)
-        self.running_dir.mkdir(exist_ok=True)
-        atomic_write_text(run_file, json.dumps(run, indent=2, sort_keys=True) + "\n")
+        except (OSError, ValueError):
+            self.close()
+            raise UsageError(f"{self.out} holds results without a readable journal/run.json, so --resume "
+                             "cannot continue them; use --overwrite to move them aside and grade afresh") from None
+        changed = [key for key in run if previous.get(key) != run[key]]
+        if changed:
+            self.close()
+            raise UsageError(f"{self.out} holds a run with another {', '.join(changed)}; "
+                             "grade again with --overwrite instead of --resume, or choose another --out")
 
     def close(self) -> None:
         if self._lock is not None:

@@ -20,10 +20,14 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import signal
+import stat
 import sys
 import time
 from dataclasses import dataclass, field
 from typing import Callable
+
+from grader.batch.settings import Task
+from grader.content.messages import Message
 
 PRELOAD = ["grader.grading.grade", "grader.suites.multihead_attention.hidden.test_drawn_inputs"]
 _PR_SET_PDEATHSIG = 1
@@ -33,7 +37,7 @@ _PR_SET_PDEATHSIG = 1
 class Lane:
     process: multiprocessing.Process
     connection: multiprocessing.connection.Connection
-    task: dict | None = None
+    task: Task | None = None
     deadline: float = 0.0
 
 
@@ -41,33 +45,59 @@ class Lane:
 class Finished:
     """What came back for one task: a result dict, or why the lane was lost."""
 
-    task: dict
+    task: Task
     result: dict | None = None
     lost: str | None = None
 
 
-def grade_task(task: dict) -> dict:
+def grade_task(task: Task) -> dict:
     """What a lane does with one task: grade the submission, return the result as a dict."""
     from grader.grading.grade import grade_submission
-    from grader.sandbox.client import Limits
     from grader.seeding import student_seed
 
-    # The key comes from the process that started the run, not from this
-    # lane's environment, which may be older than the run.
-    key = task.get("course_key")
-    seed = student_seed(task["student"], key=key) if key is not None else None
-    result = grade_submission(
-        path=task["path"], student=task["student"], assignment=task["assignment"],
-        visibility=task["visibility"], limits=Limits(**task["limits"]), lang=task["lang"],
-        server=task.get("server"), seed=seed,
-    )
-    if task.get("answers"):
-        from pathlib import Path
+    run = task.run
+    changed = _refusal_now(task.path)
+    if changed is not None:  # replaced by a link since it was found: refused the same way
+        from grader.results import load_failure
 
+        result = load_failure(student=task.student, error=changed.render(run.lang), assignment=run.assignment,
+                              max_score=full_marks(run.assignment, run.visibility))
+    else:
+        # The key comes from the process that started the run, not from this
+        # lane's environment, which may be older than the run.
+        seed = student_seed(task.student, key=task.course_key) if task.course_key is not None else None
+        result = grade_submission(path=task.path, student=task.student, assignment=run.assignment,
+                                  visibility=run.visibility, limits=run.limits, lang=run.lang, server=task.server,
+                                  seed=seed)
+    if run.quiz.required:
         from grader.practice.homework import with_quiz
 
-        result = with_quiz(result, answers=Path(task["answers"]), points=task.get("quiz_points", 1.0), key=key)
+        result = with_quiz(result, answers=task.answers, policy=run.quiz, key=task.course_key)
     return result.to_dict()
+
+
+def full_marks(assignment: str, visibility: str) -> float:
+    """The points of every check a run grades (the maximum of a result that could not be graded)."""
+    from grader.grading.assignment import get_assignment
+    from grader.grading.grade import VISIBILITIES
+    from grader.grading.runner import collect
+
+    return float(sum(test.points for test in collect(get_assignment(assignment), VISIBILITIES[visibility])))
+
+
+def _refusal_now(path) -> Message | None:
+    """Checked again just before grading: the file is still neither a symbolic nor a hard link."""
+    from grader.text_safety import clean_name
+
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return Message("file_missing", {"name": clean_name(os.path.basename(path))})
+    if stat.S_ISLNK(info.st_mode):
+        return Message("file_symlink", {"name": clean_name(os.path.basename(path))})
+    if info.st_nlink > 1:
+        return Message("file_hard_link", {"name": clean_name(os.path.basename(path)), "links": info.st_nlink})
+    return None
 
 
 @dataclass
@@ -78,7 +108,7 @@ class LanePool:
     """
 
     size: int
-    runner: Callable[[dict], dict] = grade_task
+    runner: Callable[[Task], dict] = grade_task
     lanes: list[Lane] = field(default_factory=list)
 
     def __post_init__(self):
@@ -101,7 +131,7 @@ class LanePool:
     def busy(self) -> int:
         return self.size - self.free
 
-    def submit(self, task: dict, *, time_limit: float) -> None:
+    def submit(self, task: Task, *, time_limit: float) -> None:
         lane = next(lane for lane in self.lanes if lane.task is None)
         lane.task, lane.deadline = task, time.monotonic() + time_limit
         try:
@@ -179,7 +209,7 @@ def _death(process: multiprocessing.Process) -> str:
 
 
 # ---- inside a lane ---------------------------------------------------------------------
-def _lane_main(connection, runner: Callable[[dict], dict]) -> None:
+def _lane_main(connection, runner: Callable[[Task], dict]) -> None:
     _follow_parent()
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle

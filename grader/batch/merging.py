@@ -6,16 +6,17 @@ import json
 import time
 from pathlib import Path
 
-from grader.batch.run import BatchSummary
+from grader.tally import BatchSummary
 from grader.errors import UsageError
 from grader.batch.journal import Journal
 from grader.batch.outputs import write_outputs
+from grader.text_safety import clean_strings
 
 RUN_KEYS = ("assignment", "visibility", "submissions")
 
 
-def merge_runs(*, sources: list[Path], out: Path, lang: str | None = None,
-               formats: tuple[str, ...] = ()) -> tuple[BatchSummary, list[str]]:
+def merge_runs(*, sources: list[Path], out: Path, lang: str | None = None, formats: tuple[str, ...] = (),
+               overwrite: bool = False) -> tuple[BatchSummary, list[str]]:
     """Merge ``sources`` (folders holding results.json) into ``out``; returns the summary and warnings."""
     started = time.monotonic()
     out = Path(out)
@@ -31,11 +32,11 @@ def merge_runs(*, sources: list[Path], out: Path, lang: str | None = None,
     merged_run = {key: first.get(key) for key in RUN_KEYS} | {"shard": None, "lang": lang,
                                                               "merged_from": [str(s) for s in sources]}
     journal = Journal(out)
-    journal.open(merged_run, resume=False)
+    moved = journal.open(merged_run, resume=False, overwrite=overwrite)
     owner: dict[str, Path] = {}
     try:
         for source in sources:
-            for result in _results_of(source):
+            for result in map(clean_strings, _results_of(source)):
                 student = result.get("student")
                 if not isinstance(student, str):
                     raise UsageError(f"{source / 'results.json'} holds a result without a student")
@@ -45,11 +46,12 @@ def merge_runs(*, sources: list[Path], out: Path, lang: str | None = None,
                 owner[student] = source
                 journal.record(student, result)
         tally = write_outputs(out=out, journal=journal, students=sorted(owner), lang=lang, formats=formats,
-                              run=merged_run)
+                              title=f"mha grade: {first.get('assignment')}",
+                              assignment=str(first.get("assignment") or ""))
     finally:
         journal.close()
     summary = BatchSummary(out=out, students=len(owner), graded_now=len(owner), ignored=(), tally=tally,
-                           elapsed=time.monotonic() - started)
+                           elapsed=time.monotonic() - started, previous=moved)
     return summary, warnings
 
 

@@ -17,21 +17,22 @@ import json
 import tempfile
 from pathlib import Path
 
-from grader.render.class_report import ClassTally, write_report
-from grader.batch.journal import Journal, atomic_write_text, atomic_writer, file_key
+from grader.render.class_report import write_report
+from grader.tally import ClassTally
+from grader.batch.journal import Journal
+from grader.files import atomic_write_text, atomic_writer, file_key
 from grader.render.exports import GradesCsv, JUnitReport, ResultsJson, gradescope_results
 from grader.render.feedback import render_html, render_markdown
-from grader.results import SubmissionResult
+from grader.results import SubmissionResult, load_failure
+from grader.text_safety import clean_line
 
 
 def write_outputs(*, out: Path, journal: Journal, students: list[str], lang: str, formats: tuple[str, ...],
-                  run: dict) -> ClassTally:
+                  title: str, assignment: str) -> ClassTally:
     """Write every output of ``students`` (in this order) from ``journal``; returns the class figures."""
     out = Path(out)
-    feedback_dir = out / "feedback"
-    feedback_dir.mkdir(parents=True, exist_ok=True)
+    (out / "feedback").mkdir(parents=True, exist_ok=True)
     tally = ClassTally()
-    title = f"mha grade: {run.get('assignment')}" + (f" (shard {run['shard']})" if run.get("shard") else "")
     with contextlib.ExitStack() as stack:
         grades = GradesCsv(stack.enter_context(atomic_writer(out / "grades.csv")))
         results = ResultsJson(stack.enter_context(atomic_writer(out / "results.json")))
@@ -40,16 +41,8 @@ def write_outputs(*, out: Path, journal: Journal, students: list[str], lang: str
             spool = stack.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8", dir=out))
             junit = JUnitReport(spool)
         for student in students:
-            data = journal.read(student)
-            result = SubmissionResult.from_dict(data)
-            key = file_key(student)
-            markdown = render_markdown(result, lang=lang)
-            atomic_write_text(feedback_dir / f"{key}.md", markdown)
-            atomic_write_text(feedback_dir / f"{key}.html", render_html(result, lang=lang))
-            if "gradescope" in formats:
-                atomic_write_text(out / "gradescope" / key / "results.json",
-                                  json.dumps(gradescope_results(data, feedback=markdown), ensure_ascii=False,
-                                             indent=1) + "\n")
+            data = _student_outputs(journal, student, out=out, lang=lang, formats=formats, assignment=assignment,
+                                    max_score=tally.max_score)
             if junit is not None:
                 junit.add(data)
             grades.add(data)
@@ -61,3 +54,35 @@ def write_outputs(*, out: Path, journal: Journal, students: list[str], lang: str
                 junit.finish(handle, spool, name=title)
     write_report(out / "report.html", tally, title=title, lang=lang)
     return tally
+
+
+def _student_outputs(journal: Journal, student: str, *, out: Path, lang: str, formats: tuple[str, ...],
+                     assignment: str, max_score: float) -> dict:
+    """Write ``student``'s own files; returns the result the class files show.
+
+    A defect of the grader on one result (a journal file it cannot read, a
+    renderer that fails) makes that student's result an ``error`` saying so;
+    the other students' outputs are written all the same.
+    """
+    try:
+        data = journal.read(student)
+        _write_student_files(data, out=out, lang=lang, formats=formats)
+        return data
+    except Exception as failure:  # noqa: BLE001 - one student's defect must not stop the class's outputs
+        reason = clean_line(f"{type(failure).__name__}: {failure}")[:300]
+        data = load_failure(student=student, max_score=max_score, assignment=assignment,
+                            error=f"the grader could not write this result ({reason}); report it, then "
+                                  "grade this student again").to_dict()
+        _write_student_files(data, out=out, lang=lang, formats=formats)
+        return data
+
+
+def _write_student_files(data: dict, *, out: Path, lang: str, formats: tuple[str, ...]) -> None:
+    result = SubmissionResult.from_dict(data)
+    key = file_key(result.student)
+    markdown = render_markdown(result, lang=lang)
+    atomic_write_text(out / "feedback" / f"{key}.md", markdown)
+    atomic_write_text(out / "feedback" / f"{key}.html", render_html(result, lang=lang))
+    if "gradescope" in formats:
+        atomic_write_text(out / "gradescope" / key / "results.json",
+                          json.dumps(gradescope_results(data, feedback=markdown), ensure_ascii=False, indent=1) + "\n")

@@ -18,22 +18,22 @@ from __future__ import annotations
 import os
 import time
 from collections import deque
-from dataclasses import asdict, dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import Callable, Protocol
 
 from grader import seeding
-from grader.grading.assignment import get_assignment
-from grader.render.class_report import ClassTally
 from grader.batch.discovery import Submission, discover_submissions, select_shard
 from grader.errors import UsageError
 from grader.batch.journal import MAX_ATTEMPTS, Journal
-from grader.batch.lanes import LanePool, grade_task
+from grader.batch.lanes import LanePool, full_marks, grade_task
+from grader.batch.settings import GradingRun, Task
 from grader.content.messages import Message
+from grader.practice.homework import quiz_worth
 from grader.batch.outputs import write_outputs
-from grader.paths import DEFAULT_ASSIGNMENT
 from grader.results import load_failure
-from grader.sandbox.client import Limits
+from grader.text_safety import clean_strings
+from grader.tally import BatchSummary
 
 LANE_GRACE_SECONDS = 60.0  # beyond the sandbox's own limits, before a grading process is presumed stuck
 
@@ -59,16 +59,6 @@ class _Silent:
         pass
 
 
-@dataclass(frozen=True)
-class BatchSummary:
-    out: Path
-    students: int  # in this run (this shard)
-    graded_now: int  # graded by this run; the rest came from an earlier, resumed one
-    ignored: tuple[str, ...]  # entries of SUBMISSIONS that are not submissions
-    tally: ClassTally
-    elapsed: float
-
-
 def default_jobs() -> int:
     try:
         return len(os.sched_getaffinity(0))
@@ -76,65 +66,66 @@ def default_jobs() -> int:
         return os.cpu_count() or 1
 
 
-def full_marks(assignment: str, visibility: str) -> float:
-    from grader.grading.grade import VISIBILITIES
-    from grader.grading.runner import collect
-
-    return float(sum(test.points for test in collect(get_assignment(assignment), VISIBILITIES[visibility])))
-
-
-def grade_class(*, submissions: Path, out: Path, jobs: int | None = None, limits: Limits | None = None,
-                resume: bool = False, lang: str = "en", formats: tuple[str, ...] = (),
-                shard: tuple[int, int] | None = None, assignment: str = DEFAULT_ASSIGNMENT,
-                visibility: str = "all", progress: Progress | None = None,
-                runner: Callable[[dict], dict] = grade_task, quiz_points: float | dict = 1.0) -> BatchSummary:
-    """Grade every submission under ``submissions`` (or one shard of them) into ``out``.
+def grade_class(*, run: GradingRun, progress: Progress | None = None,
+                runner: Callable[[Task], dict] = grade_task) -> BatchSummary:
+    """Grade every submission of ``run.submissions`` (or one shard of them) into ``run.out``.
 
     ``runner`` is what a grading process applies to each task (a module-level
     function; by default ``grade_task``, which calls ``grade_submission``).
-    Quiz answers files beside the code are graded too, ``quiz_points`` each
-    (a number, or points per level; see ``grader.practice.homework``).
+    Quiz answers files beside the code are graded too (``run.quiz``; see
+    ``grader.practice.homework``).
     """
     started = time.monotonic()
-    submissions, out = Path(submissions), Path(out)
+    submissions, out = Path(run.submissions), Path(run.out)
     if not submissions.is_dir():
         raise UsageError(f"{submissions} is not a folder; pass the folder that holds one entry per student")
     if out.resolve().is_relative_to(submissions.resolve()):
         raise UsageError(f"--out {out} lies inside {submissions}; choose an output folder outside the submissions")
-    limits = limits or Limits()
     progress = progress or _Silent()
-    everyone, ignored = discover_submissions(submissions, assignment=assignment)
-    chosen = select_shard(everyone, shard)
-    run = {"submissions": str(submissions.resolve()), "assignment": assignment, "visibility": visibility,
-           "shard": f"{shard[0]}/{shard[1]}" if shard else None, "lang": lang}
-    journal = Journal(out)
-    journal.open(run, resume=resume)
     try:
-        graded_now = _grade_pending(chosen, journal, root=submissions, jobs=jobs or default_jobs(), limits=limits,
-                                    lang=lang, assignment=assignment, visibility=visibility, progress=progress,
-                                    runner=runner, quiz_points=quiz_points)
-        tally = write_outputs(out=out, journal=journal, students=[entry.student for entry in chosen], lang=lang,
-                              formats=formats, run=run)
+        everyone, ignored = discover_submissions(submissions, assignment=run.assignment)
+    except OSError as bad:
+        raise UsageError(f"cannot read {submissions} ({bad.strerror or bad})") from None
+    if not everyone:
+        raise UsageError(f"{submissions} holds no submissions; expected one entry per student: "
+                         "<student>.py, <student>.ipynb or a folder <student>/"
+                         + (f" (found only {', '.join(ignored[:5])})" if ignored else ""))
+    chosen = select_shard(everyone, run.shard)
+    if any(entry.answers is not None for entry in everyone) and not run.quiz.required:
+        run = replace(run, quiz=replace(run.quiz, required=True))  # one answers file: a sheet for everyone
+    journal = Journal(out)
+    moved = journal.open(run.identity(), resume=run.resume, overwrite=run.overwrite)
+    try:
+        graded_now = _grade_pending(chosen, journal, run=run, progress=progress, runner=runner)
+        tally = write_outputs(out=out, journal=journal, students=[entry.student for entry in chosen], lang=run.lang,
+                              formats=run.formats, title=run.title, assignment=run.assignment)
     finally:
         journal.close()
     return BatchSummary(out=out, students=len(chosen), graded_now=graded_now, ignored=tuple(ignored), tally=tally,
-                        elapsed=time.monotonic() - started)
+                        elapsed=time.monotonic() - started, previous=moved)
 
 
-def _grade_pending(chosen: list[Submission], journal: Journal, *, root: Path, jobs: int, limits: Limits, lang: str,
-                   assignment: str, visibility: str, progress: Progress, runner: Callable[[dict], dict],
-                   quiz_points=1.0) -> int:
+def _grade_pending(chosen: list[Submission], journal: Journal, *, run: GradingRun, progress: Progress,
+                   runner: Callable[[Task], dict]) -> int:
     """Grade what the journal does not hold yet; returns how many results this run added."""
-    max_score = full_marks(assignment, visibility)
+    max_score = full_marks(run.assignment, run.visibility)
+    root = Path(run.submissions)
+    entries = {entry.student: entry for entry in chosen}
 
     def record(student: str, result: dict) -> None:
+        """Store ``result`` with what the batch knows of the entry; every string cleaned first."""
+        entry = entries[student]
+        notes = [note.render(run.lang) for note in entry.notes] + list(result.get("notes") or ())
+        result = dict(result, student=student, submission=entry.shown_path(root), notes=notes)
+        result = clean_strings(result)
         journal.record(student, result)
         progress.advance(result)
 
     def refuse(student: str, reason) -> None:
-        text = reason.render(lang) if isinstance(reason, Message) else reason
-        record(student, load_failure(student=student, error=text, max_score=max_score,
-                                     assignment=assignment).to_dict())
+        text = reason.render(run.lang) if isinstance(reason, Message) else reason
+        worth = quiz_worth(student, run.quiz, key=seeding.course_key()) if run.quiz.required else 0.0
+        record(student, load_failure(student=student, error=text, max_score=max_score + worth,
+                                     assignment=run.assignment).to_dict())
 
     returning = set(journal.in_flight())
     already = sum(journal.is_done(entry.student) for entry in chosen)
@@ -155,19 +146,20 @@ def _grade_pending(chosen: list[Submission], journal: Journal, *, root: Path, jo
         else:
             suspects.append(entry)
     if todo or suspects:
-        _run_lanes(todo, suspects, journal, root=root, jobs=jobs, limits=limits, lang=lang, assignment=assignment,
-                   visibility=visibility, record=record, refuse=refuse, runner=runner, quiz_points=quiz_points)
+        _run_lanes(todo, suspects, journal, run=run, record=record, refuse=refuse, runner=runner)
     progress.end()
     return added
 
 
-def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, root: Path, jobs: int, limits: Limits, lang: str,
-               assignment: str, visibility: str, record, refuse, runner, quiz_points=1.0) -> None:
+def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, run: GradingRun, record, refuse, runner) -> None:
+    root = Path(run.submissions)
+    limits = run.limits
     time_limit = limits.submission_timeout + 2 * limits.call_timeout + LANE_GRACE_SECONDS
     server = _start_server(hidden=(root, journal.root.parent))
     course_key = seeding.course_key()  # read once here; lanes get it with each task (never written to disk)
-    pool = LanePool(max(1, min(jobs, len(todo) + len(suspects))), runner)
+    pool = LanePool(max(1, min(run.jobs or default_jobs(), len(todo) + len(suspects))), runner)
     attempts: dict[str, int] = {}
+    waiting: dict[str, Submission] = {}  # in a lane now
     alone: str | None = None  # a suspect is graded with nothing else in flight
     try:
         while todo or suspects or pool.busy:
@@ -180,26 +172,25 @@ def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, root: Path, jo
                 attempts[entry.student] = journal.start(entry.student)
                 if attempts[entry.student] > 1:
                     alone = entry.student
-                task = {"student": entry.student, "path": str(entry.path), "assignment": assignment,
-                        "visibility": visibility, "limits": asdict(limits), "lang": lang,
-                        "submission": str(entry.path.relative_to(root)),
-                        "server": server.address if server is not None else None,
-                        "answers": str(entry.answers) if entry.answers is not None else None,
-                        "quiz_points": quiz_points, "course_key": course_key}
+                task = Task(student=entry.student, path=entry.path, submission=entry.shown_path(root),
+                            run=run, answers=entry.answers, course_key=course_key,
+                            server=server.address if server is not None else None)
+                waiting[entry.student] = entry
                 pool.submit(task, time_limit=time_limit)
             for finished in pool.collect(timeout=0.5):
-                student = finished.task["student"]
+                student = finished.task.student
                 if student == alone:
                     alone = None
                 attempts.pop(student, None)
+                entry = waiting.pop(student)
                 if finished.lost is None and "grader_failure" not in finished.result:
-                    record(student, dict(finished.result, submission=finished.task["submission"]))
+                    record(student, finished.result)
                 elif finished.lost is None:
                     refuse(student, f"the grader failed on this submission ({finished.result['grader_failure']})")
                 elif journal.attempts(student) >= MAX_ATTEMPTS:
                     refuse(student, f"{finished.lost}; {_twice_message(journal.attempts(student))}")
                 else:
-                    suspects.append(Submission(student, root / finished.task["submission"]))
+                    suspects.append(entry)
     except BaseException:
         for student, attempt in attempts.items():  # stopped on purpose: not the submission's fault
             journal.abandon(student, attempt)

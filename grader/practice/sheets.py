@@ -1,21 +1,28 @@
 """Quizzes as graded homework: a question sheet per student and its answers file.
 
-A student's numbers come from a seed derived from the course key and the
+A student's questions and numbers come from the instructor's choice of sheet
+(how many questions, which topics and levels: ``SheetSpec``, the options of
+``mha quiz --sheet``) and from a seed derived from the course key and the
 student id (``grader.seeding.student_seed`` with purpose ``quiz-sheet``), so
 neighbours get different numbers and grading re-creates exactly the sheet
 that was handed out. The answers file is TOML::
 
     schema_version = 1
     student = "alice"
-    count = 10          # how the sheet was chosen: count, topics, levels
+    count = 10          # how the sheet was chosen, for the student's information
     topics = []
     levels = []
 
     [answers]
     split-heads-shape = "(2, 4, 7, 16)"
 
-Grading ignores any seed written in the file and derives it again from the
-student id, so copying a neighbour's header does not copy their numbers.
+Grading reads only the ``[answers]`` table: the student, the count, the
+topics and the levels written in the file are ignored (the grader's own
+student id and the instructor's ``SheetSpec`` decide), so no header can pick
+easier questions, fewer of them (``count = 0``), or a neighbour's numbers.
+The expected answers are shown only when the instructor asks
+(``show_answers``): the same student always gets the same sheet back, so
+answers shown before the deadline would be full marks on resubmission.
 """
 
 from __future__ import annotations
@@ -32,12 +39,22 @@ from grader.practice.answers import LETTERS
 from grader.practice.bank import PosedQuestion, default_bank
 from grader.practice.session import choose_questions
 from grader.practice.texts import text
+from grader.practice.homework import DEFAULT_COUNT, points_of
 from grader.results import TestResult
 from grader.seeding import student_seed
 
 SHEET_PURPOSE = "quiz-sheet"
 ANSWERS_SCHEMA_VERSION = 1
 OUTCOMES = ("correct", "wrong", "blank", "unreadable")
+
+
+@dataclass(frozen=True)
+class SheetSpec:
+    """How the instructor chose the sheets: the options given to ``mha quiz --sheet``."""
+
+    count: int = DEFAULT_COUNT
+    topics: tuple[str, ...] = ()
+    levels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, eq=False)
@@ -75,15 +92,25 @@ class SheetResult:
         return {"student": self.student, "score": self.score, "max_score": self.max_score,
                 "questions": [asdict(outcome) for outcome in self.outcomes]}
 
-    def tests(self) -> tuple[TestResult, ...]:
-        """The outcomes as result-contract tests (function ``quiz``), for ``mha grade``."""
+    def tests(self, *, show_answers: bool = False) -> tuple[TestResult, ...]:
+        """The outcomes as result-contract tests (function ``quiz``), for ``mha grade``.
+
+        A missed question's message names the expected answer only with
+        ``show_answers`` (the instructor's choice, e.g. once the due date has passed).
+        """
         return tuple(
             TestResult(name=f"quiz:{o.question}", function="quiz",
                        outcome="passed" if o.outcome == "correct" else "failed",
                        score=o.score, max_score=o.max_score, misconception=None,
-                       message="" if o.outcome == "correct"
-                       else f"{o.outcome}: expected {o.expected}, got {o.given or 'nothing'}")
+                       message="" if o.outcome == "correct" else _missed(o, show_answers))
             for o in self.outcomes)
+
+
+def _missed(outcome: QuestionOutcome, show_answers: bool) -> str:
+    given = outcome.given or "nothing"
+    if show_answers:
+        return f"{outcome.outcome}: expected {outcome.expected}, got {given}"
+    return f"{outcome.outcome}: got {given} (the expected answers are shown once the instructor releases them)"
 
 
 def make_sheet(*, student: str, count: int = 10, topics: Sequence[str] = (),
@@ -108,7 +135,7 @@ def grade_answers(*, sheet: Sheet, answers: Mapping[str, str],
     """
     outcomes = []
     for posed in sheet.questions:
-        worth = float(points if isinstance(points, (int, float)) else points.get(posed.question.level, 1.0))
+        worth = points_of(points, posed.question.level)
         given = str(answers.get(posed.id, "")).strip()
         verdict = quiz_answers.check(posed, given) if given else None
         if verdict is None:
@@ -125,36 +152,34 @@ def grade_answers(*, sheet: Sheet, answers: Mapping[str, str],
                        max_score=sum(o.max_score for o in outcomes), outcomes=tuple(outcomes))
 
 
-def grade_answers_file(*, path: Path, student: str | None = None,
+def grade_answers_file(*, path: Path, student: str, spec: SheetSpec = SheetSpec(),
                        points: float | Mapping[str, float] = 1.0, key: str | None = None) -> SheetResult:
-    """Re-create the sheet named in an answers file and grade it.
+    """Grade the answers file at ``path`` against ``student``'s sheet, chosen by the instructor's ``spec``.
 
-    ``student`` (e.g. the submission folder's name in a batch) overrides the
-    name written in the file.
+    Nothing but the answers is taken from the file (see the module's docstring).
     """
-    header = read_answers(path)
-    sheet = make_sheet(student=student or header["student"], count=header["count"],
-                       topics=header["topics"], levels=header["levels"], key=key)
-    return grade_answers(sheet=sheet, answers=header["answers"], points=points)
+    answers = read_answers(path)["answers"]
+    sheet = make_sheet(student=student, count=spec.count, topics=spec.topics, levels=spec.levels, key=key)
+    return grade_answers(sheet=sheet, answers=answers, points=points)
 
 
 def read_answers(path: Path) -> dict:
-    """The header and answers of an answers file; UsageError names the file and problem."""
+    """The header and answers of an answers file; UsageError names the file and problem.
+
+    The header (``student``, ``count``, ``topics``, ``levels``) is informative
+    and may be missing; grading uses only ``answers``.
+    """
     try:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise UsageError(f"{path}: cannot read the answers ({error}); keep each answer in quotes") from None
     if data.get("schema_version") != ANSWERS_SCHEMA_VERSION:
         raise UsageError(f"{path}: schema_version must be {ANSWERS_SCHEMA_VERSION}")
-    student, answers = data.get("student"), data.get("answers", {})
-    if not isinstance(student, str) or not isinstance(answers, dict):
-        raise UsageError(f"{path}: needs a 'student' name and an [answers] table")
-    count = data.get("count", 10)
-    topics, levels = data.get("topics", []), data.get("levels", [])
-    if not isinstance(count, int) or not isinstance(topics, list) or not isinstance(levels, list):
-        raise UsageError(f"{path}: 'count' must be a number and 'topics', 'levels' lists")
-    return {"student": student, "count": count, "topics": topics, "levels": levels,
-            "answers": {str(key): str(value) for key, value in answers.items()}}
+    answers = data.get("answers", {})
+    if not isinstance(answers, dict):
+        raise UsageError(f"{path}: needs an [answers] table")
+    return {"student": data.get("student"), "count": data.get("count"), "topics": data.get("topics"),
+            "levels": data.get("levels"), "answers": {str(key): str(value) for key, value in answers.items()}}
 
 
 def answers_template(sheet: Sheet) -> str:
@@ -199,9 +224,14 @@ def sheet_markdown(sheet: Sheet, *, lang: str, answers_name: str) -> str:
 
 def write_sheet(*, student: str, out: Path, lang: str, count: int = 10, topics: Sequence[str] = (),
                 levels: Sequence[str] = ()) -> tuple[Path, Path]:
-    """Write the sheet to ``out`` and its answers file beside it; return both paths."""
+    """Write the sheet to ``out`` and ``<student>.answers.toml`` beside it; return both paths.
+
+    The answers file is named for the student, as ``mha grade`` looks for it.
+    """
+    if "/" in student or student in (".", ".."):
+        raise UsageError(f"{student!r} cannot name a file; give the student id as `mha grade` sees it")
     sheet = make_sheet(student=student, count=count, topics=topics, levels=levels)
-    answers_path = out.with_name(f"{out.stem}.answers.toml")
+    answers_path = out.with_name(f"{student}.answers.toml")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(sheet_markdown(sheet, lang=lang, answers_name=answers_path.name), encoding="utf-8")
     answers_path.write_text(answers_template(sheet), encoding="utf-8")

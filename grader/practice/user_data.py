@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from grader.errors import ConfigError
+from grader.files import atomic_write_text
 
 DATA_DIR_VARIABLE = "MHA_DATA_DIR"
 SCHEMA_VERSION = 1
@@ -53,12 +53,5 @@ def write_document(name: str, data: dict[str, Any]) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / name
     payload = json.dumps({"schema_version": SCHEMA_VERSION, **data}, ensure_ascii=False, indent=1)
-    descriptor, temporary = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
-    try:
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(payload + "\n")
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, payload + "\n")
     return path

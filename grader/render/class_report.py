@@ -1,12 +1,6 @@
 """The class report: score distribution, item analysis, common mistakes, failures.
 
-``ClassTally`` takes results one at a time (memory grows with the number of
-checks, not of students, apart from one float per score) and keeps what the
-report needs: for every check its pass rate and its discrimination (the
-correlation between passing it and the score on all the other checks, the
-classic item-analysis figure: near 0 or negative means the check does not
-separate strong from weak submissions), the misconceptions with the share of
-students who made each, and the submissions that errored or timed out.
+The figures come from ``grader.tally.ClassTally``, fed one result at a time;
 ``write_report`` renders ``report.html``, self-contained, the histogram
 inlined as a PNG.
 """
@@ -14,100 +8,14 @@ inlined as a PNG.
 from __future__ import annotations
 
 import base64
-import html
 import io
-import math
-import statistics
-from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.content.catalog import load_catalog
-from grader.batch.journal import atomic_write_text
+from grader.files import atomic_write_text
 from grader.content.messages import check_title
-
-
-@dataclass
-class CheckTally:
-    name: str
-    function: str
-    visibility: str
-    max_score: float
-    attempts: int = 0
-    passes: int = 0
-    rest_sum: float = 0.0  # sums for the item-rest correlation
-    rest_squares: float = 0.0
-    pass_rest: float = 0.0
-
-    @property
-    def pass_rate(self) -> float:
-        return self.passes / self.attempts if self.attempts else 0.0
-
-    @property
-    def discrimination(self) -> float | None:
-        n, x, r = self.attempts, self.passes, self.rest_sum
-        spread = (n * x - x * x) * (n * self.rest_squares - r * r)
-        if n < 3 or spread <= 1e-12:
-            return None
-        return (n * self.pass_rest - x * r) / math.sqrt(spread)
-
-
-@dataclass
-class ClassTally:
-    """Running figures of a class, fed one result dict at a time."""
-
-    students: int = 0
-    graded: int = 0
-    max_score: float = 0.0
-    scores: list[float] = field(default_factory=list)
-    checks: dict[str, CheckTally] = field(default_factory=dict)
-    misconceptions: Counter = field(default_factory=Counter)
-    errored: list[tuple[str, str]] = field(default_factory=list)  # (student, reason)
-    timed_out: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # (student, functions)
-    isolation: Counter = field(default_factory=Counter)
-
-    def add(self, result: dict) -> None:
-        self.students += 1
-        self.max_score = max(self.max_score, float(result.get("max_score") or 0.0))
-        if result.get("isolation"):
-            self.isolation[result["isolation"]] += 1
-        if result.get("status") != "graded":
-            reason = str(result.get("error") or "")
-            self.errored.append((result["student"], reason))
-            if "Timeout" in reason or "too long" in reason:
-                self.timed_out.append((result["student"], ("loading",)))
-            return
-        self.graded += 1
-        score = float(result["score"])
-        self.scores.append(score)
-        self.misconceptions.update(set(result.get("misconceptions", ())))
-        slow = tuple(dict.fromkeys(t["function"] for t in result["tests"] if t["outcome"] == "timeout"))
-        if slow:
-            self.timed_out.append((result["student"], slow))
-        for test in result["tests"]:
-            check = self.checks.get(test["name"])
-            if check is None:
-                check = self.checks[test["name"]] = CheckTally(test["name"], test["function"],
-                                                               test.get("visibility", "public"), test["max_score"])
-            passed = 1.0 if test["outcome"] == "passed" else 0.0
-            rest = score - float(test["score"])
-            check.attempts += 1
-            check.passes += int(passed)
-            check.rest_sum += rest
-            check.rest_squares += rest * rest
-            check.pass_rest += passed * rest
-
-    @property
-    def mean(self) -> float | None:
-        return statistics.fmean(self.scores) if self.scores else None
-
-    @property
-    def median(self) -> float | None:
-        return statistics.median(self.scores) if self.scores else None
-
-    def common_misconceptions(self, limit: int = 10) -> list[tuple[str, int, float]]:
-        """(id, students, share of graded students), most common first."""
-        return [(key, count, count / self.graded) for key, count in self.misconceptions.most_common(limit)]
+from grader.tally import ClassTally
+from grader.text_safety import html_text
 
 
 def histogram_png(scores: list[float], max_score: float) -> bytes:
@@ -137,7 +45,7 @@ def write_report(path: Path, tally: ClassTally, *, title: str, lang: str = "en")
 
 
 def render_report(tally: ClassTally, *, title: str, lang: str = "en") -> str:
-    e = html.escape
+    e = html_text
     catalog = load_catalog()
     parts = [f"<h1>{e(title)}</h1>", _overview(tally)]
     if tally.scores:
@@ -175,15 +83,15 @@ def _overview(tally: ClassTally) -> str:
         return "—" if value is None else f"{value:.2f}"
 
     cells = [("students", str(tally.students)), ("graded", str(tally.graded)),
-             ("errors", str(len(tally.errored))), ("timed out", str(len(tally.timed_out))),
+             ("errors", str(len(tally.errored))), ("graded with a timeout", str(len(tally.timed_out))),
              ("mean", f"{figure(tally.mean)} / {tally.max_score:g}"),
              ("median", f"{figure(tally.median)} / {tally.max_score:g}")]
-    return "<div class=cards>" + "".join(f"<div><b>{html.escape(value)}</b><br>{label}</div>"
+    return "<div class=cards>" + "".join(f"<div><b>{html_text(value)}</b><br>{label}</div>"
                                          for label, value in cells) + "</div>"
 
 
 def _problems(tally: ClassTally) -> str:
-    e = html.escape
+    e = html_text
     parts = ["<h2>Submissions that errored</h2>"]
     if tally.errored:
         parts.append("<table><tr><th>student</th><th>reason</th></tr>" + "".join(
@@ -191,7 +99,7 @@ def _problems(tally: ClassTally) -> str:
             + "</table>")
     else:
         parts.append("<p>None.</p>")
-    parts.append("<h2>Submissions that timed out</h2>")
+    parts.append("<h2>Graded submissions with checks that timed out</h2>")
     if tally.timed_out:
         parts.append("<table><tr><th>student</th><th>functions</th></tr>" + "".join(
             f"<tr><td>{e(student)}</td><td>{e(', '.join(functions))}</td></tr>"

@@ -13,6 +13,8 @@ import re
 from typing import IO
 from xml.sax.saxutils import escape, quoteattr
 
+from grader.text_safety import clean_line, clean_text, csv_cell, needs_quotes
+
 CSV_COLUMNS = ("student", "score", "max_score", "status", "misconceptions")
 FORMATS = ("gradescope", "junit")
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -20,15 +22,23 @@ _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-
 
 # ---- grades.csv ----------------------------------------------------------------------
 class GradesCsv:
-    """``grades.csv``: one row per student, misconceptions joined by ``;``."""
+    """``grades.csv``: one row per student, misconceptions joined by ``;``.
+
+    Text cells go through ``csv_cell``: one line, and a cell that a
+    spreadsheet would run as a formula starts with ``'``. A row with such a
+    cell, or a ``;`` (a separator where spreadsheets use it), is quoted whole.
+    """
 
     def __init__(self, handle: IO[str]):
         self.writer = csv.writer(handle, lineterminator="\n")
+        self.quoted = csv.writer(handle, lineterminator="\n", quoting=csv.QUOTE_ALL)
         self.writer.writerow(CSV_COLUMNS)
 
     def add(self, result: dict) -> None:
-        self.writer.writerow([result["student"], f"{result['score']:g}", f"{result['max_score']:g}",
-                              result["status"], ";".join(result.get("misconceptions", ()))])
+        row = [csv_cell(result["student"]), f"{result['score']:g}", f"{result['max_score']:g}",
+               csv_cell(result["status"]), csv_cell(";".join(result.get("misconceptions", ())))]
+        writer = self.quoted if any(needs_quotes(cell) for cell in (row[0], row[3])) else self.writer
+        writer.writerow(row)
 
 
 # ---- results.json ----------------------------------------------------------------------
@@ -54,33 +64,40 @@ def gradescope_results(result: dict, *, feedback: str = "") -> dict:
     """One student's Gradescope autograder ``results.json``.
 
     Public checks are ``visible``; hidden ones ``after_published`` (students see
-    them once grades are published). ``output`` is the check's explanation.
+    them once grades are published). ``output`` is the check's explanation,
+    cleaned and shown as plain text (``output_format: text``), so nothing a
+    student wrote is run as HTML or Markdown. The overall ``output`` is the
+    feedback page, Markdown whose student text ``render_markdown`` made inert.
     """
     tests = []
     for number, test in enumerate(result.get("tests", ()), start=1):
         label = test["name"].removeprefix("test_").replace("_", " ")
         mistake = f" [{test['misconception']}]" if test.get("misconception") else ""
         tests.append({
-            "name": f"{test['function']}: {label}",
+            "name": clean_line(f"{test['function']}: {label}"),
             "number": str(number),
             "score": test["score"],
             "max_score": test["max_score"],
             "status": "passed" if test["outcome"] == "passed" else "failed",
-            "output": (test.get("message") or "") + mistake,
+            "output": clean_text((test.get("message") or "") + mistake),
+            "output_format": "text",
             "visibility": "after_published" if test.get("visibility") == "hidden" else "visible",
         })
     data = {"score": result["score"], "execution_time": round(float(result.get("duration") or 0.0), 3),
-            "output": feedback or (result.get("error") or ""), "output_format": "md",
+            "output": clean_text(feedback) if feedback else clean_text(result.get("error") or ""),
+            "output_format": "md" if feedback else "text", "test_output_format": "text",
             "stdout_visibility": "hidden", "tests": tests}
     if result["status"] != "graded":
         data["tests"] = [{"name": "loading the submission", "score": 0.0, "max_score": result["max_score"],
-                          "status": "failed", "output": result.get("error") or "", "visibility": "visible"}]
+                          "status": "failed", "output": clean_text(result.get("error") or ""),
+                          "output_format": "text", "visibility": "visible"}]
     return data
 
 
 # ---- JUnit XML ----------------------------------------------------------------------------
 def _clean(text: str) -> str:
-    return _NOT_XML.sub("?", text)
+    """Student text fit for XML: cleaned, and (belt and braces) nothing XML 1.0 forbids."""
+    return _NOT_XML.sub("\ufffd", clean_text(text))
 
 
 class JUnitReport:

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 
 from grader.content.catalog import load_catalog
 from grader.content.loader import load_bilingual
-from grader.i18n import pick
-from grader.content.messages import check_text, check_title, error_text, note_texts, render
+from grader.content.messages import check_text, check_title, error_text, note_texts
 from grader.paths import CONTENT_DIR
+from grader.render import marks
 from grader.results import SubmissionResult, TestResult
+from grader.text_safety import html_text, markdown_code_block, markdown_inline
 
 FEEDBACK_FILE = CONTENT_DIR / "feedback.toml"
-MARKS = {"passed": "✓", "failed": "✗", "error": "!", "timeout": "⏱"}
 
 
 @functools.cache
@@ -30,12 +30,10 @@ def feedback_texts() -> dict[str, dict[str, str]]:
     """The page's own texts by key."""
     return load_bilingual(FEEDBACK_FILE, "text")
 
+
 def say(key: str, lang: str, **params) -> str:
     """One of the page's texts, or a check message of ``messages.toml``."""
-    texts = feedback_texts()
-    if key in texts:
-        return pick(texts[key], lang).format(**params)
-    return render(key, params, lang)
+    return marks.say(feedback_texts(), key, lang, **params)
 
 
 @dataclass(frozen=True)
@@ -75,22 +73,27 @@ def _label(test: TestResult, lang: str) -> str:
 
 
 def _outcome(test: TestResult, lang: str) -> str:
-    return f"{MARKS.get(test.outcome, '?')} {say('outcome_' + test.outcome, lang)}"
+    return f"{marks.mark(test.outcome)} {say('outcome_' + test.outcome, lang)}"
 
 
 # ---- Markdown --------------------------------------------------------------------------
 def _md(text: str) -> str:
-    """Student-controlled text made inert in Markdown: no HTML, no table breaks."""
+    """Student-controlled text made inert in Markdown: no HTML, link, image, emphasis or table break."""
+    return markdown_inline(text)
+
+
+def _ours(text: str) -> str:
+    """The grader's own text (titles, catalog entries) on one line of Markdown, readable as it is written."""
     return html.escape(text, quote=False).replace("|", "\\|").replace("\n", " ")
 
 
 def render_markdown(result: SubmissionResult, *, lang: str) -> str:
-    lines = [f"# {_md(say('title', lang, assignment=result.assignment, student=result.student))}", "",
+    lines = [f"# {say('title', lang, assignment=_ours(result.assignment), student=_md(result.student))}", "",
              f"**{say('score', lang, score=result.score, max_score=result.max_score)}**", ""]
     if result.notes:
         lines += [f"## {say('report_notes', lang)}", ""] + [f"- {_md(note)}" for note in note_texts(result, lang)] + [""]
     if result.status != "graded":
-        lines += [f"## {say('report_load_error', lang)}", "", "```text", error_text(result, lang).replace("```", "'''"),
+        lines += [f"## {say('report_load_error', lang)}", "", "```text", markdown_code_block(error_text(result, lang)),
                   "```", "", say("what_to_do", lang), ""]
         return "\n".join(lines)
     lines += [f"## {say('checks', lang)}", ""]
@@ -100,19 +103,19 @@ def render_markdown(result: SubmissionResult, *, lang: str) -> str:
                   "|---|---:|---|"]
         failures = []
         for test in group:
-            lines.append(f"| {_md(_label(test, lang))} | {test.score:g}/{test.max_score:g} | {_outcome(test, lang)} |")
+            lines.append(f"| {_ours(_label(test, lang))} | {test.score:g}/{test.max_score:g} | {_outcome(test, lang)} |")
             if test.outcome != "passed":
-                failures.append(f"- **{_md(check_title(test.name, lang))}**: {_md(check_text(test, lang))}")
+                failures.append(f"- **{_ours(check_title(test.name, lang))}**: {_md(check_text(test, lang))}")
         lines += [""] + failures + ([""] if failures else [])
     if any(test.visibility == "hidden" for test in result.tests):
         lines += [f"> {say('hidden_explained', lang)}", ""]
     lines += [f"## {say('mistakes', lang)}", ""]
     mistakes = mistakes_of(result, lang)
     for mistake in mistakes:
-        lines += [f"### {_md(mistake.title)} (`{mistake.id}`)", "",
+        lines += [f"### {_ours(mistake.title)} (`{mistake.id}`)", "",
                   f"{say('seen_in', lang)}: {', '.join(f'`{name}`' for name in mistake.functions)}", "",
-                  f"**{say('report_why', lang)}**: {_md(mistake.explanation)}", "",
-                  f"**{say('report_hint', lang)}**: {_md(mistake.hint)}", ""]
+                  f"**{say('report_why', lang)}**: {_ours(mistake.explanation)}", "",
+                  f"**{say('report_hint', lang)}**: {_ours(mistake.hint)}", ""]
     if not mistakes:
         lines += [say("no_mistakes", lang), ""]
     lines += [say("all_good" if result.passed else "what_to_do", lang), ""]
@@ -121,7 +124,7 @@ def render_markdown(result: SubmissionResult, *, lang: str) -> str:
 
 # ---- HTML ------------------------------------------------------------------------------
 def render_html(result: SubmissionResult, *, lang: str) -> str:
-    e = html.escape
+    e = html_text
     title = say("title", lang, assignment=result.assignment, student=result.student)
     share = result.score / result.max_score if result.max_score else 0.0
     body = [f"<h1>{e(title)}</h1>",
@@ -164,7 +167,7 @@ def render_html(result: SubmissionResult, *, lang: str) -> str:
 def _page(title: str, lang: str, body: list[str]) -> str:
     language = "zh-Hans" if lang == "zh" else "en"
     return (f"<!DOCTYPE html><html lang='{language}'><head><meta charset='utf-8'>"
-            f"<meta name=viewport content='width=device-width,initial-scale=1'><title>{html.escape(title)}</title>"
+            f"<meta name=viewport content='width=device-width,initial-scale=1'><title>{html_text(title)}</title>"
             f"<style>{_STYLE}</style></head><body>{''.join(body)}</body></html>\n")
 
 

@@ -12,19 +12,18 @@ each check is also in ``data-`` attributes, for tools and tests.
 from __future__ import annotations
 
 import functools
-import html
 from itertools import groupby
 
 from grader.content.catalog import load_catalog
 from grader.content.loader import load_bilingual
-from grader.i18n import pick
-from grader.content.messages import check_text, check_title, error_text, note_texts, render
+from grader.content.messages import check_text, check_title, error_text, note_texts
 from grader.paths import CONTENT_DIR
+from grader.render import marks
 from grader.render.feedback import mistakes_of
 from grader.results import SubmissionResult
+from grader.text_safety import html_text
 
 NOTEBOOK_TEXTS_FILE = CONTENT_DIR / "notebook.toml"
-MARKS = {"passed": "✓", "failed": "✗", "error": "!", "timeout": "⏱"}
 
 
 @functools.cache
@@ -32,18 +31,16 @@ def notebook_texts() -> dict[str, dict[str, str]]:
     """The notebook checks' own texts."""
     return load_bilingual(NOTEBOOK_TEXTS_FILE, "text")
 
+
 def say(key: str, lang: str, **params) -> str:
     """A text of ``notebook.toml``, or else a message of ``messages.toml``."""
-    texts = notebook_texts()
-    if key in texts:
-        return pick(texts[key], lang).format(**params)
-    return render(key, params, lang)
+    return marks.say(notebook_texts(), key, lang, **params)
 
 
 def result_to_html(result: SubmissionResult, lang: str, *, title: str | None = None,
                    footer: str | None = None) -> str:
     """The HTML fragment of one check; ``title`` and ``footer`` are plain text."""
-    e = html.escape
+    e = html_text
     failed = sum(test.outcome != "passed" for test in result.tests)
     passed = result.status == "graded" and failed == 0
     parts = [f"<div class='mha-check' lang='{'zh-Hans' if lang == 'zh' else 'en'}' "
@@ -72,14 +69,14 @@ def result_to_html(result: SubmissionResult, lang: str, *, title: str | None = N
 
 
 def _function_table(function: str, tests: list, lang: str) -> str:
-    e = html.escape
+    e = html_text
     rows = []
     for test in tests:
         label = check_title(test.name, lang)
         rows.append(f"<tr class='mha-{e(test.outcome)}' data-test='{e(test.name)}' data-outcome='{e(test.outcome)}' "
                     f"data-misconception='{e(test.misconception or '')}'><td>{e(label)}</td>"
                     f"<td class='mha-points'>{test.score:g}/{test.max_score:g}</td>"
-                    f"<td>{MARKS.get(test.outcome, '?')} {e(say('outcome_' + test.outcome, lang))}</td></tr>")
+                    f"<td>{marks.mark(test.outcome)} {e(say('outcome_' + test.outcome, lang))}</td></tr>")
         if test.outcome != "passed":
             cause = ""
             if test.root_cause:
@@ -92,7 +89,7 @@ def _function_table(function: str, tests: list, lang: str) -> str:
 
 def _mistakes(result: SubmissionResult, lang: str) -> str:
     """One box per catalogued mistake (or generic outcome): title, where, why, hint."""
-    e = html.escape
+    e = html_text
     catalog = load_catalog()
     boxes = []
     for mistake in mistakes_of(result, lang):

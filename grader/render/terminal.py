@@ -10,9 +10,10 @@ from rich.table import Table
 
 from grader.content.catalog import load_catalog
 from grader.content.messages import check_text, check_title, error_text, note_texts, render
+from grader.render.marks import terminal_mark
 from grader.results import SubmissionResult
+from grader.text_safety import clean_text
 
-MARKS = {"passed": "[green]✓[/]", "failed": "[red]✗[/]", "error": "[red]![/]", "timeout": "[yellow]⏱[/]"}
 
 
 def linked_question(misconception: str) -> str | None:
@@ -25,17 +26,28 @@ def linked_question(misconception: str) -> str | None:
     return questions[0].id if questions else None
 
 
+def shown(text: str, indent: str = "") -> str:
+    """Text a student controls, safe to print: no escape sequence or control character, no rich markup.
+
+    Continuation lines are indented by ``indent``, so a message can never
+    print a line that looks like the grader's own (a fake "all checks passed").
+    """
+    lines = clean_text(text).split("\n")
+    return escape("\n".join([lines[0]] + [indent + "  " + line for line in lines[1:]]))
+
+
 def print_result(result: SubmissionResult, *, file: str, lang: str, console: Console | None = None) -> None:
-    console = console or Console(highlight=False)
+    console = console or Console(highlight=False, emoji=False)
     say = lambda key, **params: render(key, params, lang)  # noqa: E731 - a local shorthand
-    console.print(f"[bold]{escape(say('report_title', file=file, assignment=result.assignment, checks=len(result.tests)))}[/]")
+    title = say("report_title", file=file, assignment=result.assignment, checks=len(result.tests))
+    console.print(f"[bold]{shown(title)}[/]")
     if result.notes:
         console.print(f"[dim]{say('report_notes')}:[/]")
         for note in note_texts(result, lang):
-            console.print(f"  [dim]- {escape(note)}[/]")
+            console.print(f"  [dim]- {shown(note, '   ')}[/]")
     if result.status == "error":
         console.print(f"[red]{escape(say('report_load_error'))}[/]")
-        console.print(escape(error_text(result, lang)))
+        console.print(shown(error_text(result, lang), "  "))
         return
     catalog = load_catalog()
     explained: set[str] = set()
@@ -49,17 +61,17 @@ def print_result(result: SubmissionResult, *, file: str, lang: str, console: Con
             label = escape(check_title(test.name, lang)) + (f" [dim]{escape(say('report_hidden'))}[/]"
                                                            if test.visibility == "hidden" else "")
             table.add_row(label, f"{test.score:g}/{test.max_score:g}",
-                          f"{MARKS.get(test.outcome, '?')} {say('outcome_' + test.outcome)}")
+                          f"{terminal_mark(test.outcome)} {say('outcome_' + test.outcome)}")
         console.print(table)
         for test in tests:
             if test.outcome == "passed":
                 continue
-            console.print(f"  [red]✗ {escape(check_title(test.name, lang))}[/]: {escape(check_text(test, lang))}")
+            console.print(f"  [red]✗ {escape(check_title(test.name, lang))}[/]: {shown(check_text(test, lang), '   ')}")
             entry = catalog.get(test.misconception or "")
             if entry is not None:
                 console.print(f"    [bold]{escape(entry.text('title', lang))}[/] [dim]({entry.id})[/]")
                 if test.root_cause:
-                    console.print(f"    {say('report_root')}: [bold]{test.root_cause}[/]")
+                    console.print(f"    {say('report_root')}: [bold]{escape(test.root_cause)}[/]")
                 if entry.id in explained:
                     continue  # one explanation per mistake is enough
                 explained.add(entry.id)

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import sys
+from datetime import datetime
 from pathlib import Path
 
 import click
 
+from grader.practice.schema import LEVELS as QUIZ_LEVELS
+from grader.render.exports import FORMATS
 from grader.verbs.options import assignment_option, lang_option
 
-FORMAT_CHOICES = ("gradescope", "junit")
+overwrite_option = click.option(
+    "--overwrite", is_flag=True,
+    help="When --out holds an earlier run, move it to --out/previous/<time>/ and start afresh (never deleted).")
+format_option = click.option(
+    "--format", "formats", multiple=True, type=click.Choice(FORMATS),
+    help="Also write gradescope/<student>/results.json or junit.xml (repeatable).")
 
 
 @click.command("grade")
@@ -21,23 +29,40 @@ FORMAT_CHOICES = ("gradescope", "junit")
 @click.option("--timeout", type=click.FloatRange(min=0.5), default=None,
               help="Seconds of wall clock one submission may use in all (default: 60); one call gets at most 5.")
 @click.option("--resume", is_flag=True,
-              help="Continue an interrupted run in --out, keeping its results; without it, --out starts afresh.")
-@click.option("--format", "formats", multiple=True, type=click.Choice(FORMAT_CHOICES),
-              help="Also write gradescope/<student>/results.json or junit.xml (repeatable).")
+              help="Continue the run in --out (interrupted, or to add late students), keeping its results.")
+@overwrite_option
+@format_option
 @click.option("--shard", default=None, metavar="K/N",
               help="Grade only every N-th submission, starting at the K-th (1/4, 2/4...); join with `mha merge`.")
 @click.option("--visibility", type=click.Choice(("public", "hidden", "all")), default="all", show_default=True,
               help="Which checks to run: the public ones students see, the hidden ones, or both.")
 @click.option("--nbgrader-db", "nbgrader_db", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Also write the scores into this nbgrader gradebook (the course's gradebook.db), for formgrader.")
+              help="Also write the scores into this nbgrader gradebook (the course's gradebook.db), for formgrader; "
+                   "only students on its roster, unless --add-students.")
+@click.option("--add-students", is_flag=True,
+              help="With --nbgrader-db, add the students who are not on the gradebook's roster yet.")
 @click.option("--quiz-points", default=None, metavar="POINTS",
               help="Points per quiz question in answers files beside the code (<student>.answers.toml): "
                    "a number, or per level such as basic=1,intermediate=2,advanced=3 (default 1).")
+@click.option("--quiz-count", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Questions per quiz sheet, as given to `mha quiz --sheet --count` (default 10). "
+                   "Any --quiz-* option gives every student a sheet; without an answers file it scores 0.")
+@click.option("--quiz-topic", "quiz_topics", multiple=True, metavar="TOPIC",
+              help="A topic of the sheets, as given to `mha quiz --sheet --topic` (repeatable).")
+@click.option("--quiz-level", "quiz_levels", multiple=True, type=click.Choice(QUIZ_LEVELS),
+              help="A level of the sheets, as given to `mha quiz --sheet --level` (repeatable).")
+@click.option("--show-answers", is_flag=True,
+              help="Show the expected quiz answers in the feedback (by default only after --quiz-due).")
+@click.option("--quiz-due", type=click.DateTime(), default=None, metavar="WHEN",
+              help="Due date of the quiz (e.g. 2025-03-01 or '2025-03-01 23:59', local time); "
+                   "after it the feedback shows the expected answers.")
 @lang_option
 @assignment_option
-def command(submissions: Path, out: Path, jobs: int | None, timeout: float | None, resume: bool,
+def command(submissions: Path, out: Path, jobs: int | None, timeout: float | None, resume: bool, overwrite: bool,
             formats: tuple[str, ...], shard: str | None, visibility: str, nbgrader_db: Path | None,
-            quiz_points: str | None, lang: str | None, assignment: str) -> None:
+            add_students: bool, quiz_points: str | None, quiz_count: int | None, quiz_topics: tuple[str, ...],
+            quiz_levels: tuple[str, ...], show_answers: bool, quiz_due: datetime | None, lang: str | None,
+            assignment: str) -> None:
     """Grade every submission in SUBMISSIONS, in parallel and sandboxed, into --out.
 
     SUBMISSIONS holds one entry per student: <student>.py, <student>.ipynb, or
@@ -46,13 +71,17 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
     finishes, so --resume continues after an interruption, even kill -9.
     Exit status 0 when the batch finished, whatever the students scored.
     """
-    from grader.batch.run import grade_class
     from grader.batch.discovery import parse_shard
+    from grader.batch.run import grade_class
+    from grader.batch.settings import GradingRun
     from grader.errors import UsageError
-    from grader.practice.homework import parse_points
     from grader.i18n import resolve_language
     from grader.sandbox.client import Limits
 
+    if add_students and nbgrader_db is None:
+        raise UsageError("--add-students adds students to the gradebook of --nbgrader-db: give that too")
+    if resume and overwrite:
+        raise UsageError("--resume continues the run in --out and --overwrite moves it aside: choose one")
     if nbgrader_db is not None and visibility != "all":
         raise UsageError("--nbgrader-db records every check, public and hidden: use it with --visibility all")
     try:
@@ -61,23 +90,51 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
         raise UsageError(str(bad)) from None
     limits = Limits() if timeout is None else Limits(submission_timeout=timeout,
                                                      call_timeout=min(Limits().call_timeout, timeout))
+    run = GradingRun(submissions=submissions, out=out, assignment=assignment, visibility=visibility,
+                     lang=resolve_language(lang), limits=limits, jobs=jobs, shard=shard_range,
+                     formats=tuple(dict.fromkeys(formats)), resume=resume, overwrite=overwrite,
+                     quiz=quiz_policy(points=quiz_points, count=quiz_count, topics=quiz_topics, levels=quiz_levels,
+                                      show_answers=show_answers, due=quiz_due))
     try:
-        summary = grade_class(submissions=submissions, out=out, jobs=jobs, limits=limits, resume=resume,
-                              lang=resolve_language(lang), formats=tuple(dict.fromkeys(formats)), shard=shard_range,
-                              assignment=assignment, visibility=visibility, progress=make_progress(),
-                              quiz_points=parse_points(quiz_points))
+        summary = grade_class(run=run, progress=make_progress())
     except KeyboardInterrupt:
         click.echo(f"\nInterrupted. The results so far are kept in {out}; continue with the same command "
                    "and --resume.", err=True)
         raise click.Abort() from None
     from grader.render.summary import print_summary
+    from grader.text_safety import clean_line
 
     print_summary(summary, formats=formats)
     if nbgrader_db is not None:
         from grader.authoring.nbgrader_bridge import read_results, write_to_gradebook
 
-        written = write_to_gradebook(db=nbgrader_db, assignment=assignment, results=read_results(out / "results.json"))
-        click.echo(f"Wrote {len(written.students)} scores into the nbgrader gradebook {nbgrader_db}")
+        written = write_to_gradebook(db=nbgrader_db, assignment=assignment, results=read_results(out / "results.json"),
+                                     add_students=add_students)
+        added = len(written.added)
+        click.echo(f"Wrote {len(written.students)} scores into the nbgrader gradebook {nbgrader_db}"
+                   + (f"; added {added} student{'s' * (added != 1)} to its roster" if added else ""))
+        if written.skipped:
+            shown = ", ".join(clean_line(student) for student in written.skipped[:10])
+            click.echo(f"warning: {len(written.skipped)} graded students are not on the gradebook's roster and were "
+                       f"not written: {shown}{' ...' if len(written.skipped) > 10 else ''} "
+                       "(add them with --add-students, or `nbgrader db student add`)", err=True)
+
+
+def quiz_policy(*, points: str | None, count: int | None, topics: tuple[str, ...], levels: tuple[str, ...],
+                show_answers: bool, due: datetime | None):
+    """The instructor's quiz settings; any of them means every student has a sheet."""
+    from grader.errors import UsageError
+    from grader.practice.bank import default_bank
+    from grader.practice.homework import DEFAULT_COUNT, QuizPolicy, parse_points
+
+    known = default_bank().titles
+    unknown = sorted(set(topics) - set(known))
+    if unknown:
+        raise UsageError(f"--quiz-topic {unknown[0]!r} is not a topic; choose from: {', '.join(sorted(known))}")
+    required = points is not None or count is not None or bool(topics or levels)
+    return QuizPolicy(points=parse_points(points), count=count or DEFAULT_COUNT, topics=tuple(topics),
+                      levels=tuple(levels), required=required,
+                      show_answers=show_answers or (due is not None and datetime.now() >= due))
 
 
 def make_progress():

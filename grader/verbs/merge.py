@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from grader.verbs.grade import format_option, overwrite_option
 from grader.verbs.options import lang_option
 
 
@@ -13,10 +14,10 @@ from grader.verbs.options import lang_option
 @click.argument("folders", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Folder for the merged grades.csv, results.json, feedback/ and report.html.")
-@click.option("--format", "formats", multiple=True, type=click.Choice(("gradescope", "junit")),
-              help="Also write gradescope/<student>/results.json or junit.xml (repeatable).")
+@format_option
+@overwrite_option
 @lang_option
-def command(folders: tuple[Path, ...], out: Path, formats: tuple[str, ...], lang: str | None) -> None:
+def command(folders: tuple[Path, ...], out: Path, formats: tuple[str, ...], overwrite: bool, lang: str | None) -> None:
     """Merge the --out FOLDERS of `mha grade --shard K/N` runs into one --out folder.
 
     Example: mha merge out-1 out-2 out-3 --out class. A student graded in two
@@ -25,7 +26,8 @@ def command(folders: tuple[Path, ...], out: Path, formats: tuple[str, ...], lang
     from grader.batch.merging import merge_runs
     from grader.render.summary import print_summary
 
-    summary, warnings = merge_runs(sources=list(folders), out=out, lang=lang, formats=tuple(dict.fromkeys(formats)))
+    summary, warnings = merge_runs(sources=list(folders), out=out, lang=lang,
+                                   formats=tuple(dict.fromkeys(formats)), overwrite=overwrite)
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)
     print_summary(summary, formats=formats, merged=True)
