@@ -3,6 +3,8 @@ the worker imports only the standard library and NumPy."""
 
 import ast
 
+import pytest
+
 from conftest import PROJECT
 
 
@@ -37,3 +39,95 @@ def test_check_does_not_import_heavy_modules_at_startup():
             "print(sorted(m for m in ('matplotlib', 'nbformat', 'questionary', 'scipy') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+# ---- the layer map of DESIGN.md: each row may import only the rows below it -------------------
+LAYERS = (
+    ("grader", "grader.cli", "grader.verbs", "grader.notebook", "grader.pytest_plugin"),  # entry points
+    ("grader.authoring",),
+    ("grader.batch", "grader.viz"),
+    ("grader.practice",),
+    ("grader.suites",),  # loaded by the runner by name; hidden suites may use their exercise's module
+    ("grader.assignments",),
+    ("grader.grading", "grader.render"),
+    ("grader.sandbox", "grader.stubs", "grader.tinymodel"),
+    ("grader.content",),
+    ("grader.errors", "grader.paths", "grader.i18n", "grader.seeding", "grader.results", "grader.files",
+     "grader.tally", "grader.text_safety"),
+)
+
+
+def _modules():
+    for path in sorted((PROJECT / "grader").rglob("*.py")):
+        parts = path.relative_to(PROJECT).with_suffix("").parts
+        yield ".".join(parts[:-1] if parts[-1] == "__init__" else parts), path
+
+
+def _layer(module: str) -> tuple[int, str]:
+    """(row, group) of a module: its longest matching group in LAYERS."""
+    best = None
+    for row, groups in enumerate(LAYERS):
+        for group in groups:
+            if (module == group or module.startswith(group + ".")) and (best is None or len(group) > len(best[1])):
+                best = (row, group)
+    assert best is not None, f"{module} is in no layer of the map"
+    return best
+
+
+def _imports(path):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names if alias.name.startswith("grader"))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("grader"):
+            yield node.module
+            yield from (f"{node.module}.{alias.name}" for alias in node.names)
+
+
+def test_every_import_points_down_the_layer_map():
+    known = {module for module, _ in _modules()}
+    back_arrows = []
+    for module, path in _modules():
+        if module.startswith("grader.sandbox.worker"):
+            continue  # standard library only, checked above
+        row, group = _layer(module)
+        for target in set(_imports(path)):
+            if target not in known:
+                continue  # a name imported from a module, not a module
+            target_row, target_group = _layer(target)
+            if target_group != group and target_row <= row and row > 0 and target != "grader":
+                back_arrows.append(f"{module} -> {target}")
+    assert not back_arrows, "\n".join(sorted(back_arrows))
+
+
+def test_no_import_cycle_and_chains_stay_short():
+    known = {module: path for module, path in _modules()}
+    graph = {module: {t for t in _imports(path) if t in known and t != module and t != "grader"}
+             for module, path in known.items()}
+    longest: dict[str, int] = {}
+
+    def depth(module, stack=()):
+        assert module not in stack, "import cycle: " + " -> ".join(stack + (module,))
+        if module not in longest:
+            longest[module] = 1 + max((depth(t, stack + (module,)) for t in graph[module]), default=0)
+        return longest[module]
+
+    deepest = max(known, key=depth)
+    assert depth(deepest) <= 16, f"{deepest} starts an import chain of {depth(deepest)} modules"
+
+
+@pytest.mark.parametrize("module", sorted(m for m, _ in _modules() if not m.startswith("grader.sandbox.worker")
+                                          and not m.startswith("grader.suites")))
+def test_every_module_imports_alone(module):
+    """Like pip-tools: each module imports in a fresh interpreter, so no order of imports hides a cycle."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, cwd=PROJECT)
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+def test_public_suites_import_nothing_the_student_release_withholds():
+    for path in (PROJECT / "grader" / "suites").glob("*/public/*.py"):
+        targets = set(_imports(path))
+        assert not {t for t in targets if t.startswith(("grader.assignments", "grader.batch", "grader.authoring"))}, path

@@ -16,7 +16,8 @@ from grader.practice import answers as quiz_answers
 from grader.cli import root
 from grader.practice.bank import KINDS, default_bank
 from grader.practice.prompts import PlainPrompter
-from grader.practice.session import plan_quiz, run_session
+from grader.practice.plan import plan_quiz
+from grader.practice.session import run_session
 from grader.practice.review import load_progress
 from grader.practice.user_data import DATA_DIR_VARIABLE
 

@@ -19,11 +19,6 @@ from grader.assignments.twinning import Twin, floats, with_expectations
 ASSIGNMENT = "attention_backward"
 PUBLIC_SEED = 20240705
 STEP = 1e-5  # central differences: error ~ STEP**2, rounding ~ 1e-16 / STEP
-GRADIENT_NAMES = {
-    "softmax_backward": ("dscores",),
-    "attention_backward": ("dQ", "dK", "dV"),
-    "backward": ("out", "(dQ, dK, dV)", "dW_Q", "dW_K", "dW_V", "dW_O"),
-}
 
 
 def numerical_gradient(loss, x: np.ndarray, step: float = STEP) -> np.ndarray:

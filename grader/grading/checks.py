@@ -9,6 +9,8 @@ none matches does it fall back to a generic outcome.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from grader.grading.case import Case, Raised, same_value
@@ -16,7 +18,9 @@ from grader.content.catalog import load_catalog
 from grader.content.messages import Message
 from grader.sandbox.codec import ForeignObject
 from grader.sandbox.client import CallError, CallOutcome
-from grader.grading.student import StudentCode
+
+if TYPE_CHECKING:  # only for annotations: checks take any object with ``invoke``
+    from grader.grading.student import StudentCode
 
 class CheckFailure(AssertionError):
     """A check that did not pass, with its explanation."""

@@ -87,18 +87,3 @@ def load_cases(path: Path) -> dict[str, Case]:
                    **{field: value(entry[field]) for field in OPTIONAL_FIELDS if field in entry})
         for name, entry in index["cases"].items()
     }
-
-
-def main() -> None:
-    """Regenerate every exercise's shipped public cases (``python -m grader.grading.store``)."""
-    import importlib
-
-    from grader.grading.assignment import ASSIGNMENTS
-
-    for name, assignment in ASSIGNMENTS.items():
-        save_cases(importlib.import_module(f"grader.assignments.{name}").public_cases(), assignment.public_cases_file)
-        print(f"wrote {assignment.public_cases_file}")
-
-
-if __name__ == "__main__":
-    main()

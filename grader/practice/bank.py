@@ -263,3 +263,9 @@ def _shuffled_not_identity(count: int, rng: np.random.Generator) -> list[int]:
     if count > 1 and order == sorted(order):
         order = order[1:] + order[:1]
     return order
+
+
+def linked_question(misconception: str) -> str | None:
+    """The id of a bank question that probes ``misconception``, if the bank has one."""
+    questions = questions_for_misconception(misconception)
+    return questions[0].id if questions else None

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from grader.errors import MhaError, UsageError
 from grader.practice.schema import LEVELS
+from grader.practice.sheets import DEFAULT_COUNT, points_of
 from grader.results import SubmissionResult, TestResult
 
-DEFAULT_COUNT = 10  # questions on a sheet, as `mha quiz --sheet` makes it
 
 ANSWERS_SUFFIX = ".answers.toml"
 
@@ -123,8 +123,3 @@ def quiz_worth(student: str, policy: QuizPolicy, *, key: str | None = None) -> f
     except MhaError:
         return 0.0
     return float(sum(points_of(policy.points, posed.question.level) for posed in questions))
-
-
-def points_of(points: float | dict[str, float], level: str) -> float:
-    """What one question of ``level`` is worth."""
-    return float(points if isinstance(points, (int, float)) else points.get(level, 1.0))

@@ -37,15 +37,22 @@ from grader.errors import UsageError
 from grader.i18n import pick
 from grader.practice.answers import LETTERS
 from grader.practice.bank import PosedQuestion, default_bank
-from grader.practice.session import choose_questions
+from grader.practice.plan import choose_questions
 from grader.practice.texts import text
-from grader.practice.homework import DEFAULT_COUNT, points_of
 from grader.results import TestResult
 from grader.seeding import student_seed
 
 SHEET_PURPOSE = "quiz-sheet"
 ANSWERS_SCHEMA_VERSION = 1
 OUTCOMES = ("correct", "wrong", "blank", "unreadable")
+
+
+DEFAULT_COUNT = 10  # questions on a sheet, as `mha quiz --sheet` makes it
+
+
+def points_of(points: float | dict[str, float], level: str) -> float:
+    """What one question of ``level`` is worth."""
+    return float(points if isinstance(points, (int, float)) else points.get(level, 1.0))
 
 
 @dataclass(frozen=True)

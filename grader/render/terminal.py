@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from itertools import groupby
+from typing import Callable
 
 from rich.console import Console
 from rich.markup import escape
@@ -16,16 +17,6 @@ from grader.text_safety import clean_text
 
 
 
-def linked_question(misconception: str) -> str | None:
-    """The id of a bank question that probes ``misconception``, if the bank has one."""
-    try:
-        from grader.practice.bank import questions_for_misconception
-    except ImportError:  # a release without the question bank
-        return None
-    questions = questions_for_misconception(misconception)
-    return questions[0].id if questions else None
-
-
 def shown(text: str, indent: str = "") -> str:
     """Text a student controls, safe to print: no escape sequence or control character, no rich markup.
 
@@ -36,7 +27,9 @@ def shown(text: str, indent: str = "") -> str:
     return escape("\n".join([lines[0]] + [indent + "  " + line for line in lines[1:]]))
 
 
-def print_result(result: SubmissionResult, *, file: str, lang: str, console: Console | None = None) -> None:
+def print_result(result: SubmissionResult, *, file: str, lang: str, console: Console | None = None,
+                 linked_question: Callable[[str], str | None] | None = None) -> None:
+    """Print ``result``; ``linked_question(misconception)`` names a question to drill each mistake, if any."""
     console = console or Console(highlight=False, emoji=False)
     say = lambda key, **params: render(key, params, lang)  # noqa: E731 - a local shorthand
     title = say("report_title", file=file, assignment=result.assignment, checks=len(result.tests))
@@ -77,7 +70,7 @@ def print_result(result: SubmissionResult, *, file: str, lang: str, console: Con
                 explained.add(entry.id)
                 console.print(f"    {say('report_why')}: {escape(entry.text('explanation', lang))}")
                 console.print(f"    {say('report_hint')}: {escape(entry.text('hint', lang))}")
-                question = linked_question(entry.id)
+                question = linked_question(entry.id) if linked_question else None
                 if question:
                     console.print(f"    [cyan]{escape(say('report_question', question=question))}[/]")
     failed = sum(test.outcome != "passed" for test in result.tests)

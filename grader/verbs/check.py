@@ -55,11 +55,12 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
     if as_json:
         click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
     else:
+        from grader.practice.bank import linked_question
         from grader.render.terminal import print_result
 
         if notice:
             click.echo(notice)
-        print_result(result, file=str(file), lang=lang)
+        print_result(result, file=str(file), lang=lang, linked_question=linked_question)
     if not result.passed:
         raise ChecksFailed()
 

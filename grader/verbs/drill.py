@@ -71,9 +71,10 @@ def _submit(lang, as_json) -> None:
     if as_json:
         click.echo(json.dumps({"drill": record.to_dict(), "result": result.to_dict()}, ensure_ascii=False))
         return
+    from grader.practice.bank import linked_question
     from grader.render.terminal import print_result
 
-    print_result(result, file=drill.path, lang=lang)
+    print_result(result, file=drill.path, lang=lang, linked_question=linked_question)
     overtime = text("drill_overtime", lang, minutes=f"{record.time_limit_minutes:g}") if record.overtime else ""
     click.echo(text("drill_result", lang, function=record.function, score=f"{record.score:g}",
                     max_score=f"{record.max_score:g}", time=clock(record.seconds), overtime=overtime))

@@ -9,16 +9,7 @@ from pathlib import Path
 import click
 
 from grader.practice.schema import LEVELS as QUIZ_LEVELS
-from grader.render.exports import FORMATS
-from grader.verbs.options import assignment_option, lang_option
-
-overwrite_option = click.option(
-    "--overwrite", is_flag=True,
-    help="When --out holds an earlier run, move it to --out/previous/<time>/ and start afresh (never deleted).")
-format_option = click.option(
-    "--format", "formats", multiple=True, type=click.Choice(FORMATS),
-    help="Also write gradescope/<student>/results.json or junit.xml (repeatable).")
-
+from grader.verbs.options import assignment_option, format_option, lang_option, overwrite_option
 
 @click.command("grade")
 @click.argument("submissions", type=click.Path(exists=True, file_okay=False, path_type=Path))

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import click
 
-from grader.verbs.grade import format_option, overwrite_option
-from grader.verbs.options import lang_option
+from grader.verbs.options import format_option, lang_option, overwrite_option
 
 
 @click.command("merge")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from grader.i18n import LANGUAGES
+from grader.render.exports import FORMATS
 from grader.paths import DEFAULT_ASSIGNMENT
 
 lang_option = click.option(
@@ -28,3 +29,10 @@ assignment_option = click.option(
 seed_option = click.option(
     "--seed", type=int, default=None, help="Seed for drawn numbers, printed so a run can be repeated."
 )
+
+overwrite_option = click.option(
+    "--overwrite", is_flag=True,
+    help="When --out holds an earlier run, move it to --out/previous/<time>/ and start afresh (never deleted).")
+format_option = click.option(
+    "--format", "formats", multiple=True, type=click.Choice(FORMATS),
+    help="Also write gradescope/<student>/results.json or junit.xml (repeatable).")

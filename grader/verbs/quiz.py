@@ -13,8 +13,7 @@ from grader.errors import UsageError
 from grader.i18n import resolve_language
 from grader.verbs.options import json_option, lang_option, seed_option
 from grader.practice.bank import LEVELS, default_bank
-
-DEFAULT_COUNT = 10
+from grader.practice.sheets import DEFAULT_COUNT
 
 
 @click.command("quiz")
@@ -77,7 +76,8 @@ def command(topics, levels, count, time_limit, lang, seed, review, stats, list_b
 def _session(bank, *, topics, levels, count, time_limit, lang, seed, review, feedback, misconceptions,
              plain) -> None:
     from grader.practice.prompts import ArrowKeyPrompter, PlainPrompter
-    from grader.practice.session import misconceptions_in_feedback, plan_quiz, run_session, summary_lines
+    from grader.practice.plan import misconceptions_in_feedback, plan_quiz
+    from grader.practice.session import run_session, summary_lines
     from grader.practice.texts import text
     from grader.practice.review import load_progress, save_progress
 
