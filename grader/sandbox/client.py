@@ -23,14 +23,17 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from grader.sandbox.worker import worker_main
-from grader.sandbox.codec import BadReply, ForeignObject, decode_reply, encode_request, load_checked_array  # noqa: F401
-from grader.sandbox.worker.confinement import NOBODY
-from grader.sandbox.worker.forkserver import ForkServer, ForkServerError
+from grader.sandbox.codec import BadReply, decode_reply, encode_request
+from grader.sandbox.link import ForkServer, ForkServerError, WorkerGone, WorkerLink
 from grader.sandbox.source import SubmissionSource, read_submission
-from grader.sandbox.link import WorkerGone, WorkerLink  # noqa: F401 - WorkerGone is part of this module's API
+from grader.sandbox.worker import protocol
+from grader.sandbox.worker.confinement import NOBODY
+
+__all__ = ["CallError", "CallOutcome", "ForkServer", "ForkServerError", "Limits", "LoadReport", "Sandbox",
+           "SandboxWarning", "WorkerGone", "describe_isolation", "start_server"]
 
 
+MAX_NAMES = 100  # names of entered functions kept per call
 STUDENT_PACKAGES = ("scipy",)  # besides NumPy, where installed: e.g. scipy.special.softmax in a correct variant
 
 
@@ -78,6 +81,10 @@ class CallOutcome:
     args_after: tuple = ()
     timed_out: bool = False
     peak_memory: int | None = None  # bytes the call allocated at its peak, when it was measured
+    # The submission's own top-level functions and methods the call entered, in first-entry order, as the
+    # worker recorded them (for a call that hung or crashed: those entered before it ended); empty when
+    # unknown. Untrusted: for hints and for which checks a hang affects, never for a score.
+    reached: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -134,6 +141,7 @@ class Sandbox:
         self.load_report: LoadReport | None = None
         self.isolation = "not started"
         self.startup_seconds = 0.0  # what the last worker cost to get, up to its hello
+        self._entered: list[str] = []  # names the current call announced as it entered them
 
     @classmethod
     def open(cls, *, path: Path | None = None, source: SubmissionSource | None = None,
@@ -242,28 +250,30 @@ class Sandbox:
             self._kill()
             if gone.timed_out:
                 return self._timed_out()
-            return CallOutcome(error=CallError("WorkerGone", str(gone)))
+            return CallOutcome(error=CallError("WorkerGone", str(gone)), reached=tuple(self._entered))
         return self._outcome(reply, reply_blobs)
 
     def _outcome(self, reply: dict, reply_blobs: list[bytes]) -> CallOutcome:
         """The checked outcome of one call's reply."""
         if not isinstance(reply, dict):
             return CallOutcome(error=CallError("BadReply", "the worker sent a malformed reply"))
+        reached = _names(reply.get("reached"))
         if not reply.get("ok"):
-            return CallOutcome(error=_call_error(reply.get("error")))
+            return CallOutcome(error=_call_error(reply.get("error")), reached=reached)
         limit = self.limits.max_reply_mb << 20
         try:
             value = decode_reply(reply.get("value"), reply_blobs, limit)
             after = decode_reply({"__tuple__": reply.get("args_after", [])}, reply_blobs, limit)
         except (BadReply, RecursionError) as bad:
-            return CallOutcome(error=CallError("BadReply", str(bad)[:300]))
+            return CallOutcome(error=CallError("BadReply", str(bad)[:300]), reached=reached)
         peak = reply.get("peak_memory")
-        return CallOutcome(value=value, args_after=after, peak_memory=peak if type(peak) is int else None)
+        return CallOutcome(value=value, args_after=after, peak_memory=peak if type(peak) is int else None,
+                           reached=reached)
 
     def _timed_out(self) -> CallOutcome:
         """A timeout, naming the limit that ended it (the message is the limit in seconds)."""
         limit = self.limits.submission_timeout if self.spent >= self.limits.submission_timeout else self.limits.call_timeout
-        return CallOutcome(error=CallError("Timeout", f"{limit:g}"), timed_out=True)
+        return CallOutcome(error=CallError("Timeout", f"{limit:g}"), timed_out=True, reached=tuple(self._entered))
 
     # ---- process management ------------------------------------------------------
     def _start(self) -> LoadReport:
@@ -314,9 +324,16 @@ class Sandbox:
             raise WorkerGone(f"the submission used up its {self.limits.submission_timeout:g} s in total", timed_out=True)
         started = time.monotonic()
         deadline = started + min(timeout, remaining_budget)
+        self._entered = []
         try:
-            self.worker.send(worker_main.frame(header, blobs), deadline)
-            return self.worker.receive(deadline, self.limits.max_reply_mb << 20)
+            self.worker.send(protocol.frame(header, blobs), deadline)
+            while True:
+                reply, reply_blobs = self.worker.receive(deadline, self.limits.max_reply_mb << 20)
+                if reply.get("op") != "entered":
+                    return reply, reply_blobs
+                name = reply.get("name")  # a call announcing a function it entered, before its reply
+                if type(name) is str and len(self._entered) < MAX_NAMES and name[:100] not in self._entered:
+                    self._entered.append(name[:100])
         finally:
             self.spent += time.monotonic() - started
 
@@ -373,6 +390,13 @@ def describe_isolation(hello: dict) -> str:
     return ", ".join(parts) + "".join(f"; WARNING: {text}" for text in missing)
 
 
+def _names(data) -> tuple[str, ...]:
+    """The ``reached`` list of a reply, bounded; anything malformed is unknown (empty)."""
+    if not isinstance(data, list):
+        return ()
+    return tuple(dict.fromkeys(name[:100] for name in data[:MAX_NAMES] if type(name) is str))
+
+
 def _call_error(data) -> CallError:
     if not isinstance(data, dict):
         return CallError("WorkerGone", "the worker sent a malformed error")
@@ -387,8 +411,3 @@ def _call_error(data) -> CallError:
         line=line if type(line) is int else None, source_line=text("source_line", 200),
         function=text("function", 100) or None, file=text("file", 300) or None, cell=text("cell", 100) or None,
     )
-
-
-def decode_value(tree, blobs: list[bytes], limits: Limits):
-    """Rebuild a reply's value (kept for callers of the earlier API); raises ValueError when malformed."""
-    return decode_reply(tree, blobs, limits.max_reply_mb << 20)

@@ -18,9 +18,9 @@ Three kinds of process, standard library and NumPy only (the server runs as
   ``worker_main``'s protocol, first sending a ``hello`` that says what is in
   force.
 
-``ForkServer`` is the client: ``start()`` one, pass it (or its address) to
-``Sandbox.open(server=...)``; it pickles as its address, so processes of a
-pool can share one server.
+The trusted side's handle on this program is ``grader.sandbox.link.ForkServer``.
+This file is run as a script; it loads its siblings as the package
+``mha_worker`` by path, since the grader package is not importable here.
 """
 
 from __future__ import annotations
@@ -33,154 +33,25 @@ import shutil
 import signal
 import socket
 import struct
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+PACKAGE = "mha_worker"
 REQUEST_LIMIT = 1 << 16
 
 
-# ---- client side --------------------------------------------------------------------
-class ForkServerError(OSError):
-    """The fork server could not be started or refused a request."""
-
-
-class ForkServer:
-    """A running fork server; ``spawn`` asks it for one worker."""
-
-    def __init__(self, address: str, info: dict, process: subprocess.Popen | None = None):
-        self.address, self.info, self.process = address, info, process
-
-    @classmethod
-    def start(cls, *, hidden=(), packages=(), without=(), timeout: float = 30.0) -> ForkServer:
-        """Start a server (it imports NumPy: the one start-up cost); ``hidden`` folders are masked for workers.
-
-        ``packages`` (e.g. ``("scipy",)``) are installed packages besides NumPy
-        that student code may import; their folders become readable.
-
-        ``without`` ("landlock", "namespaces") leaves a layer out, to see the
-        fallbacks at work on a machine that has everything.
-        """
-        import numpy
-
-        folder = tempfile.mkdtemp(prefix="mha-forkserver-")  # mode 0700: only this user may connect
-        address = os.path.join(folder, "server.sock")
-        command = [sys.executable, "-I", "-S", str(HERE / "forkserver.py"), "--socket", address,
-                   "--numpy-dir", os.path.dirname(numpy.__file__), "--scratch-root", tempfile.gettempdir()]
-        for path in hidden:
-            command += ["--hide", str(path)]
-        for name in packages:
-            command += ["--package", str(name)]
-        for layer in without:
-            command += ["--without", str(layer)]
-        environment = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
-                       "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        with open(os.path.join(folder, "server.log"), "wb") as log:
-            process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
-                                       cwd=folder, env=environment, start_new_session=True, close_fds=True)
-        line = b""
-        deadline = time.monotonic() + timeout
-        while not line.endswith(b"\n") and time.monotonic() < deadline:
-            if select.select([process.stdout], [], [], max(0.0, deadline - time.monotonic()))[0]:
-                chunk = os.read(process.stdout.fileno(), 4096)
-                if not chunk:
-                    break
-                line += chunk
-        try:
-            info = json.loads(line)
-        except ValueError:
-            process.kill()
-            process.wait()
-            process.stdin.close()
-            process.stdout.close()
-            log_text = Path(folder, "server.log").read_text(errors="replace")[-2000:]
-            _remove_folder(address)
-            raise ForkServerError(f"the fork server did not start: {log_text or 'no output'}") from None
-        return cls(address, info, process)
-
-    @classmethod
-    def attach(cls, address: str, info: dict) -> ForkServer:
-        """A handle on a server another process started (what unpickling gives)."""
-        return cls(address, info)
-
-    def __reduce__(self):
-        return (ForkServer.attach, (self.address, self.info))
-
-    def spawn(self, request: dict, fds: list[int], *, timeout: float = 10.0) -> tuple[socket.socket, int]:
-        """Ask for one worker; return the connection to its keeper and the worker's pid."""
-        connection = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        connection.settimeout(timeout)
-        try:
-            connection.connect(self.address)
-            socket.send_fds(connection, [json.dumps(request).encode()], fds)
-            reply = json.loads(connection.recv(REQUEST_LIMIT) or b"{}")
-        except (OSError, ValueError) as failed:
-            connection.close()
-            raise ForkServerError(f"the fork server did not answer: {failed}") from None
-        if not isinstance(reply.get("pid"), int):
-            connection.close()
-            raise ForkServerError(f"the fork server refused: {reply.get('error', 'no reason given')}")
-        return connection, reply["pid"]
-
-    def stop(self) -> None:
-        if self.process is not None:
-            self.process.stdin.close()  # the server ends at end of input
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-            self.process.stdout.close()
-            self.process = None
-            _remove_folder(self.address)
-
-
-def _remove_folder(address: str) -> None:
-    folder = os.path.dirname(address)
-    for name in ("server.sock", "server.log"):
-        try:
-            os.unlink(os.path.join(folder, name))
-        except OSError:
-            pass
-    try:
-        os.rmdir(folder)
-    except OSError:
-        pass
-
-
-def stop_worker(connection: socket.socket, *, timeout: float = 10.0) -> int | None:
-    """Ask the keeper to kill its worker (and all it started); return the worker's exit code."""
-    try:
-        connection.send(b"kill")
-    except OSError:
-        pass
-    return worker_status(connection, timeout=timeout)
-
-
-def worker_status(connection: socket.socket, *, timeout: float) -> int | None:
-    """Wait for the keeper's report: the exit code (negative: the signal), or None if none came."""
-    connection.settimeout(timeout)
-    try:
-        reply = json.loads(connection.recv(REQUEST_LIMIT) or b"{}")
-    except (OSError, ValueError):
-        return None
-    status = reply.get("status") if isinstance(reply, dict) else None
-    return status if isinstance(status, int) else None
-
-
-# ---- server side (runs as a script) ---------------------------------------------------------
 def _load(name: str):
-    """Load a sibling module by path (the grader package is not importable here)."""
+    """A sibling module, imported as part of the package ``mha_worker`` made from this folder."""
+    import importlib
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location(f"mha_{name}", HERE / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    if PACKAGE not in sys.modules:
+        spec = importlib.util.spec_from_file_location(PACKAGE, HERE / "__init__.py", submodule_search_locations=[str(HERE)])
+        package = importlib.util.module_from_spec(spec)
+        sys.modules[PACKAGE] = package
+        spec.loader.exec_module(package)
+    return importlib.import_module(f"{PACKAGE}.{name}")
 
 
 def serve(address: str, numpy_dir: str, scratch_root: str, hidden: list[str], packages: list[str],
@@ -195,7 +66,7 @@ def serve(address: str, numpy_dir: str, scratch_root: str, hidden: list[str], pa
     policy = confinement.read_policy(numpy_dir, hidden, packages)
     as_root = os.geteuid() == 0
     context = {"numpy": numpy, "policy": policy, "confinement": confinement, "landlock": landlock,
-               "worker_main": worker_main, "uid": confinement.NOBODY if as_root else None,
+               "worker_main": worker_main, "protocol": _load("protocol"), "uid": confinement.NOBODY if as_root else None,
                "landlock_abi": 0 if "landlock" in without else landlock.abi_version(),
                "namespaces": as_root and "namespaces" not in without, "scratch_root": scratch_root}
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -210,7 +81,7 @@ def serve(address: str, numpy_dir: str, scratch_root: str, hidden: list[str], pa
     while True:
         readable, _, _ = select.select([listener, sys.stdin], [], [])
         if sys.stdin in readable and not os.read(sys.stdin.fileno(), 4096):
-            _remove_folder(address)  # also when the process that started it was killed
+            _remove_socket(address)  # also when the process that started it was killed
             return
         if listener in readable:
             connection, _ = listener.accept()
@@ -220,6 +91,18 @@ def serve(address: str, numpy_dir: str, scratch_root: str, hidden: list[str], pa
                 print(f"request failed: {failed!r}", file=sys.stderr, flush=True)
             finally:
                 connection.close()
+
+
+def _remove_socket(address: str) -> None:
+    for name in ("server.sock", "server.log"):
+        try:
+            os.unlink(os.path.join(os.path.dirname(address), name))
+        except OSError:
+            pass
+    try:
+        os.rmdir(os.path.dirname(address))
+    except OSError:
+        pass
 
 
 def _handle(connection: socket.socket, listener: socket.socket, context: dict) -> None:
@@ -359,7 +242,7 @@ def _worker(request: dict, fds: list[int], context: dict, namespaces: list[str],
             context["worker_main"].serve(3, 4, context["numpy"], hello=hello)
             code = 0
         else:
-            context["worker_main"].write_message(os.fdopen(4, "wb"), hello)
+            context["protocol"].write_message(os.fdopen(4, "wb"), hello)
     finally:
         os._exit(code)
 
