@@ -224,8 +224,11 @@ def test_isolation_says_exactly_what_was_in_force(server):
     if ABI >= 6:
         assert isolation.startswith(f"landlock ABI {ABI} (fs, net, signals)")
     if ROOT:
-        assert "pid/net/mount namespaces" in isolation and "uid nobody" in isolation
-    assert "rlimits" in isolation and "new session" in isolation and "scratch folder" in isolation
+        assert "pid/net/ipc/uts/mount namespaces" in isolation and "uid nobody" in isolation
+        assert "read-only tree of its own (python from " in isolation and "scratch tmpfs of 64 MiB" in isolation
+        assert f"numpy from {os.path.dirname(os.path.realpath(np.__file__))}" in isolation
+        assert ("cgroup per worker" in isolation) != ("memory watchdog" in isolation)
+    assert "rlimits" in isolation and "new session" in isolation and "scratch " in isolation
     if ABI >= 6 and ROOT:
         assert "WARNING" not in isolation
 

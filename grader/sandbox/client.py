@@ -34,6 +34,7 @@ __all__ = ["CallError", "CallOutcome", "ForkServer", "ForkServerError", "Limits"
 
 
 MAX_NAMES = 100  # names of entered functions kept per call
+NAMESPACES = ("pid", "net", "ipc", "uts", "mount")
 STUDENT_PACKAGES = ("scipy",)  # besides NumPy, where installed: e.g. scipy.special.softmax in a correct variant
 
 
@@ -43,10 +44,11 @@ class Limits:
 
     call_timeout: float = 5.0  # seconds of wall clock for one call
     submission_timeout: float = 60.0  # seconds of wall clock for all calls together
-    memory_mb: int = 2048  # address space of the worker
+    memory_mb: int = 2048  # memory of the worker and all it starts, together (and the address space of each)
     cpu_seconds: int = 60
-    max_processes: int = 256  # processes of the sandbox user (all workers of this machine together)
+    max_processes: int = 256  # processes of the worker's tree (without a pids cgroup: of the sandbox user)
     file_size_mb: int = 16
+    scratch_mb: int = 64  # what the worker may write into its scratch folder, in all
     max_reply_mb: int = 64  # largest reply accepted from the worker
     max_restarts: int = 4
     open_files: int = 64
@@ -141,6 +143,7 @@ class Sandbox:
         self.load_report: LoadReport | None = None
         self.isolation = "not started"
         self.startup_seconds = 0.0  # what the last worker cost to get, up to its hello
+        self.phases: tuple[tuple[str, float], ...] = ()  # (step, seconds after the request) of the last worker
         self._entered: list[str] = []  # names the current call announced as it entered them
 
     @classmethod
@@ -291,6 +294,7 @@ class Sandbox:
             return LoadReport(ok=False, error=CallError("SandboxError", f"the worker refused to start: {reason}"))
         self.startup_seconds = time.monotonic() - started
         self.isolation = describe_isolation(hello)
+        self.phases = _phases(started, self.worker.marks, hello.get("phases"), ("hello", time.monotonic()))
         header = {"op": "load", "mode": self.source.mode, "reply_limit": self.limits.max_reply_mb << 20,
                   "cells": [cell.__dict__ for cell in self.source.cells]}
         try:
@@ -299,6 +303,7 @@ class Sandbox:
             self._kill()
             reason = "loading took too long (code at the top level of the file runs forever?)" if gone.timed_out else str(gone)
             return LoadReport(ok=False, error=CallError("Timeout" if gone.timed_out else "WorkerGone", reason))
+        self.phases += (("loaded", time.monotonic() - started),)
         if not reply.get("ok"):
             self._kill()
             return LoadReport(ok=False, error=_call_error(reply.get("error")))
@@ -365,15 +370,26 @@ _WARNED: set[str] = set()
 def describe_isolation(hello: dict) -> str:
     """One line saying what confined the worker, from its own report; warns once about what is missing."""
     parts = [str(hello.get("landlock", "no landlock"))[:80]]
-    namespaces = [str(name) for name in hello.get("namespaces", ()) if str(name) in ("pid", "net", "mount")]
+    namespaces = [str(name) for name in hello.get("namespaces", ()) if str(name) in NAMESPACES]
     if namespaces:
         parts.append(f"{'/'.join(namespaces)} namespaces")
+    grants = hello.get("grants") if isinstance(hello.get("grants"), dict) else {}
+    where = ", ".join(f"{str(name)[:20]} from {str(folder)[:120]}" for name, folder in list(grants.items())[:4])
+    if hello.get("tree"):
+        parts.append(f"read-only tree of its own ({where})" if where else "read-only tree of its own")
+    elif where:
+        parts.append(f"reads {where}")
+    if hello.get("cgroup"):
+        parts.append(str(hello["cgroup"])[:80])
+    if hello.get("memory_watched"):
+        parts.append("memory watchdog over the worker's processes")
     parts.append("rlimits (cpu, memory, processes, file size, open files)")
     if hello.get("session"):
         parts.append("new session")
     uid = hello.get("uid")
     parts.append("uid nobody" if uid == NOBODY else f"uid {uid}")
-    parts.append("scratch folder, scrubbed environment")
+    scratch = str(hello.get("scratch", "folder"))[:60]
+    parts.append(f"scratch {scratch}, scrubbed environment")
     missing = []
     if not str(hello.get("landlock", "")).startswith("landlock"):
         missing.append("Landlock is not available in this kernel: the worker can read any file its user can read"
@@ -382,12 +398,34 @@ def describe_isolation(hello: dict) -> str:
         missing.append("this kernel's Landlock cannot deny TCP and no network namespace is in force")
     if uid == 0:
         missing.append("the worker runs as root: process limits do not bind it")
+    if hello.get("memory_watched") or ("cgroup" in hello and not hello.get("cgroup")):
+        reason = str(hello.get("cgroup_missing") or "none could be made")[:200]
+        missing.append(f"no cgroup per worker ({reason}): the keeper sums the memory of the worker's processes "
+                       "every 50 ms, and processes are counted per user")
+    if "ipc" not in namespaces:
+        missing.append("no IPC namespace: workers graded at once share System V IPC and POSIX message queues")
+    if not hello.get("tree") and "unix" not in str(hello.get("landlock")):
+        missing.append("no read-only tree of its own: the worker can connect to UNIX sockets of the host "
+                       "(this kernel's Landlock cannot deny them)")
     missing += [str(text)[:200] for text in hello.get("warnings", ())[:5]]
     for text in missing:
         if text not in _WARNED:
             _WARNED.add(text)
             warnings.warn(text, SandboxWarning, stacklevel=3)
     return ", ".join(parts) + "".join(f"; WARNING: {text}" for text in missing)
+
+
+def _phases(started: float, *parts) -> tuple[tuple[str, float], ...]:
+    """When each step of starting a worker ended, in seconds after ``started`` (the worker's own marks unchecked:
+    they are only for measuring)."""
+    marks = []
+    for part in parts:
+        if isinstance(part, tuple) and len(part) == 2 and isinstance(part[0], str):
+            part = [part]
+        for item in part if isinstance(part, list) else ():
+            if isinstance(item, (list, tuple)) and len(item) == 2 and type(item[1]) in (int, float):
+                marks.append((str(item[0])[:40], float(item[1]) - started))
+    return tuple(marks[:40])
 
 
 def _names(data) -> tuple[str, ...]:

@@ -30,7 +30,7 @@ SERVER_SCRIPT = Path(__file__).resolve().parent / "worker" / "forkserver.py"
 REQUEST_LIMIT = 1 << 16
 
 STATUS_WAIT = 0.25  # seconds to wait for a worker that broke the protocol to report its own exit
-WORKER_LIMITS = ("memory_mb", "cpu_seconds", "max_processes", "file_size_mb", "open_files")
+WORKER_LIMITS = ("memory_mb", "cpu_seconds", "max_processes", "file_size_mb", "open_files", "scratch_mb")
 
 
 class ForkServerError(OSError):
@@ -128,20 +128,22 @@ class ForkServer:
 
 
 def _remove_folder(address: str) -> None:
+    """Remove a stopped server's folder: its socket, its log, and the empty mount point of its workers' tree."""
     folder = os.path.dirname(address)
     for name in ("server.sock", "server.log"):
         try:
             os.unlink(os.path.join(folder, name))
         except OSError:
             pass
-    try:
-        os.rmdir(folder)
-    except OSError:
-        pass
+    for path in (os.path.join(folder, "root"), folder):
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
 
 
-def stop_worker(connection: socket.socket, *, timeout: float = 10.0) -> int | None:
-    """Ask the keeper to kill its worker (and all it started); return the worker's exit code."""
+def stop_worker(connection: socket.socket, *, timeout: float = 10.0) -> tuple[int | None, str]:
+    """Ask the keeper to kill its worker (and all it started); return its report (see ``worker_status``)."""
     try:
         connection.send(b"kill")
     except OSError:
@@ -149,15 +151,18 @@ def stop_worker(connection: socket.socket, *, timeout: float = 10.0) -> int | No
     return worker_status(connection, timeout=timeout)
 
 
-def worker_status(connection: socket.socket, *, timeout: float) -> int | None:
-    """Wait for the keeper's report: the exit code (negative: the signal), or None if none came."""
+def worker_status(connection: socket.socket, *, timeout: float) -> tuple[int | None, str]:
+    """Wait for the keeper's report: the exit code (negative: the signal; None if no report came) and,
+    when the keeper killed the worker for a limit, which."""
     connection.settimeout(timeout)
     try:
         reply = json.loads(connection.recv(REQUEST_LIMIT) or b"{}")
     except (OSError, ValueError):
-        return None
-    status = reply.get("status") if isinstance(reply, dict) else None
-    return status if isinstance(status, int) else None
+        return None, ""
+    if not isinstance(reply, dict):
+        return None, ""
+    status, reason = reply.get("status"), reply.get("reason")
+    return (status if isinstance(status, int) else None), (str(reason)[:200] if reason else "")
 
 
 class WorkerGone(Exception):
@@ -175,11 +180,14 @@ class WorkerLink:
         self.scratch, self.connection, self.pid = scratch, connection, pid
         self.to_worker, self.from_worker = to_worker, from_worker
         self.status: int | None = None  # the exit code, once the keeper has reported it
+        self.reason = ""  # the limit the keeper killed it for, if it did
         self.alive = True
+        self.marks: list[tuple[str, float]] = []  # when the steps on this side ended (time.monotonic)
 
     @classmethod
     def spawn(cls, server: ForkServer, limits: dict, *, timeout: float) -> WorkerLink:
         """A fresh worker in a fresh scratch folder; ``limits`` holds the fields of ``Limits``."""
+        marks = [("asked", time.monotonic())]
         scratch = Path(os.path.realpath(tempfile.mkdtemp(prefix="mha-worker-")))
         output = os.open(scratch / "output.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
         if os.geteuid() == 0:  # the worker runs as nobody and must own its folder
@@ -189,6 +197,7 @@ class WorkerLink:
         from_worker_read, from_worker_write = os.pipe2(os.O_CLOEXEC)
         request = {"scratch": str(scratch), "environment": scrubbed_environment(scratch),
                    "limits": {key: limits[key] for key in WORKER_LIMITS}}
+        marks.append(("scratch folder, pipes", time.monotonic()))
         try:
             connection, pid = server.spawn(request, [to_worker_read, from_worker_write, output], timeout=timeout)
         except ForkServerError:
@@ -200,7 +209,9 @@ class WorkerLink:
             for fd in (to_worker_read, from_worker_write, output):
                 os.close(fd)
         os.set_blocking(to_worker_write, False)
-        return cls(scratch, connection, pid, to_worker_write, from_worker_read)
+        link = cls(scratch, connection, pid, to_worker_write, from_worker_read)
+        link.marks = marks + [("worker pid received", time.monotonic())]
+        return link
 
     def send(self, data: bytes, deadline: float) -> None:
         """Send without ever blocking past ``deadline`` (a worker may stop reading)."""
@@ -232,8 +243,8 @@ class WorkerLink:
     def death_reason(self, error: Exception | None) -> str:
         """Why the worker stopped answering; waits briefly for its own exit status."""
         if self.status is None:
-            self.status = worker_status(self.connection, timeout=STATUS_WAIT)
-        return describe_death(self.status, error)
+            self.status, self.reason = worker_status(self.connection, timeout=STATUS_WAIT)
+        return describe_death(self.status, error, self.reason)
 
     def kill(self, *, timeout: float) -> None:
         """Kill the worker and everything it started; wait until the keeper says they are gone."""
@@ -241,7 +252,7 @@ class WorkerLink:
             return
         self.alive = False
         if self.status is None:
-            self.status = stop_worker(self.connection, timeout=timeout)
+            self.status, self.reason = stop_worker(self.connection, timeout=timeout)
         for closing in (self.connection.close, lambda: os.close(self.to_worker), lambda: os.close(self.from_worker)):
             try:
                 closing()
@@ -269,7 +280,9 @@ class _DeadlineReader:
         return chunk
 
 
-def describe_death(code: int | None, error: Exception | None) -> str:
+def describe_death(code: int | None, error: Exception | None, reason: str = "") -> str:
+    if reason:
+        return f"the worker was killed: {reason}"
     if code is not None and code < 0:
         name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
         hints = {"SIGKILL": " (killed: out of memory or CPU time?)", "SIGXCPU": " (CPU time limit)",
