@@ -20,7 +20,7 @@ from __future__ import annotations
 import shutil
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from grader.sandbox.codec import BadReply, decode_reply, encode_request
@@ -34,6 +34,7 @@ __all__ = ["CallError", "CallOutcome", "ForkServer", "ForkServerError", "Limits"
 
 
 MAX_NAMES = 100  # names of entered functions kept per call
+MAX_CELL_ERRORS = 20  # errors of notebook cells reported per submission
 NAMESPACES = ("pid", "net", "ipc", "uts", "mount")
 STUDENT_PACKAGES = ("scipy",)  # besides NumPy, where installed: e.g. scipy.special.softmax in a correct variant
 
@@ -310,7 +311,8 @@ class Sandbox:
         names, cell_errors = reply.get("names", ()), reply.get("cell_errors", ())
         return LoadReport(
             ok=True, names=tuple(str(name)[:100] for name in names[:500]) if isinstance(names, list) else (),
-            cell_errors=tuple(_call_error(e) for e in cell_errors[:100]) if isinstance(cell_errors, list) else (),
+            cell_errors=tuple(_cell_error(e) for e in cell_errors[:MAX_CELL_ERRORS]) if isinstance(cell_errors, list)
+            else (),
             notes=self.source.notes,
         )
 
@@ -433,6 +435,12 @@ def _names(data) -> tuple[str, ...]:
     if not isinstance(data, list):
         return ()
     return tuple(dict.fromkeys(name[:100] for name in data[:MAX_NAMES] if type(name) is str))
+
+
+def _cell_error(data) -> CallError:
+    """A cell's error as a note: shorter than a call's, since a notebook may have many."""
+    error = _call_error(data)
+    return replace(error, message=error.message[:300])
 
 
 def _call_error(data) -> CallError:
