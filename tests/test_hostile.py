@@ -273,3 +273,154 @@ def test_mha_grade_finishes_a_class_with_every_attack_and_keeps_honest_scores(tm
         alone = graded(HOSTILE / f"{name}.py", server, visibility="all", student=name)
         assert results[name]["score"] == alone.score, name
     assert processes_named("mha-hostile-dmn") == [] and processes_named("mha-hostile-frk") == []
+
+
+# ---- isolation between workers, and from the host, through the real command line ------------------------
+ISOLATION = HOSTILE / "isolation"
+REFERENCE = PROJECT / "solutions" / "multihead_attention.py"
+# name -> the control whose score the attack must come to: "reference" (a correct submission), or a source
+ISOLATION_CONTROLS = {
+    "ipc_publisher": "reference",
+    "ipc_reader": NO_USE,
+    "memory_tree": HONEST_SOFTMAX,
+    "scratch_fill": HONEST_SOFTMAX,
+    "unix_sockets": NO_USE,
+    "system_packages": NO_USE,
+}
+IPC_KEYS = {0x6D686131, 0x6D686132}  # the ones ipc_publisher.py and ipc_reader.py use
+
+
+def requires_root_and_namespaces() -> None:
+    """These layers need root (namespaces, cgroups): skip with the reason elsewhere, but never in CI."""
+    if os.geteuid() != 0:
+        if os.environ.get("CI"):
+            pytest.fail("CI must run the sandbox tests as root (namespaces, cgroups)")
+        pytest.skip("needs root: IPC and mount namespaces and cgroups are root's")
+
+
+def mha_grade(submissions: Path, out: Path, *options: str) -> subprocess.CompletedProcess:
+    """The installed ``mha grade`` (or the same entry point run by this interpreter), on this checkout."""
+    import sys
+
+    command = [shutil.which("mha")] if shutil.which("mha") else [sys.executable, "-c", "from grader.cli import main; main()"]
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join([str(PROJECT), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([*command, "grade", str(submissions), "--out", str(out), *options], capture_output=True,
+                          text=True, timeout=300, env=environment)
+
+
+def honest_class(folder: Path, hostile: list[str], copies: int = 2) -> None:
+    folder.mkdir()
+    for number in range(copies):
+        shutil.copy(REFERENCE, folder / f"honest_{number}.py")
+    for name in hostile:
+        shutil.copy(ISOLATION / f"{name}.py", folder / f"{name}.py")
+
+
+def results_of(out: Path) -> dict:
+    return {result["student"]: result for result in json.loads((out / "results.json").read_text())}
+
+
+def honest_score(name: str, server) -> float:
+    """What the attack ``name`` earns with the attack taken out, graded like the class (every check, its id)."""
+    control = ISOLATION_CONTROLS[name]
+    if control == "reference":
+        return grade_submission(path=REFERENCE, visibility="all", server=server, student=name).max_score
+    source = SubmissionSource(cells=(Cell(control, "control.py", "control.py"),), mode="module")
+    return grade_submission(source=source, visibility="all", server=server, student=name).score
+
+
+def message_of(result: dict, function: str) -> str:
+    return next(test["message"] for test in result["tests"] if test["function"] == function
+                and test["outcome"] != "passed")
+
+
+def ipc_objects() -> set[tuple[str, int]]:
+    """(kind, key) of every System V object on the machine, as ``ipcs`` lists them."""
+    listing = subprocess.run(["ipcs"], capture_output=True, text=True, check=True).stdout
+    found, kind = set(), ""
+    for line in listing.splitlines():
+        if line.startswith("------"):
+            kind = line.strip("- ").split()[0]
+        elif line.startswith("0x"):
+            found.add((kind, int(line.split()[0], 16)))
+    return found
+
+
+def worker_cgroups() -> list[str]:
+    """Cgroups of workers left below this process's own cgroups (none should outlive its worker)."""
+    left = []
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, names, path = line.split(":", 2)
+        for name in names.split(",") if names else ["unified"]:
+            for mount in (Path("/sys/fs/cgroup") / name, Path("/sys/fs/cgroup")):
+                folder = mount / path.lstrip("/")
+                if folder.is_dir():
+                    left += [str(child) for child in folder.glob("mha-worker-*")]
+    return sorted(set(left))
+
+
+def test_every_isolation_fixture_has_a_control():
+    assert {path.stem for path in ISOLATION.glob("*.py")} == set(ISOLATION_CONTROLS)
+
+
+@pytest.mark.skipif(shutil.which("ipcs") is None, reason="needs the ipcs command (util-linux)")
+def test_submissions_graded_at_once_share_no_ipc_and_leave_none_behind(tmp_path, server):
+    """Two colluding submissions graded at once (--jobs 2), then the taker again on its own: neither the
+    message queue nor the 512 MiB shared memory segment reaches it, and nothing outlives its worker."""
+    requires_root_and_namespaces()
+    before = ipc_objects()
+    honest_class(tmp_path / "class", ["ipc_publisher", "ipc_reader"], copies=3)
+    done = mha_grade(tmp_path / "class", tmp_path / "out", "--jobs", "2")
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = results_of(tmp_path / "out")
+    assert set(results) == {"honest_0", "honest_1", "honest_2", "ipc_publisher", "ipc_reader"}
+    for name in ("honest_0", "honest_1", "honest_2", "ipc_publisher"):
+        assert results[name]["score"] == results[name]["max_score"], name
+    assert results["ipc_reader"]["score"] == honest_score("ipc_reader", server) == 0.0
+    later = tmp_path / "later"
+    honest_class(later, ["ipc_reader"], copies=1)
+    done = mha_grade(later, tmp_path / "out-later", "--jobs", "2")
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = results_of(tmp_path / "out-later")
+    assert results["ipc_reader"]["score"] == 0.0 and results["honest_0"]["score"] == results["honest_0"]["max_score"]
+    left = ipc_objects() - before
+    assert not left and not {key for _, key in ipc_objects()} & IPC_KEYS, left
+
+
+def test_a_class_with_attacks_on_the_host_keeps_every_honest_score(tmp_path, server):
+    """Memory held by a tree of processes, a scratch folder filled, the host's UNIX sockets, the system's
+    packages: graded through mha grade in a class with honest copies, each attack ends at its honest score."""
+    import tempfile
+
+    requires_root_and_namespaces()
+    folder = Path("/run") if os.access("/run", os.W_OK) else Path.home()
+    socket_folder = Path(tempfile.mkdtemp(prefix="mha-test-sockets-", dir=folder))  # outside the temp folder
+    socket_folder.chmod(0o755)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(socket_folder / "host.sock"))
+    (socket_folder / "host.sock").chmod(0o777)  # file permissions would let uid nobody in
+    listener.listen(8)
+    listener.settimeout(0.2)
+    attacks = ["memory_tree", "scratch_fill", "unix_sockets", "system_packages"]
+    try:
+        honest_class(tmp_path / "class", attacks)
+        done = mha_grade(tmp_path / "class", tmp_path / "out", "--jobs", "2")
+        with pytest.raises(socket.timeout):
+            listener.accept()
+    finally:
+        listener.close()
+        shutil.rmtree(socket_folder, ignore_errors=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    results = results_of(tmp_path / "out")
+    assert set(results) == {"honest_0", "honest_1", *attacks}
+    for name in ("honest_0", "honest_1"):
+        assert results[name]["score"] == results[name]["max_score"], name
+    for name in attacks:
+        assert results[name]["status"] == "graded" and results[name]["score"] == honest_score(name, server), name
+    held = int(message_of(results["memory_tree"], "scaled_dot_product_attention").split(" of 3")[0].split()[-1])
+    assert held <= 1, "the tree held more than its memory limit"  # 2 x 1.2 GiB > 2 GiB
+    written = int(message_of(results["scratch_fill"], "scaled_dot_product_attention").split("wrote ")[1].split()[0])
+    assert written <= Limits().scratch_mb
+    assert "reached []" in message_of(results["unix_sockets"], "softmax")
+    assert message_of(results["system_packages"], "softmax").endswith("NumPy and SciPy: []")
+    assert worker_cgroups() == []

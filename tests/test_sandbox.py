@@ -31,7 +31,7 @@ from conftest import PROJECT
 from grader.sandbox.worker import landlock
 from grader.sandbox.codec import BadReply, ForeignObject, decode_reply, load_checked_array
 from grader.sandbox.worker.confinement import NOBODY, read_policy
-from grader.sandbox.worker.forkserver import ForkServer
+from grader.sandbox.link import ForkServer
 from grader.sandbox.client import Limits, Sandbox, SandboxWarning, describe_isolation, start_server
 from grader.sandbox.source import Cell, SubmissionSource
 
@@ -149,8 +149,10 @@ def test_read_policy_grants_interpreter_and_numpy_but_not_site_packages_or_proje
 
 
 def test_modules_the_fork_server_loads_need_only_the_standard_library():
-    for name in ("forkserver", "confinement", "landlock", "worker_main"):
-        tree = ast.parse((PROJECT / "grader" / "sandbox" / "worker" / f"{name}.py").read_text())
+    folder = PROJECT / "grader" / "sandbox" / "worker"
+    for path in sorted(folder.glob("*.py")):
+        name = path.stem
+        tree = ast.parse(path.read_text())
         top_level = [node for node in tree.body if isinstance(node, (ast.Import, ast.ImportFrom))]
         modules = {alias.name.split(".")[0] for node in top_level if isinstance(node, ast.Import) for alias in node.names}
         modules |= {node.module.split(".")[0] for node in top_level if isinstance(node, ast.ImportFrom) and node.module}
@@ -222,8 +224,11 @@ def test_isolation_says_exactly_what_was_in_force(server):
     if ABI >= 6:
         assert isolation.startswith(f"landlock ABI {ABI} (fs, net, signals)")
     if ROOT:
-        assert "pid/net/mount namespaces" in isolation and "uid nobody" in isolation
-    assert "rlimits" in isolation and "new session" in isolation and "scratch folder" in isolation
+        assert "pid/net/ipc/uts/mount namespaces" in isolation and "uid nobody" in isolation
+        assert "read-only tree of its own (python from " in isolation and "scratch tmpfs of 64 MiB" in isolation
+        assert f"numpy from {os.path.dirname(os.path.realpath(np.__file__))}" in isolation
+        assert ("cgroup per worker" in isolation) != ("memory watchdog" in isolation)
+    assert "rlimits" in isolation and "new session" in isolation and "scratch " in isolation
     if ABI >= 6 and ROOT:
         assert "WARNING" not in isolation
 
@@ -515,10 +520,10 @@ def test_without_landlock_the_fallback_is_announced(tmp_path):
 
 
 def test_a_server_that_cannot_start_says_why(monkeypatch, tmp_path):
-    from grader.sandbox.worker import forkserver
+    from grader.sandbox import link
 
-    monkeypatch.setattr(forkserver, "HERE", tmp_path)  # no server script there
-    with pytest.raises(forkserver.ForkServerError, match="did not start"):
+    monkeypatch.setattr(link, "SERVER_SCRIPT", tmp_path / "forkserver.py")  # no server script there
+    with pytest.raises(link.ForkServerError, match="did not start"):
         ForkServer.start(timeout=10)
     assert not any(Path(path).exists() for path in Path("/tmp").glob("mha-forkserver-*/server.log")
                    if str(tmp_path) in Path(path).read_text(errors="replace"))
@@ -540,7 +545,7 @@ def test_sigkill_to_the_pid_namespace_init_from_outside_works(server):
 
 
 def test_the_server_makes_only_a_fresh_scratch_folder_writable(server, tmp_path):
-    from grader.sandbox.worker.forkserver import ForkServerError
+    from grader.sandbox.client import ForkServerError
 
     victim = tmp_path / "mha-worker-not-really"  # right name, wrong place
     victim.mkdir()
@@ -585,3 +590,72 @@ def test_student_code_imports_the_granted_packages_and_no_others(server):
     found = ast.literal_eval(run(code, "imports", names, server=server).value)
     granted = {"numpy.fft"} | ({"scipy.special"} if importlib.util.find_spec("scipy") else set())
     assert {name for name, verdict in found.items() if verdict == "imported"} == granted, found
+
+
+# ---- which of the student's functions a call entered ------------------------------------------
+RECORDED = """
+import numpy as np
+
+def helper_not_called():
+    return 0
+
+def softmax(x):
+    shifted = x - np.max(x, axis=-1, keepdims=True)
+    return np.exp(shifted) / np.exp(shifted).sum(axis=-1, keepdims=True)
+
+def scaled_dot_product_attention(Q, K, V):
+    def nested(scores):  # a helper inside a function is not one of the module's own
+        return softmax(scores)
+    weights = nested(Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]))
+    return weights @ V, weights
+
+class MultiHeadAttention:
+    def __init__(self, d_model=8, num_heads=2):
+        self.num_heads = num_heads
+
+    def split_heads(self, x):
+        B, T, D = x.shape
+        return x.reshape(B, T, self.num_heads, D // self.num_heads).transpose(0, 2, 1, 3)
+
+    def forward(self, Q, K, V, return_weights=False):
+        q = self.split_heads(Q)
+        out, weights = scaled_dot_product_attention(q, q, q)
+        return out
+
+    def hang(self):
+        self.split_heads(np.zeros((1, 2, 4)))
+        while True:
+            pass
+
+def fails(x):
+    return softmax(None)
+"""
+
+
+def test_each_call_reports_the_students_functions_it_entered_in_order(server):
+    x = np.arange(24.0).reshape(1, 3, 8) / 10
+    with Sandbox.open(source=source(RECORDED), limits=Limits(call_timeout=0.5, max_restarts=2), server=server) as box:
+        forward = box.call_method("MultiHeadAttention", init=(8, 2), method="forward", args=(x, x, x))
+        alone = box.call("softmax", x)
+        failed = box.call("fails", x)
+        batch = box.call_batch([({"function": "softmax"}, (x,), {}),
+                                ({"class": "MultiHeadAttention", "init": [8, 2], "method": "split_heads"}, (x,), {})])
+        hung = box.call_method("MultiHeadAttention", init=(8, 2), method="hang")
+    assert forward.ok and forward.reached == ("__init__", "forward", "split_heads", "scaled_dot_product_attention",
+                                              "softmax")
+    assert alone.reached == ("softmax",)
+    assert not failed.ok and failed.reached == ("fails", "softmax")
+    assert [outcome.reached for outcome in batch] == [("softmax",), ("__init__", "split_heads")]
+    assert hung.timed_out and hung.reached == ("__init__", "hang", "split_heads")  # announced before the hang
+
+
+def test_the_in_process_stand_in_records_the_same_names(tmp_path):
+    from grader.sandbox.in_process import InProcessBox
+
+    path = tmp_path / "recorded.py"
+    path.write_text(textwrap.dedent(RECORDED))
+    box = InProcessBox.load(path)
+    x = np.arange(24.0).reshape(1, 3, 8) / 10
+    forward = box.call_method("MultiHeadAttention", init=(8, 2), method="forward", args=(x, x, x))
+    assert forward.reached == ("__init__", "forward", "split_heads", "scaled_dot_product_attention", "softmax")
+    assert box.call("fails", x).reached == ("fails", "softmax")

@@ -206,8 +206,7 @@ def _start_server(*, hidden: tuple[Path, ...]):
 
     Where it cannot start, each submission gets a private one (slower, same isolation).
     """
-    from grader.sandbox.worker.forkserver import ForkServerError
-    from grader.sandbox.client import start_server
+    from grader.sandbox.client import ForkServerError, start_server
 
     try:
         return start_server(hidden=tuple(str(Path(folder).resolve()) for folder in hidden))

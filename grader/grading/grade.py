@@ -7,11 +7,10 @@ from pathlib import Path
 
 from grader.grading.assignment import get_assignment
 from grader.content.catalog import misconception_ids
-from grader.sandbox.worker.forkserver import ForkServer
 from grader.content.messages import Message, parts_of, render_parts
 from grader.results import SubmissionResult, load_failure, summarize
 from grader.grading.runner import collect, run_tests
-from grader.sandbox.client import CallError, Limits, Sandbox
+from grader.sandbox.client import CallError, ForkServer, Limits, Sandbox
 from grader.seeding import derived_seed, student_seed
 from grader.grading.student import StudentCode
 from grader.sandbox.source import SubmissionError, SubmissionSource, read_submission

@@ -20,17 +20,22 @@ from __future__ import annotations
 import shutil
 import time
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from grader.sandbox.worker import worker_main
-from grader.sandbox.codec import BadReply, ForeignObject, decode_reply, encode_request, load_checked_array  # noqa: F401
-from grader.sandbox.worker.confinement import NOBODY
-from grader.sandbox.worker.forkserver import ForkServer, ForkServerError
+from grader.sandbox.codec import BadReply, decode_reply, encode_request
+from grader.sandbox.link import ForkServer, ForkServerError, WorkerGone, WorkerLink
 from grader.sandbox.source import SubmissionSource, read_submission
-from grader.sandbox.link import WorkerGone, WorkerLink  # noqa: F401 - WorkerGone is part of this module's API
+from grader.sandbox.worker import protocol
+from grader.sandbox.worker.confinement import NOBODY
+
+__all__ = ["CallError", "CallOutcome", "ForkServer", "ForkServerError", "Limits", "LoadReport", "Sandbox",
+           "SandboxWarning", "WorkerGone", "describe_isolation", "start_server"]
 
 
+MAX_NAMES = 100  # names of entered functions kept per call
+MAX_CELL_ERRORS = 20  # errors of notebook cells reported per submission
+NAMESPACES = ("pid", "net", "ipc", "uts", "mount")
 STUDENT_PACKAGES = ("scipy",)  # besides NumPy, where installed: e.g. scipy.special.softmax in a correct variant
 
 
@@ -40,10 +45,11 @@ class Limits:
 
     call_timeout: float = 5.0  # seconds of wall clock for one call
     submission_timeout: float = 60.0  # seconds of wall clock for all calls together
-    memory_mb: int = 2048  # address space of the worker
+    memory_mb: int = 2048  # memory of the worker and all it starts, together (and the address space of each)
     cpu_seconds: int = 60
-    max_processes: int = 256  # processes of the sandbox user (all workers of this machine together)
+    max_processes: int = 256  # processes of the worker's tree (without a pids cgroup: of the sandbox user)
     file_size_mb: int = 16
+    scratch_mb: int = 64  # what the worker may write into its scratch folder, in all
     max_reply_mb: int = 64  # largest reply accepted from the worker
     max_restarts: int = 4
     open_files: int = 64
@@ -78,6 +84,10 @@ class CallOutcome:
     args_after: tuple = ()
     timed_out: bool = False
     peak_memory: int | None = None  # bytes the call allocated at its peak, when it was measured
+    # The submission's own top-level functions and methods the call entered, in first-entry order, as the
+    # worker recorded them (for a call that hung or crashed: those entered before it ended); empty when
+    # unknown. Untrusted: for hints and for which checks a hang affects, never for a score.
+    reached: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -134,6 +144,8 @@ class Sandbox:
         self.load_report: LoadReport | None = None
         self.isolation = "not started"
         self.startup_seconds = 0.0  # what the last worker cost to get, up to its hello
+        self.phases: tuple[tuple[str, float], ...] = ()  # (step, seconds after the request) of the last worker
+        self._entered: list[str] = []  # names the current call announced as it entered them
 
     @classmethod
     def open(cls, *, path: Path | None = None, source: SubmissionSource | None = None,
@@ -242,28 +254,30 @@ class Sandbox:
             self._kill()
             if gone.timed_out:
                 return self._timed_out()
-            return CallOutcome(error=CallError("WorkerGone", str(gone)))
+            return CallOutcome(error=CallError("WorkerGone", str(gone)), reached=tuple(self._entered))
         return self._outcome(reply, reply_blobs)
 
     def _outcome(self, reply: dict, reply_blobs: list[bytes]) -> CallOutcome:
         """The checked outcome of one call's reply."""
         if not isinstance(reply, dict):
             return CallOutcome(error=CallError("BadReply", "the worker sent a malformed reply"))
+        reached = _names(reply.get("reached"))
         if not reply.get("ok"):
-            return CallOutcome(error=_call_error(reply.get("error")))
+            return CallOutcome(error=_call_error(reply.get("error")), reached=reached)
         limit = self.limits.max_reply_mb << 20
         try:
             value = decode_reply(reply.get("value"), reply_blobs, limit)
             after = decode_reply({"__tuple__": reply.get("args_after", [])}, reply_blobs, limit)
         except (BadReply, RecursionError) as bad:
-            return CallOutcome(error=CallError("BadReply", str(bad)[:300]))
+            return CallOutcome(error=CallError("BadReply", str(bad)[:300]), reached=reached)
         peak = reply.get("peak_memory")
-        return CallOutcome(value=value, args_after=after, peak_memory=peak if type(peak) is int else None)
+        return CallOutcome(value=value, args_after=after, peak_memory=peak if type(peak) is int else None,
+                           reached=reached)
 
     def _timed_out(self) -> CallOutcome:
         """A timeout, naming the limit that ended it (the message is the limit in seconds)."""
         limit = self.limits.submission_timeout if self.spent >= self.limits.submission_timeout else self.limits.call_timeout
-        return CallOutcome(error=CallError("Timeout", f"{limit:g}"), timed_out=True)
+        return CallOutcome(error=CallError("Timeout", f"{limit:g}"), timed_out=True, reached=tuple(self._entered))
 
     # ---- process management ------------------------------------------------------
     def _start(self) -> LoadReport:
@@ -281,6 +295,7 @@ class Sandbox:
             return LoadReport(ok=False, error=CallError("SandboxError", f"the worker refused to start: {reason}"))
         self.startup_seconds = time.monotonic() - started
         self.isolation = describe_isolation(hello)
+        self.phases = _phases(started, self.worker.marks, hello.get("phases"), ("hello", time.monotonic()))
         header = {"op": "load", "mode": self.source.mode, "reply_limit": self.limits.max_reply_mb << 20,
                   "cells": [cell.__dict__ for cell in self.source.cells]}
         try:
@@ -289,13 +304,15 @@ class Sandbox:
             self._kill()
             reason = "loading took too long (code at the top level of the file runs forever?)" if gone.timed_out else str(gone)
             return LoadReport(ok=False, error=CallError("Timeout" if gone.timed_out else "WorkerGone", reason))
+        self.phases += (("loaded", time.monotonic() - started),)
         if not reply.get("ok"):
             self._kill()
             return LoadReport(ok=False, error=_call_error(reply.get("error")))
         names, cell_errors = reply.get("names", ()), reply.get("cell_errors", ())
         return LoadReport(
             ok=True, names=tuple(str(name)[:100] for name in names[:500]) if isinstance(names, list) else (),
-            cell_errors=tuple(_call_error(e) for e in cell_errors[:100]) if isinstance(cell_errors, list) else (),
+            cell_errors=tuple(_cell_error(e) for e in cell_errors[:MAX_CELL_ERRORS]) if isinstance(cell_errors, list)
+            else (),
             notes=self.source.notes,
         )
 
@@ -314,9 +331,16 @@ class Sandbox:
             raise WorkerGone(f"the submission used up its {self.limits.submission_timeout:g} s in total", timed_out=True)
         started = time.monotonic()
         deadline = started + min(timeout, remaining_budget)
+        self._entered = []
         try:
-            self.worker.send(worker_main.frame(header, blobs), deadline)
-            return self.worker.receive(deadline, self.limits.max_reply_mb << 20)
+            self.worker.send(protocol.frame(header, blobs), deadline)
+            while True:
+                reply, reply_blobs = self.worker.receive(deadline, self.limits.max_reply_mb << 20)
+                if reply.get("op") != "entered":
+                    return reply, reply_blobs
+                name = reply.get("name")  # a call announcing a function it entered, before its reply
+                if type(name) is str and len(self._entered) < MAX_NAMES and name[:100] not in self._entered:
+                    self._entered.append(name[:100])
         finally:
             self.spent += time.monotonic() - started
 
@@ -348,15 +372,26 @@ _WARNED: set[str] = set()
 def describe_isolation(hello: dict) -> str:
     """One line saying what confined the worker, from its own report; warns once about what is missing."""
     parts = [str(hello.get("landlock", "no landlock"))[:80]]
-    namespaces = [str(name) for name in hello.get("namespaces", ()) if str(name) in ("pid", "net", "mount")]
+    namespaces = [str(name) for name in hello.get("namespaces", ()) if str(name) in NAMESPACES]
     if namespaces:
         parts.append(f"{'/'.join(namespaces)} namespaces")
+    grants = hello.get("grants") if isinstance(hello.get("grants"), dict) else {}
+    where = ", ".join(f"{str(name)[:20]} from {str(folder)[:120]}" for name, folder in list(grants.items())[:4])
+    if hello.get("tree"):
+        parts.append(f"read-only tree of its own ({where})" if where else "read-only tree of its own")
+    elif where:
+        parts.append(f"reads {where}")
+    if hello.get("cgroup"):
+        parts.append(str(hello["cgroup"])[:80])
+    if hello.get("memory_watched"):
+        parts.append("memory watchdog over the worker's processes")
     parts.append("rlimits (cpu, memory, processes, file size, open files)")
     if hello.get("session"):
         parts.append("new session")
     uid = hello.get("uid")
     parts.append("uid nobody" if uid == NOBODY else f"uid {uid}")
-    parts.append("scratch folder, scrubbed environment")
+    scratch = str(hello.get("scratch", "folder"))[:60]
+    parts.append(f"scratch {scratch}, scrubbed environment")
     missing = []
     if not str(hello.get("landlock", "")).startswith("landlock"):
         missing.append("Landlock is not available in this kernel: the worker can read any file its user can read"
@@ -365,12 +400,47 @@ def describe_isolation(hello: dict) -> str:
         missing.append("this kernel's Landlock cannot deny TCP and no network namespace is in force")
     if uid == 0:
         missing.append("the worker runs as root: process limits do not bind it")
+    if hello.get("memory_watched") or ("cgroup" in hello and not hello.get("cgroup")):
+        reason = str(hello.get("cgroup_missing") or "none could be made")[:200]
+        missing.append(f"no cgroup per worker ({reason}): the keeper sums the memory of the worker's processes "
+                       "every 50 ms, and processes are counted per user")
+    if "ipc" not in namespaces:
+        missing.append("no IPC namespace: workers graded at once share System V IPC and POSIX message queues")
+    if not hello.get("tree") and "unix" not in str(hello.get("landlock")):
+        missing.append("no read-only tree of its own: the worker can connect to UNIX sockets of the host "
+                       "(this kernel's Landlock cannot deny them)")
     missing += [str(text)[:200] for text in hello.get("warnings", ())[:5]]
     for text in missing:
         if text not in _WARNED:
             _WARNED.add(text)
             warnings.warn(text, SandboxWarning, stacklevel=3)
     return ", ".join(parts) + "".join(f"; WARNING: {text}" for text in missing)
+
+
+def _phases(started: float, *parts) -> tuple[tuple[str, float], ...]:
+    """When each step of starting a worker ended, in seconds after ``started`` (the worker's own marks unchecked:
+    they are only for measuring)."""
+    marks = []
+    for part in parts:
+        if isinstance(part, tuple) and len(part) == 2 and isinstance(part[0], str):
+            part = [part]
+        for item in part if isinstance(part, list) else ():
+            if isinstance(item, (list, tuple)) and len(item) == 2 and type(item[1]) in (int, float):
+                marks.append((str(item[0])[:40], float(item[1]) - started))
+    return tuple(marks[:40])
+
+
+def _names(data) -> tuple[str, ...]:
+    """The ``reached`` list of a reply, bounded; anything malformed is unknown (empty)."""
+    if not isinstance(data, list):
+        return ()
+    return tuple(dict.fromkeys(name[:100] for name in data[:MAX_NAMES] if type(name) is str))
+
+
+def _cell_error(data) -> CallError:
+    """A cell's error as a note: shorter than a call's, since a notebook may have many."""
+    error = _call_error(data)
+    return replace(error, message=error.message[:300])
 
 
 def _call_error(data) -> CallError:
@@ -387,8 +457,3 @@ def _call_error(data) -> CallError:
         line=line if type(line) is int else None, source_line=text("source_line", 200),
         function=text("function", 100) or None, file=text("file", 300) or None, cell=text("cell", 100) or None,
     )
-
-
-def decode_value(tree, blobs: list[bytes], limits: Limits):
-    """Rebuild a reply's value (kept for callers of the earlier API); raises ValueError when malformed."""
-    return decode_reply(tree, blobs, limits.max_reply_mb << 20)

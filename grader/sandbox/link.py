@@ -1,27 +1,168 @@
-"""One live worker as the trusted side holds it: asked of a fork server, spoken to under deadlines, killed.
+"""The other side of the boundary as the trusted side holds it: the fork server, and one live worker.
 
-The link owns the worker's scratch folder and its two pipes, and the
-connection to its keeper (the process that kills it on request and reports
-how it ended). Nothing here blocks past a deadline: a worker that stops
-reading, stops writing or writes too much ends as ``WorkerGone``.
+``ForkServer`` starts (or attaches to) the fork server program
+(``grader/sandbox/worker/forkserver.py``) and asks it for workers.
+``WorkerLink`` is one worker: asked of a fork server, spoken to under
+deadlines, killed. It owns the worker's scratch folder and its two pipes, and
+the connection to its keeper (the process that kills it on request and
+reports how it ended). Nothing here blocks past a deadline: a worker that
+stops reading, stops writing or writes too much ends as ``WorkerGone``.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import select
 import shutil
 import signal
+import socket
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from grader.sandbox.worker import worker_main
+from grader.sandbox.worker import protocol
 from grader.sandbox.worker.confinement import NOBODY
-from grader.sandbox.worker.forkserver import ForkServer, ForkServerError, stop_worker, worker_status
+
+SERVER_SCRIPT = Path(__file__).resolve().parent / "worker" / "forkserver.py"
+REQUEST_LIMIT = 1 << 16
 
 STATUS_WAIT = 0.25  # seconds to wait for a worker that broke the protocol to report its own exit
-WORKER_LIMITS = ("memory_mb", "cpu_seconds", "max_processes", "file_size_mb", "open_files")
+WORKER_LIMITS = ("memory_mb", "cpu_seconds", "max_processes", "file_size_mb", "open_files", "scratch_mb")
+
+
+class ForkServerError(OSError):
+    """The fork server could not be started or refused a request."""
+
+
+class ForkServer:
+    """A running fork server; ``spawn`` asks it for one worker."""
+
+    def __init__(self, address: str, info: dict, process: subprocess.Popen | None = None):
+        self.address, self.info, self.process = address, info, process
+
+    @classmethod
+    def start(cls, *, hidden=(), packages=(), without=(), timeout: float = 30.0) -> ForkServer:
+        """Start a server (it imports NumPy: the one start-up cost); ``hidden`` folders are masked for workers.
+
+        ``packages`` (e.g. ``("scipy",)``) are installed packages besides NumPy
+        that student code may import; their folders become readable.
+
+        ``without`` ("landlock", "namespaces") leaves a layer out, to see the
+        fallbacks at work on a machine that has everything.
+        """
+        import numpy
+
+        folder = tempfile.mkdtemp(prefix="mha-forkserver-")  # mode 0700: only this user may connect
+        address = os.path.join(folder, "server.sock")
+        command = [sys.executable, "-I", "-S", str(SERVER_SCRIPT), "--socket", address,
+                   "--numpy-dir", os.path.dirname(numpy.__file__), "--scratch-root", tempfile.gettempdir()]
+        for path in hidden:
+            command += ["--hide", str(path)]
+        for name in packages:
+            command += ["--package", str(name)]
+        for layer in without:
+            command += ["--without", str(layer)]
+        environment = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
+                       "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        with open(os.path.join(folder, "server.log"), "wb") as log:
+            process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                                       cwd=folder, env=environment, start_new_session=True, close_fds=True)
+        line = b""
+        deadline = time.monotonic() + timeout
+        while not line.endswith(b"\n") and time.monotonic() < deadline:
+            if select.select([process.stdout], [], [], max(0.0, deadline - time.monotonic()))[0]:
+                chunk = os.read(process.stdout.fileno(), 4096)
+                if not chunk:
+                    break
+                line += chunk
+        try:
+            info = json.loads(line)
+        except ValueError:
+            process.kill()
+            process.wait()
+            process.stdin.close()
+            process.stdout.close()
+            log_text = Path(folder, "server.log").read_text(errors="replace")[-2000:]
+            _remove_folder(address)
+            raise ForkServerError(f"the fork server did not start: {log_text or 'no output'}") from None
+        return cls(address, info, process)
+
+    @classmethod
+    def attach(cls, address: str, info: dict) -> ForkServer:
+        """A handle on a server another process started (what unpickling gives)."""
+        return cls(address, info)
+
+    def __reduce__(self):
+        return (ForkServer.attach, (self.address, self.info))
+
+    def spawn(self, request: dict, fds: list[int], *, timeout: float = 10.0) -> tuple[socket.socket, int]:
+        """Ask for one worker; return the connection to its keeper and the worker's pid."""
+        connection = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        connection.settimeout(timeout)
+        try:
+            connection.connect(self.address)
+            socket.send_fds(connection, [json.dumps(request).encode()], fds)
+            reply = json.loads(connection.recv(REQUEST_LIMIT) or b"{}")
+        except (OSError, ValueError) as failed:
+            connection.close()
+            raise ForkServerError(f"the fork server did not answer: {failed}") from None
+        if not isinstance(reply.get("pid"), int):
+            connection.close()
+            raise ForkServerError(f"the fork server refused: {reply.get('error', 'no reason given')}")
+        return connection, reply["pid"]
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.stdin.close()  # the server ends at end of input
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self.process.stdout.close()
+            self.process = None
+            _remove_folder(self.address)
+
+
+def _remove_folder(address: str) -> None:
+    """Remove a stopped server's folder: its socket, its log, and the empty mount point of its workers' tree."""
+    folder = os.path.dirname(address)
+    for name in ("server.sock", "server.log"):
+        try:
+            os.unlink(os.path.join(folder, name))
+        except OSError:
+            pass
+    for path in (os.path.join(folder, "root"), folder):
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
+
+
+def stop_worker(connection: socket.socket, *, timeout: float = 10.0) -> tuple[int | None, str]:
+    """Ask the keeper to kill its worker (and all it started); return its report (see ``worker_status``)."""
+    try:
+        connection.send(b"kill")
+    except OSError:
+        pass
+    return worker_status(connection, timeout=timeout)
+
+
+def worker_status(connection: socket.socket, *, timeout: float) -> tuple[int | None, str]:
+    """Wait for the keeper's report: the exit code (negative: the signal; None if no report came) and,
+    when the keeper killed the worker for a limit, which."""
+    connection.settimeout(timeout)
+    try:
+        reply = json.loads(connection.recv(REQUEST_LIMIT) or b"{}")
+    except (OSError, ValueError):
+        return None, ""
+    if not isinstance(reply, dict):
+        return None, ""
+    status, reason = reply.get("status"), reply.get("reason")
+    return (status if isinstance(status, int) else None), (str(reason)[:200] if reason else "")
 
 
 class WorkerGone(Exception):
@@ -39,11 +180,14 @@ class WorkerLink:
         self.scratch, self.connection, self.pid = scratch, connection, pid
         self.to_worker, self.from_worker = to_worker, from_worker
         self.status: int | None = None  # the exit code, once the keeper has reported it
+        self.reason = ""  # the limit the keeper killed it for, if it did
         self.alive = True
+        self.marks: list[tuple[str, float]] = []  # when the steps on this side ended (time.monotonic)
 
     @classmethod
     def spawn(cls, server: ForkServer, limits: dict, *, timeout: float) -> WorkerLink:
         """A fresh worker in a fresh scratch folder; ``limits`` holds the fields of ``Limits``."""
+        marks = [("asked", time.monotonic())]
         scratch = Path(os.path.realpath(tempfile.mkdtemp(prefix="mha-worker-")))
         output = os.open(scratch / "output.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
         if os.geteuid() == 0:  # the worker runs as nobody and must own its folder
@@ -53,6 +197,7 @@ class WorkerLink:
         from_worker_read, from_worker_write = os.pipe2(os.O_CLOEXEC)
         request = {"scratch": str(scratch), "environment": scrubbed_environment(scratch),
                    "limits": {key: limits[key] for key in WORKER_LIMITS}}
+        marks.append(("scratch folder, pipes", time.monotonic()))
         try:
             connection, pid = server.spawn(request, [to_worker_read, from_worker_write, output], timeout=timeout)
         except ForkServerError:
@@ -64,7 +209,9 @@ class WorkerLink:
             for fd in (to_worker_read, from_worker_write, output):
                 os.close(fd)
         os.set_blocking(to_worker_write, False)
-        return cls(scratch, connection, pid, to_worker_write, from_worker_read)
+        link = cls(scratch, connection, pid, to_worker_write, from_worker_read)
+        link.marks = marks + [("worker pid received", time.monotonic())]
+        return link
 
     def send(self, data: bytes, deadline: float) -> None:
         """Send without ever blocking past ``deadline`` (a worker may stop reading)."""
@@ -84,7 +231,7 @@ class WorkerLink:
         """One message of at most ``limit`` bytes of blobs, by ``deadline``."""
         reader = _DeadlineReader(self.from_worker, deadline, limit)
         try:
-            message = worker_main.read_message(reader, limit=limit)
+            message = protocol.read_message(reader, limit=limit)
         except WorkerGone:
             raise
         except (OSError, EOFError, ValueError, TypeError, RecursionError) as broken:
@@ -96,8 +243,8 @@ class WorkerLink:
     def death_reason(self, error: Exception | None) -> str:
         """Why the worker stopped answering; waits briefly for its own exit status."""
         if self.status is None:
-            self.status = worker_status(self.connection, timeout=STATUS_WAIT)
-        return describe_death(self.status, error)
+            self.status, self.reason = worker_status(self.connection, timeout=STATUS_WAIT)
+        return describe_death(self.status, error, self.reason)
 
     def kill(self, *, timeout: float) -> None:
         """Kill the worker and everything it started; wait until the keeper says they are gone."""
@@ -105,7 +252,7 @@ class WorkerLink:
             return
         self.alive = False
         if self.status is None:
-            self.status = stop_worker(self.connection, timeout=timeout)
+            self.status, self.reason = stop_worker(self.connection, timeout=timeout)
         for closing in (self.connection.close, lambda: os.close(self.to_worker), lambda: os.close(self.from_worker)):
             try:
                 closing()
@@ -133,7 +280,9 @@ class _DeadlineReader:
         return chunk
 
 
-def describe_death(code: int | None, error: Exception | None) -> str:
+def describe_death(code: int | None, error: Exception | None, reason: str = "") -> str:
+    if reason:
+        return f"the worker was killed: {reason}"
     if code is not None and code < 0:
         name = signal.Signals(-code).name if -code in signal.Signals._value2member_map_ else str(-code)
         hints = {"SIGKILL": " (killed: out of memory or CPU time?)", "SIGXCPU": " (CPU time limit)",

@@ -16,6 +16,7 @@ from pathlib import Path
 from grader.content.messages import Message
 
 MAX_SOURCE_BYTES = 2 << 20
+MAX_NOTES = 20  # notes kept per submission (skipped lines, cells); the rest are counted in one more note
 
 
 class SubmissionError(Exception):
@@ -105,4 +106,12 @@ def notebook_source(text: str, *, name: str) -> SubmissionSource:
         runnable.append(Cell("\n".join(kept) + "\n", f"{name} [{label}]", label))
     if not runnable:
         raise SubmissionError("notebook_no_code", name=name)
-    return SubmissionSource(cells=tuple(runnable), mode="cells", notes=tuple(notes), display_name=name)
+    return SubmissionSource(cells=tuple(runnable), mode="cells", notes=capped(notes), display_name=name)
+
+
+def capped(notes: list) -> tuple:
+    """At most ``MAX_NOTES`` notes, then one that counts the rest: a notebook of many skipped lines cannot
+    fill a student's feedback (500,000 magic lines are 20 notes and a count)."""
+    if len(notes) <= MAX_NOTES:
+        return tuple(notes)
+    return (*notes[:MAX_NOTES], Message("note_more_notes", {"count": f"{len(notes) - MAX_NOTES:,}"}))

@@ -2,15 +2,16 @@
 
 The fork server loads this module without the grader package. It decides what
 a worker may read (``read_policy``), puts a freshly forked process in its own
-namespaces, makes the interpreter reachable for an unprivileged user and hides
-the project (``arrange_mounts``), sets resource limits, drops to ``nobody``,
-and, as a child subreaper, kills whatever a worker left behind
-(``kill_descendants``).
+namespaces, sets resource limits, drops to ``nobody``, and, as a child
+subreaper, kills whatever a worker left behind (``kill_descendants``). The
+read-only tree a worker sees as root is ``layout``'s; its memory and process
+limits per tree are ``cgroups``'.
 """
 
 from __future__ import annotations
 
 import ctypes
+import glob
 import os
 import resource
 import signal
@@ -21,63 +22,83 @@ import sysconfig
 import time
 from dataclasses import dataclass
 
-CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWNET = 0x00020000, 0x20000000, 0x40000000
-NAMESPACES = (("pid", CLONE_NEWPID), ("net", CLONE_NEWNET), ("mount", CLONE_NEWNS))
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_PRIVATE = 1, 2, 4, 4096, 16384, 1 << 18
+CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+# Each worker gets its own: pid (it is init: everything it starts dies with it), network (no interface but a
+# down loopback; its own abstract sockets), IPC (System V objects and POSIX queues of its own, destroyed with
+# it), UTS (its own host name) and mount namespace (its own scratch tmpfs over the shared read-only tree).
+NAMESPACES = (("pid", CLONE_NEWPID), ("net", CLONE_NEWNET), ("ipc", CLONE_NEWIPC), ("uts", CLONE_NEWUTS),
+              ("mount", CLONE_NEWNS))
 PR_SET_PDEATHSIG, PR_SET_CHILD_SUBREAPER = 1, 36
 NOBODY = 65534
-SHARED_WRITABLE = ("/tmp", "/var/tmp", "/dev/shm")
 SYSTEM_LIBRARIES = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib")
 SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/localtime", "/usr/share/zoneinfo",
                 "/dev/null", "/dev/zero", "/dev/urandom", "/dev/random")
+PACKAGE_FOLDERS = ("*-packages", "python*/*-packages")  # below a granted folder: site-packages, dist-packages
 
 
 @dataclass(frozen=True)
 class ReadPolicy:
-    """What a worker may read: ``readable`` paths; ``sys_path`` for its imports."""
+    """What a worker may read.
+
+    ``binds`` are the granted folders and files, whole; ``masks`` the folders
+    inside them that hold other installed packages or are hidden; ``readable``
+    is the same grant with the masks carved out (for Landlock where no mount
+    namespace can hide them); ``sys_path`` is for the worker's imports.
+    """
 
     readable: tuple[str, ...]
     sys_path: tuple[str, ...]
-    hidden: tuple[str, ...]  # folders masked in the worker's mount namespace
+    hidden: tuple[str, ...]  # folders no worker may see (the project, the course key, the output folder)
     packages: tuple[tuple[str, str], ...] = ()  # (name, folder) of third-party packages besides NumPy
+    binds: tuple[str, ...] = ()
+    masks: tuple[str, ...] = ()
+    links: tuple[tuple[str, str], ...] = ()  # granted system folders that are symbolic links (/lib -> usr/lib)
 
 
 def read_policy(numpy_dir: str, hidden=(), packages=()) -> ReadPolicy:
     """The interpreter's standard library and shared libraries, NumPy and the named ``packages``: nothing else.
 
-    Folders that hold other installed packages (``site-packages``, where the
-    grader or an editable-install finder may sit) and ``hidden`` folders
-    (the project, the course key) are carved out of every granted folder.
-    A package is granted as its own folder (and its ``<name>.libs`` folder of
-    bundled libraries) beside NumPy's.
+    Wherever they are (a virtual environment, a conda environment, a home
+    folder, ``/opt``, ``/tmp``): the folders are the interpreter's own, found
+    from ``sysconfig`` and NumPy's ``__file__``. Folders that hold other
+    installed packages (the environment's and the base interpreter's
+    ``site-packages``, the system's ``dist-packages``, where the grader or an
+    editable-install finder may sit) and ``hidden`` folders are excluded from
+    every granted folder. A package is granted as its own folder (and its
+    ``<name>.libs`` folder of bundled libraries) beside NumPy's.
     """
     paths = sysconfig.get_paths()
-    # In a virtual environment the base interpreter's site-packages sit inside
-    # the granted standard library folder: carve them out too, and the folder
-    # NumPy itself was found in (NumPy is granted on its own below).
     base = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_exec_prefix})
-    sites = (paths["purelib"], paths["platlib"], base["purelib"], base["platlib"], os.path.dirname(numpy_dir),
-             *site_packages.getsitepackages())
-    excluded = {os.path.realpath(path) for path in (*sites, *hidden)}
-    roots = [paths["stdlib"], paths["platstdlib"], *SYSTEM_LIBRARIES]
     library_dir = sysconfig.get_config_var("LIBDIR") or ""
-    library = sysconfig.get_config_var("LDLIBRARY") or ""
-    if library_dir and library and os.path.isdir(library_dir):
-        roots += [os.path.join(library_dir, name) for name in os.listdir(library_dir) if name.startswith(library)]
-    readable: list[str] = []
-    for root in dict.fromkeys(os.path.realpath(root) for root in roots):
-        readable += _carve(root, excluded)
+    roots = [paths["stdlib"], paths["platstdlib"], *SYSTEM_LIBRARIES, library_dir]
+    roots = [root for root in dict.fromkeys(os.path.realpath(root) for root in roots if root) if os.path.isdir(root)]
     numpy_dir = os.path.realpath(numpy_dir)
+    sites = {paths["purelib"], paths["platlib"], base["purelib"], base["platlib"], os.path.dirname(numpy_dir),
+             *site_packages.getsitepackages()}
+    for root in roots:
+        for pattern in PACKAGE_FOLDERS:
+            sites.update(glob.glob(os.path.join(glob.escape(root), pattern)))
+    excluded = {os.path.realpath(path) for path in (*sites, *hidden)}
+    readable: list[str] = []
+    for root in roots:
+        readable += _carve(root, excluded)
     site = os.path.dirname(numpy_dir)
     found = tuple((name, os.path.join(site, name)) for name in packages
                   if name.isidentifier() and os.path.isfile(os.path.join(site, name, "__init__.py")))
+    own = []
     for folder in (numpy_dir, *(folder for _, folder in found)):
-        readable += [folder, folder + ".libs"]
-    readable += SYSTEM_FILES
+        own += [folder, folder + ".libs"]
+    own = [path for path in own if os.path.exists(path)]
+    files = [path for path in SYSTEM_FILES if os.path.exists(path)]
+    masks = sorted(path for path in excluded
+                   if os.path.isdir(path) and any(_within(path, root) and path != root for root in roots))
     stdlib = os.path.realpath(paths["stdlib"])
     sys_path = (stdlib, os.path.join(stdlib, "lib-dynload"))
-    return ReadPolicy(tuple(path for path in dict.fromkeys(readable) if os.path.exists(path)), sys_path,
-                      tuple(os.path.realpath(path) for path in hidden), found)
+    links = tuple((path, os.readlink(path)) for path in SYSTEM_LIBRARIES if os.path.islink(path))
+    return ReadPolicy(tuple(dict.fromkeys(readable + own + files)), sys_path,
+                      tuple(os.path.realpath(path) for path in hidden), found,
+                      binds=tuple(dict.fromkeys(roots + own + files)), masks=tuple(masks), links=links)
 
 
 class PackageFinder:
@@ -109,10 +130,13 @@ def _carve(root: str, excluded: set[str]) -> list[str]:
     return carved
 
 
-# ---- namespaces and mounts (root only) ---------------------------------------------
+def _within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+# ---- namespaces (root only) ---------------------------------------------------------
 def _libc():
     libc = ctypes.CDLL(None, use_errno=True)
-    libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
     libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
     return libc
 
@@ -123,84 +147,28 @@ def _checked(result: int, what: str) -> None:
         raise OSError(number, f"{what}: {os.strerror(number)}")
 
 
-def enter_namespaces() -> list[str]:
-    """Unshare the pid, network and mount namespaces (each where allowed); return those entered.
+def enter_namespaces(names=None) -> list[str]:
+    """Unshare the namespaces of ``NAMESPACES`` (``names``: only those), each where allowed; return those entered.
 
     The pid namespace applies to the next child: it becomes that namespace's
-    init, and when it ends the kernel kills every process inside.
+    init, and when it ends the kernel kills every process inside. The IPC
+    namespace dies with its last process, and every System V object and POSIX
+    message queue in it with it.
     """
+    wanted = [(name, flag) for name, flag in NAMESPACES if names is None or name in names]
     libc = _libc()
-    if libc.unshare(sum(flag for _, flag in NAMESPACES)) == 0:
-        return [name for name, _ in NAMESPACES]
-    return [name for name, flag in NAMESPACES if libc.unshare(flag) == 0]
+    if libc.unshare(sum(flag for _, flag in wanted)) == 0:
+        return [name for name, _ in wanted]
+    return [name for name, flag in wanted if libc.unshare(flag) == 0]
 
 
-def _mount(libc, source: str | None, target: str, kind: str | None, flags: int, data: str | None = None) -> None:
-    encode = lambda text: text.encode() if text is not None else None  # noqa: E731
-    _checked(libc.mount(encode(source), encode(target), encode(kind), flags, encode(data)), f"mount {target}")
-
-
-def arrange_mounts(policy: ReadPolicy, uid: int = NOBODY, keep=()) -> list[str]:
-    """In a new mount namespace: let ``uid`` reach the readable paths, and mask the hidden and shared folders.
-
-    A folder on the way to the interpreter that ``uid`` may not enter (for a
-    Python under ``/root``) is covered with an empty tmpfs, and the paths the
-    worker needs are bound back into it; the rest of that folder is gone.
-    ``/tmp``, ``/var/tmp`` and ``/dev/shm`` become empty and private (the
-    scratch folder bound back in), hidden folders empty and read-only.
-    A hidden folder that holds a readable path or one in ``keep`` (the scratch
-    folder) stays. Returns warnings for anything that could not be arranged.
-    """
-    libc = _libc()
-    warnings: list[str] = []
-    _mount(libc, None, "/", None, MS_REC | MS_PRIVATE)  # nothing done here reaches the host
-    for blocked, needed in blocked_folders(policy.readable, uid).items():
-        sources = {path: os.open(path, os.O_PATH | os.O_CLOEXEC) for path in needed}
-        try:
-            _mount(libc, "tmpfs", blocked, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=64k")
-            for path, fd in sources.items():
-                os.makedirs(path, exist_ok=True)
-                _mount(libc, f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
-        except OSError as failed:
-            warnings.append(f"could not make {blocked} reachable for uid {uid}: {failed}")
-        finally:
-            for fd in sources.values():
-                os.close(fd)
-    for folder in SHARED_WRITABLE:  # without Landlock, uid nobody could still leave files in these
-        scratch = [path for path in keep if _within(os.path.realpath(path), os.path.realpath(folder))]
-        if os.path.isdir(folder) and not os.path.islink(folder):
-            _private_folder(libc, os.path.realpath(folder), [os.path.realpath(path) for path in scratch], warnings)
-    for folder in policy.hidden:
-        needed = (*policy.readable, *(os.path.realpath(path) for path in keep))
-        if folder != "/" and os.path.isdir(folder) and not any(_within(path, folder) for path in needed):
-            try:
-                _mount(libc, "tmpfs", folder, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k")
-            except OSError as failed:
-                warnings.append(f"could not mask {folder}: {failed}")
-    return warnings
-
-
-def _private_folder(libc, folder: str, keep: list[str], warnings: list[str]) -> None:
-    """Cover ``folder`` with an empty tmpfs of its own, binding ``keep`` (paths below it) back in."""
-    sources = {path: os.open(path, os.O_PATH | os.O_CLOEXEC) for path in keep}
-    try:
-        _mount(libc, "tmpfs", folder, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=1m")
-        for path, fd in sources.items():
-            os.makedirs(path, exist_ok=True)
-            _mount(libc, f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
-    except OSError as failed:
-        warnings.append(f"could not give the worker a private {folder}: {failed}")
-    finally:
-        for fd in sources.values():
-            os.close(fd)
-
-
-def _within(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
+def unshare_mounts() -> bool:
+    """A mount namespace of this process's own (the fork server's, for the read-only tree)."""
+    return _libc().unshare(CLONE_NEWNS) == 0
 
 
 def blocked_folders(paths, uid: int) -> dict[str, list[str]]:
-    """Map each folder ``uid`` cannot enter to the folders below it that must stay reachable."""
+    """Map each folder ``uid`` cannot enter to the paths below it that it would need (without a mount namespace)."""
     blocked: dict[str, list[str]] = {}
     for path in paths:
         parts = path.split("/")
@@ -210,17 +178,7 @@ def blocked_folders(paths, uid: int) -> dict[str, list[str]]:
             if not (info.st_mode & stat.S_IXOTH) and not (info.st_uid == uid and info.st_mode & stat.S_IXUSR):
                 blocked.setdefault(folder, []).append(path)
                 break
-    return {folder: _common_folder(folder, below) for folder, below in blocked.items()}
-
-
-def _common_folder(blocked: str, paths: list[str]) -> list[str]:
-    """One folder to bind under ``blocked`` when the paths share one, else each path's folder."""
-    common = os.path.commonpath(paths)
-    if not os.path.isdir(common):
-        common = os.path.dirname(common)
-    if common != blocked and _within(common, blocked):
-        return [common]
-    return sorted({path if os.path.isdir(path) else os.path.dirname(path) for path in paths})
+    return blocked
 
 
 # ---- limits, identity, process lifetime -------------------------------------------------

@@ -3,8 +3,9 @@
 A small ctypes layer over the three system calls, standard library only (the
 fork server loads it without the grader package). It covers what the worker
 needs and the PyPI binding lacks: filesystem rules (ABI 1-5), denying TCP
-bind and connect (ABI 4) and scoping signals and abstract UNIX sockets to the
-sandbox (ABI 6). ``abi_version()`` asks the kernel; ``restrict_self`` handles
+bind and connect (ABI 4), scoping signals and abstract UNIX sockets to the
+sandbox (ABI 6), and denying connections to pathname UNIX sockets outside the
+writable folders (ABI 8, ``RESOLVE_UNIX``). ``abi_version()`` asks the kernel; ``restrict_self`` handles
 every right the kernel knows, grants the listed paths, and reports what was
 enforced. Once applied it cannot be lifted, and children inherit it.
 
@@ -27,8 +28,9 @@ PR_SET_NO_NEW_PRIVS = 38
 EXECUTE, WRITE_FILE, READ_FILE, READ_DIR = 1 << 0, 1 << 1, 1 << 2, 1 << 3
 REMOVE_DIR, REMOVE_FILE, MAKE_CHAR, MAKE_DIR = 1 << 4, 1 << 5, 1 << 6, 1 << 7
 MAKE_REG, MAKE_SOCK, MAKE_FIFO, MAKE_BLOCK, MAKE_SYM = 1 << 8, 1 << 9, 1 << 10, 1 << 11, 1 << 12
-REFER, TRUNCATE, IOCTL_DEV = 1 << 13, 1 << 14, 1 << 15  # ABI 2, 3, 5
-FS_RIGHTS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 4: (1 << 15) - 1, 5: (1 << 16) - 1}
+REFER, TRUNCATE, IOCTL_DEV, RESOLVE_UNIX = 1 << 13, 1 << 14, 1 << 15, 1 << 16  # ABI 2, 3, 5, 8
+FS_RIGHTS_BY_ABI = {1: (1 << 13) - 1, 2: (1 << 14) - 1, 3: (1 << 15) - 1, 4: (1 << 15) - 1, 5: (1 << 16) - 1,
+                    6: (1 << 16) - 1, 7: (1 << 16) - 1, 8: (1 << 17) - 1}
 FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | IOCTL_DEV  # the only rights a rule on a file may grant
 READ_RIGHTS = EXECUTE | READ_FILE | READ_DIR
 
@@ -58,11 +60,13 @@ class Enforced:
     filesystem: bool = False
     network: bool = False
     signals: bool = False
+    unix_sockets: bool = False  # connecting to a pathname UNIX socket outside the writable folders is denied
 
     def describe(self) -> str:
         if not self.filesystem:
             return "no landlock"
-        parts = ["fs"] + (["net"] if self.network else []) + (["signals"] if self.signals else [])
+        parts = (["fs"] + (["net"] if self.network else []) + (["signals"] if self.signals else [])
+                 + (["unix"] if self.unix_sockets else []))
         return f"landlock ABI {self.abi} ({', '.join(parts)})"
 
 
@@ -100,7 +104,7 @@ def restrict_self(*, readable=(), writable=(), abi: int | None = None) -> Enforc
     if abi <= 0:
         return Enforced(abi=0)
     libc = _libc()
-    handled_fs = FS_RIGHTS_BY_ABI.get(abi, FS_RIGHTS_BY_ABI[5])
+    handled_fs = FS_RIGHTS_BY_ABI[min(abi, max(FS_RIGHTS_BY_ABI))]
     attr = _RulesetAttr(handled_access_fs=handled_fs,
                         handled_access_net=(NET_BIND_TCP | NET_CONNECT_TCP) if abi >= 4 else 0,
                         scoped=(SCOPE_ABSTRACT_UNIX_SOCKET | SCOPE_SIGNAL) if abi >= 6 else 0)
@@ -116,7 +120,7 @@ def restrict_self(*, readable=(), writable=(), abi: int | None = None) -> Enforc
         _check(libc.syscall(SYS_RESTRICT_SELF, ctypes.c_int(ruleset), ctypes.c_uint32(0)), "landlock_restrict_self")
     finally:
         os.close(ruleset)
-    return Enforced(abi=abi, filesystem=True, network=abi >= 4, signals=abi >= 6)
+    return Enforced(abi=abi, filesystem=True, network=abi >= 4, signals=abi >= 6, unix_sockets=abi >= 8)
 
 
 def _allow(libc, ruleset: int, path, rights: int) -> None:

@@ -6,68 +6,26 @@ can live behind a filesystem sandbox that hides the grader, the suites and the
 solutions. It only evaluates calls; the trusted side checks everything it
 sends back, and never trusts this side to have behaved.
 
-Wire format, both ways: a 4-byte big-endian length, a UTF-8 JSON header, then
-the binary blobs the header lists (``"blobs": [n1, n2, ...]``). Arrays travel
-as ``.npy`` bytes; in the JSON tree an array is ``{"__array__": i}``, a tuple
-``{"__tuple__": [...]}``, anything that is not plain data
-``{"__object__": "<description>"}``.
+Messages are framed by ``protocol``. Arrays travel as ``.npy`` bytes; in the
+JSON tree an array is ``{"__array__": i}``, a tuple ``{"__tuple__": [...]}``,
+anything that is not plain data ``{"__object__": "<description>"}``.
 """
 
 import builtins
 import contextlib
 import io
-import json
 import linecache
 import os
-import struct
 import sys
 import tracemalloc
 import traceback
 import types
 
-HEADER_LIMIT = 1 << 20
-MESSAGE_LIMIT = 1 << 30
+from . import protocol, recording
+
+MESSAGE_LIMIT = protocol.MESSAGE_LIMIT
+
 TEXT_LIMIT = 2000
-
-
-def read_message(stream, limit=MESSAGE_LIMIT):
-    """Read one framed message; return (header, blobs) or None at end of stream."""
-    prefix = _read_exactly(stream, 4)
-    if prefix is None:
-        return None
-    (size,) = struct.unpack(">I", prefix)
-    if size > HEADER_LIMIT:
-        raise ValueError(f"message header of {size} bytes exceeds {HEADER_LIMIT}")
-    header = json.loads(_read_exactly(stream, size, strict=True).decode("utf-8"))
-    lengths = header.get("blobs", []) if isinstance(header, dict) else None
-    if not isinstance(lengths, list) or not all(type(n) is int and n >= 0 for n in lengths) or sum(lengths) > limit:
-        raise ValueError("message header or blobs are malformed or too large")
-    blobs = [_read_exactly(stream, n, strict=True) for n in lengths]
-    return header, blobs
-
-
-def frame(header, blobs=()):
-    """The bytes of one message."""
-    data = json.dumps(dict(header, blobs=[len(b) for b in blobs])).encode("utf-8")
-    return b"".join([struct.pack(">I", len(data)), data, *blobs])
-
-
-def write_message(stream, header, blobs=()):
-    stream.write(frame(header, blobs))
-    stream.flush()
-
-
-def _read_exactly(stream, size, strict=False):
-    chunks, remaining = [], size
-    while remaining:
-        chunk = stream.read(remaining)
-        if not chunk:
-            if strict or chunks:
-                raise EOFError("stream ended inside a message")
-            return None
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
 
 
 def encode(value, blobs, numpy, limit=MESSAGE_LIMIT):
@@ -194,6 +152,17 @@ class Worker:
         self.module = types.ModuleType("submission")
         self.filenames = set()
         self.builtins = BuiltinsGuard()
+        self.own_functions = {}  # code object -> name, for recording which of them a call entered
+        self.stream = None  # where each newly entered name is announced during a single call
+        self._announcements = {}
+
+    def _record(self, stream_names):
+        """A recorder for one call; with ``stream_names``, each first entry is also announced at once."""
+        notify = None
+        if stream_names and self.stream is not None:
+            announce, fd, write = self._announcements, self.stream, os.write
+            notify = lambda name: write(fd, announce[name])  # noqa: E731 - bound before student code runs
+        return recording.CallRecorder(self.own_functions, notify)
 
     def load(self, request):
         namespace = self.module.__dict__
@@ -218,11 +187,27 @@ class Worker:
                 if request.get("mode") == "module":
                     return {"ok": False, "error": described}
                 cell_errors.append(described)
+        self._index_own_functions()
         names = sorted(name for name in namespace if not name.startswith("__"))[:500]
         return {"ok": True, "names": names, "cell_errors": cell_errors}
 
-    def call(self, request, blobs, cache=None):
-        """Run one call; return (reply, reply blobs). ``cache`` is shared by the calls of one batch."""
+    def _index_own_functions(self):
+        """The submission's functions and methods as loading left them (a hostile class may break this)."""
+        try:
+            self.own_functions = recording.own_functions(self.module.__dict__, self.filenames)
+        except BaseException:  # noqa: BLE001 - recording is a hint; a broken class only loses it
+            self.own_functions = {}
+        self._announcements = {name: protocol.frame({"op": "entered", "name": name})
+                               for name in set(self.own_functions.values())}
+
+    def call(self, request, blobs, cache=None, stream_names=False):
+        """Run one call; return (reply, reply blobs). ``cache`` is shared by the calls of one batch.
+
+        The reply's ``reached`` lists the submission's functions the call
+        entered; with ``stream_names`` each is also announced as it is first
+        entered (an ``entered`` message), so a call that never returns still
+        tells the trusted side where it went.
+        """
         numpy = self.numpy
         args = list(decode(request.get("args", []), blobs, numpy, cache))
         kwargs = decode(request.get("kwargs", {}), blobs, numpy, cache)
@@ -238,11 +223,14 @@ class Worker:
         if target.get("calls") is not None:
             steps = [(str(path).split("."), step_args, step_kwargs)
                      for path, step_args, step_kwargs in decode(target["calls"], blobs, numpy, cache)]
+        recorder = self._record(stream_names)
         with self.builtins.student_side():
             try:
-                value = self._run(target, namespace, args, kwargs, init, attributes, steps)
+                with recorder:
+                    value = self._run(target, namespace, args, kwargs, init, attributes, steps)
             except BaseException as raised:  # noqa: BLE001 - any failure is the student's to read
                 error = raised
+        reached = list(recorder.reached)
         peak = tracemalloc.get_traced_memory()[1] if measure and tracemalloc.is_tracing() else None
         tracemalloc.stop()
         if isinstance(error, KeyboardInterrupt):
@@ -251,15 +239,16 @@ class Worker:
             value = tuple(value)
         if error is not None:
             if isinstance(error, KeyError) and not error.__traceback__.tb_next.tb_next:
-                return {"ok": False, "error": {"type": "MissingName", "message": str(error)[:200]}}, []
-            return {"ok": False, "error": describe_error(error, self.filenames)}, []
+                return {"ok": False, "error": {"type": "MissingName", "message": str(error)[:200]}, "reached": reached}, []
+            return {"ok": False, "error": describe_error(error, self.filenames), "reached": reached}, []
         out_blobs = []
         try:
             encoded = encode(value, out_blobs, numpy, self.reply_limit)
             after = [encode(arg, out_blobs, numpy, self.reply_limit) for arg in args]
         except BaseException as error:  # noqa: BLE001 - a hostile object may fail to encode
-            return {"ok": False, "error": {"type": "UnencodableResult", "message": repr(type(error))}}, []
-        reply = {"ok": True, "value": encoded, "args_after": after}
+            return {"ok": False, "error": {"type": "UnencodableResult", "message": repr(type(error))},
+                    "reached": reached}, []
+        reply = {"ok": True, "value": encoded, "args_after": after, "reached": reached}
         if measure:
             reply["peak_memory"] = peak
         return reply, out_blobs
@@ -315,10 +304,11 @@ def serve(read_fd, write_fd, numpy, hello=None):
     incoming = os.fdopen(read_fd, "rb", buffering=0)
     outgoing = os.fdopen(write_fd, "wb")
     if hello is not None:
-        write_message(outgoing, hello)
+        protocol.write_message(outgoing, hello)
     worker = Worker(numpy)
+    worker.stream = write_fd
     while True:
-        message = read_message(incoming)
+        message = protocol.read_message(incoming)
         if message is None:
             return
         header, blobs = message
@@ -326,7 +316,7 @@ def serve(read_fd, write_fd, numpy, hello=None):
         if operation == "load":
             reply, reply_blobs = worker.load(header), []
         elif operation == "call":
-            reply, reply_blobs = worker.call(header, blobs)
+            reply, reply_blobs = worker.call(header, blobs, stream_names=True)
         elif operation == "batch":
             reply, reply_blobs = worker.batch(header, blobs)
         elif operation == "ping":
@@ -334,15 +324,4 @@ def serve(read_fd, write_fd, numpy, hello=None):
         else:
             reply, reply_blobs = {"ok": False, "error": {"type": "Protocol", "message": str(operation)}}, []
         sys.stdout.flush()
-        write_message(outgoing, reply, reply_blobs)
-
-
-def main():
-    """``python -I worker_main.py READ_FD WRITE_FD``: serve without confinement (for debugging the protocol)."""
-    import numpy
-
-    serve(int(sys.argv[1]), int(sys.argv[2]), numpy)
-
-
-if __name__ == "__main__":
-    main()
+        protocol.write_message(outgoing, reply, reply_blobs)

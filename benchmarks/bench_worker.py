@@ -1,0 +1,206 @@
+"""Where the fixed cost of a confined worker goes, against the same checks run unsandboxed, in one run.
+
+    python benchmarks/bench_worker.py              # 60 rounds, about 15 s
+    python benchmarks/bench_worker.py --rounds 20 --cli 0
+    python benchmarks/bench_worker.py --json figures.json
+
+Each round grades the reference once unsandboxed (``in_process.py``: the same
+suites, cases and diagnosis, the submission imported into this process) and
+once through a shared fork server (``grade_submission``, every check public
+and hidden), alternately, so that both see the same load on the machine; the
+ratio of the two medians is the sandbox's cost. The sandboxed rounds are
+timed from the inside too: the worker's own marks (the keeper's fork, its
+namespaces, mounts and cgroups, the worker's fork, descriptors, rlimits,
+Landlock, the uid change, its hello), the load, every exchange of calls and
+the close, each as a median over the rounds; what is left is the trusted
+side's own work (cases, comparisons, results), which the floor does too.
+
+With ``--cli N`` (default 40) it also runs ``mha grade --jobs 1`` over N and
+over 4 copies of the reference and gives the marginal cost per submission
+(the difference over N - 4: start-up left out), against the floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parent
+PROJECT = BENCHMARKS.parent
+REFERENCE = PROJECT / "solutions" / "multihead_attention.py"
+KEY = "benchmark-course-key"
+
+
+class Stopwatch:
+    """Times the sandbox's own steps from outside, by wrapping its methods (nothing is re-implemented)."""
+
+    def __init__(self):
+        self.spans: dict[str, list[float]] = defaultdict(list)
+        self.phases: list[tuple] = []
+        self._originals = []
+
+    def __enter__(self) -> Stopwatch:
+        from grader.sandbox.client import Sandbox
+
+        self._wrap(Sandbox, "_start", "worker start, to its hello")
+        self._wrap(Sandbox, "_exchange", "call exchanges")
+        self._wrap(Sandbox, "close", "close (kill, keeper's report)")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for owner, name, original in self._originals:
+            setattr(owner, name, original)
+
+    def _wrap(self, owner, name: str, label: str) -> None:
+        original = getattr(owner, name)
+        spans, phases = self.spans, self.phases
+
+        def timed(box, *args, **kwargs):
+            started = time.perf_counter()
+            try:
+                return original(box, *args, **kwargs)
+            finally:
+                spent = time.perf_counter() - started
+                if name == "_exchange" and args[0].get("op") == "load":
+                    spans["load exchange"].append(spent)
+                    spans["worker start, to its hello"].append(-spent)  # inside _start: counted once
+                elif name == "_exchange":
+                    spans[label].append(spent)
+                    spans["calls"].append(len(args[0].get("calls", [None])))
+                else:
+                    spans[label].append(spent)
+                if name == "_start":
+                    phases.append(box.phases)
+
+        self._originals.append((owner, name, original))
+        setattr(owner, name, timed)
+
+    def reset(self) -> None:
+        self.spans.clear()
+        self.phases.clear()
+
+
+def step_costs(phases: list[tuple]) -> dict[str, float]:
+    """Median seconds of each step of starting a worker, from consecutive marks."""
+    steps: dict[str, list[float]] = defaultdict(list)
+    for marks in phases:
+        ordered = sorted(marks, key=lambda mark: mark[1])
+        previous = 0.0
+        for name, at in ordered:
+            steps[name].append(at - previous)
+            previous = at
+    return {name: statistics.median(values) for name, values in steps.items()}
+
+
+def in_one_process(rounds: int) -> dict:
+    sys.path.insert(0, str(BENCHMARKS))
+    from in_process import grade_in_process
+
+    from grader.grading.grade import grade_submission
+    from grader.sandbox.client import start_server
+
+    server = start_server()
+    floor, sandboxed, per_round = [], [], defaultdict(list)
+    isolation = ""
+    try:
+        with Stopwatch() as watch:
+            for warm in range(3):  # first calls load parts of NumPy and the suites
+                grade_in_process(REFERENCE, student=f"warm{warm}")
+                grade_submission(path=REFERENCE, visibility="all", server=server, student=f"warm{warm}")
+            watch.reset()
+            for number in range(rounds):
+                student = f"student{number}"
+                started = time.perf_counter()
+                unsandboxed = grade_in_process(REFERENCE, student=student)
+                floor.append(time.perf_counter() - started)
+                before = {label: sum(values) for label, values in watch.spans.items()}
+                started = time.perf_counter()
+                result = grade_submission(path=REFERENCE, visibility="all", server=server, student=student)
+                sandboxed.append(time.perf_counter() - started)
+                for label, values in watch.spans.items():
+                    per_round[label].append(sum(values) - before.get(label, 0.0))
+                assert result.score == unsandboxed.score == result.max_score, (result.score, unsandboxed.score)
+                isolation = result.isolation
+            steps = step_costs(watch.phases)
+            exchanges = len(watch.spans["call exchanges"]) / rounds
+            calls = sum(watch.spans["calls"]) / rounds
+    finally:
+        server.stop()
+    per_round.pop("calls", None)
+    spans = {label: statistics.median(values) for label, values in per_round.items()}
+    spans["trusted side (the floor's work, and the rest)"] = (
+        statistics.median(sandboxed) - sum(spans.values()))
+    return {"rounds": rounds, "floor": statistics.median(floor), "sandboxed": statistics.median(sandboxed),
+            "ratio": statistics.median(sandboxed) / statistics.median(floor), "spans": spans, "steps": steps,
+            "exchanges_per_submission": exchanges, "calls_per_submission": calls, "isolation": isolation}
+
+
+def through_the_cli(count: int) -> dict:
+    """Marginal seconds per submission of ``mha grade --jobs 1`` (the runs over ``count`` and over 4 copies)."""
+    sys.path.insert(0, str(BENCHMARKS))
+    from in_process import grade_folder_in_process
+
+    work = Path(tempfile.mkdtemp(prefix="mha-bench-worker-"))
+    mha = shutil.which("mha")
+    command = [mha] if mha else [sys.executable, "-c", "from grader.cli import main; main()"]
+    try:
+        walls = {}
+        for size in (4, count):
+            folder = work / f"class-{size}"
+            folder.mkdir()
+            for number in range(size):
+                shutil.copy(REFERENCE, folder / f"student{number:03d}.py")
+            started = time.perf_counter()
+            subprocess.run(command + ["grade", str(folder), "--out", str(work / f"out-{size}"), "--jobs", "1"],
+                           check=True, capture_output=True, env=dict(os.environ, MHA_COURSE_KEY=KEY))
+            walls[size] = time.perf_counter() - started
+        floor_time, _ = grade_folder_in_process(work / f"class-{count}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    per_submission = (walls[count] - walls[4]) / (count - 4)
+    return {"count": count, "per_submission": per_submission, "floor": floor_time / count,
+            "ratio": per_submission / (floor_time / count)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=60, help="rounds of the in-process comparison (default 60)")
+    parser.add_argument("--cli", type=int, default=40, help="submissions for the mha grade --jobs 1 figure (0: skip)")
+    parser.add_argument("--json", type=Path, help="also write the figures to this file")
+    options = parser.parse_args()
+    os.environ["MHA_COURSE_KEY"] = KEY
+    os.environ.setdefault("MHA_CONFIG_DIR", tempfile.mkdtemp(prefix="mha-bench-config-"))
+    figures = {"one_process": in_one_process(options.rounds)}
+    one = figures["one_process"]
+    print(f"isolation: {one['isolation']}\n")
+    print(f"per submission (median of {one['rounds']} alternating rounds, reference, public + hidden checks):")
+    print(f"  unsandboxed floor       {1000 * one['floor']:7.2f} ms")
+    print(f"  through the sandbox     {1000 * one['sandboxed']:7.2f} ms   = {one['ratio']:.2f}x the floor")
+    print("  where the sandboxed time goes:")
+    for label, seconds in one["spans"].items():
+        print(f"    {label:<44} {1000 * seconds:7.2f} ms")
+    print(f"    ({one['exchanges_per_submission']:.1f} exchanges of calls per submission, "
+          f"{one['calls_per_submission']:.0f} calls in all)")
+    print("  starting one worker, step by step (from the request; the worker's own marks):")
+    for name, seconds in one["steps"].items():
+        print(f"    {name:<44} {1000 * seconds:7.2f} ms")
+    if options.cli:
+        cli = figures["cli"] = through_the_cli(options.cli)
+        print(f"\nmha grade --jobs 1, {cli['count']} copies of the reference: {1000 * cli['per_submission']:.2f} ms "
+              f"per submission (start-up left out) against {1000 * cli['floor']:.2f} ms unsandboxed "
+              f"= {cli['ratio']:.2f}x")
+    if options.json:
+        options.json.write_text(json.dumps(figures, indent=2))
+
+
+if __name__ == "__main__":
+    main()
