@@ -40,8 +40,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from grader.content.messages import Message
-from grader.practice.homework import ANSWERS_SUFFIX, is_answers_file
-from grader.text_safety import REPLACEMENT, clean_name
+from grader.practice import ANSWERS_SUFFIX, is_answers_file
+from grader.render.text_safety import REPLACEMENT, clean_name
 
 SUFFIXES = (".py", ".ipynb")
 SKIPPED_FOLDERS = {"__pycache__", ".ipynb_checkpoints", "__MACOSX", ".git"}

@@ -87,7 +87,7 @@ def full_marks(assignment: str, visibility: str) -> float:
 
 def _refusal_now(path) -> Message | None:
     """Checked again just before grading: the file is still neither a symbolic nor a hard link."""
-    from grader.text_safety import clean_name
+    from grader.render.text_safety import clean_name
 
     try:
         info = os.lstat(path)

@@ -10,7 +10,7 @@ from grader.tally import BatchSummary
 from grader.errors import UsageError
 from grader.batch.journal import Journal
 from grader.batch.outputs import write_outputs
-from grader.text_safety import clean_strings
+from grader.render.text_safety import clean_strings
 
 RUN_KEYS = ("assignment", "visibility", "submissions")
 

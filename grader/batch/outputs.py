@@ -24,7 +24,7 @@ from grader.files import atomic_write_text, atomic_writer, file_key
 from grader.render.exports import GradesCsv, JUnitReport, ResultsJson, gradescope_results
 from grader.render.feedback import render_html, render_markdown
 from grader.results import SubmissionResult, load_failure
-from grader.text_safety import clean_line
+from grader.render.text_safety import clean_line
 
 
 def write_outputs(*, out: Path, journal: Journal, students: list[str], lang: str, formats: tuple[str, ...],

@@ -32,7 +32,7 @@ from grader.content.messages import Message
 from grader.practice.homework import quiz_worth
 from grader.batch.outputs import write_outputs
 from grader.results import load_failure
-from grader.text_safety import clean_strings
+from grader.render.text_safety import clean_strings
 from grader.tally import BatchSummary
 
 LANE_GRACE_SECONDS = 60.0  # beyond the sandbox's own limits, before a grading process is presumed stuck

@@ -17,10 +17,10 @@ from grader.grading.case import Case, Raised, same_value
 from grader.content.catalog import load_catalog
 from grader.content.messages import Message
 from grader.sandbox.codec import ForeignObject
-from grader.sandbox.client import CallError, CallOutcome
 
-if TYPE_CHECKING:  # only for annotations: checks take any object with ``invoke``
+if TYPE_CHECKING:  # annotations only: diagnosis needs the sandbox's data, never the sandbox
     from grader.grading.student import StudentCode
+    from grader.sandbox.client import CallError, CallOutcome
 
 class CheckFailure(AssertionError):
     """A check that did not pass, with its explanation."""

@@ -7,8 +7,12 @@ single exchange.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from grader.grading.case import Case
-from grader.sandbox.client import CallOutcome, Sandbox
+
+if TYPE_CHECKING:  # annotations only: the proxy is handed an open sandbox
+    from grader.sandbox.client import CallOutcome, Sandbox
 
 
 class StudentCode:

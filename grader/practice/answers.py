@@ -8,14 +8,18 @@ any separators: ``(2, 8, 10, 64)``, ``2x8x10x64``, ``[2 8 10 64]`` and
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import math
 import re
 import string
 import unicodedata
+
+if TYPE_CHECKING:  # annotations only: the bank imports this module's checks
+    from grader.practice.bank import PosedQuestion
 from dataclasses import dataclass
 from typing import Any
 
-from grader.practice.bank import PosedQuestion
 
 LETTERS = string.ascii_uppercase
 _SEPARATORS = re.compile(r"[\s,;、()\[\]{}<>x×*]+")

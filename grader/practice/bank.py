@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 import tomllib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from grader.practice import formulas as quiz_formulas
+from grader.content.catalog import misconception_ids
 from grader.errors import ContentError
 from grader.i18n import LANGUAGES
 from grader.paths import CONTENT_DIR
@@ -232,7 +233,8 @@ def _question(entry: Any, path: Path, index: int) -> Question:
     if not isinstance(entry, dict):
         raise ContentError(f"{where}: must be a table")
     where += f" (id {entry.get('id')!r})"
-    question = Question(**question_fields(entry, where=where), topic=path.stem, source=str(path))
+    question = Question(**question_fields(entry, where=where, misconceptions=misconception_ids()),
+                        topic=path.stem, source=str(path))
     try:  # a trial draw, so a formula that cannot be evaluated fails at load time
         question.pose(np.random.default_rng(0))
     except quiz_formulas.FormulaError as error:
@@ -269,3 +271,25 @@ def linked_question(misconception: str) -> str | None:
     """The id of a bank question that probes ``misconception``, if the bank has one."""
     questions = questions_for_misconception(misconception)
     return questions[0].id if questions else None
+
+
+def choose_questions(*, bank: Bank, count: int, seed: int, topics: Iterable[str] = (),
+                     levels: Iterable[str] = (), only: Sequence[str] | None = None) -> list[PosedQuestion]:
+    """Pose ``count`` questions drawn with ``seed``.
+
+    ``only`` (question ids, e.g. due cards or linked questions) keeps its order;
+    otherwise questions are sampled from the topics and levels asked for.
+    """
+    rng = np.random.default_rng(seed)
+    if only is not None:
+        pool = [bank.get(question_id) for question_id in only]
+        pool = [q for q in pool if _matches(q, set(topics), set(levels))][:count]
+    else:
+        candidates = bank.select(topics=topics, levels=levels)
+        picked = rng.permutation(len(candidates))[:count]
+        pool = [candidates[int(index)] for index in picked]
+    return [question.pose(rng) for question in pool]
+
+
+def _matches(question: Question, topics: set[str], levels: set[str]) -> bool:
+    return (not topics or question.topic in topics) and (not levels or question.level in levels)

@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from grader.practice import formulas as quiz_formulas
-from grader.content.catalog import misconception_ids
 from grader.errors import ContentError
 from grader.i18n import LANGUAGES
 
@@ -63,8 +62,11 @@ class Choice:
     correct: bool
 
 
-def question_fields(entry: Mapping[str, Any], *, where: str) -> dict[str, Any]:
-    """Check one ``[[questions]]`` table; return the keyword arguments of a Question."""
+def question_fields(entry: Mapping[str, Any], *, where: str, misconceptions: frozenset[str]) -> dict[str, Any]:
+    """Check one ``[[questions]]`` table; return the keyword arguments of a Question.
+
+    ``misconceptions``: the catalog ids a question may link to.
+    """
     no_unknown_keys(entry, QUESTION_KEYS, where)
     question_id = entry.get("id")
     if not isinstance(question_id, str) or not _ID.match(question_id):
@@ -78,7 +80,7 @@ def question_fields(entry: Mapping[str, Any], *, where: str) -> dict[str, Any]:
     if not isinstance(code, str):
         raise ContentError(f"{where}: 'code' must be a string")
     fields["code"] = code.strip("\n")
-    fields["misconceptions"] = _ids(entry, "misconceptions", misconception_ids(), where)
+    fields["misconceptions"] = _ids(entry, "misconceptions", misconceptions, where)
     fields["unlocks"] = _ids(entry, "unlocks", UNLOCKABLE, where)
     for key in ("relative_tolerance", "absolute_tolerance"):
         if key in entry:

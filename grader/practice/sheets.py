@@ -36,8 +36,7 @@ from grader.practice import answers as quiz_answers
 from grader.errors import UsageError
 from grader.i18n import pick
 from grader.practice.answers import LETTERS
-from grader.practice.bank import PosedQuestion, default_bank
-from grader.practice.plan import choose_questions
+from grader.practice.bank import PosedQuestion, choose_questions, default_bank
 from grader.practice.texts import text
 from grader.results import TestResult
 from grader.seeding import student_seed

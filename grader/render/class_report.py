@@ -15,7 +15,7 @@ from grader.content.catalog import load_catalog
 from grader.files import atomic_write_text
 from grader.content.messages import check_title
 from grader.tally import ClassTally
-from grader.text_safety import html_text
+from grader.render.text_safety import html_text
 
 
 def histogram_png(scores: list[float], max_score: float) -> bytes:

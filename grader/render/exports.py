@@ -13,7 +13,7 @@ import re
 from typing import IO
 from xml.sax.saxutils import escape, quoteattr
 
-from grader.text_safety import clean_line, clean_text, csv_cell, needs_quotes
+from grader.render.text_safety import clean_line, clean_text, csv_cell, needs_quotes
 
 CSV_COLUMNS = ("student", "score", "max_score", "status", "misconceptions")
 FORMATS = ("gradescope", "junit")

@@ -20,7 +20,7 @@ from grader.content.messages import check_text, check_title, error_text, note_te
 from grader.paths import CONTENT_DIR
 from grader.render import marks
 from grader.results import SubmissionResult, TestResult
-from grader.text_safety import html_text, markdown_code_block, markdown_inline
+from grader.render.text_safety import html_text, markdown_code_block, markdown_inline
 
 FEEDBACK_FILE = CONTENT_DIR / "feedback.toml"
 

@@ -21,7 +21,7 @@ from grader.paths import CONTENT_DIR
 from grader.render import marks
 from grader.render.feedback import mistakes_of
 from grader.results import SubmissionResult
-from grader.text_safety import html_text
+from grader.render.text_safety import html_text
 
 NOTEBOOK_TEXTS_FILE = CONTENT_DIR / "notebook.toml"
 

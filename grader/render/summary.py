@@ -8,7 +8,7 @@ import click
 from rich.markup import escape
 
 from grader.content.catalog import load_catalog
-from grader.text_safety import clean_line
+from grader.render.text_safety import clean_line
 
 
 def _short(result: dict) -> str:

@@ -13,7 +13,7 @@ from grader.content.catalog import load_catalog
 from grader.content.messages import check_text, check_title, error_text, note_texts, render
 from grader.render.marks import terminal_mark
 from grader.results import SubmissionResult
-from grader.text_safety import clean_text
+from grader.render.text_safety import clean_text
 
 
 

@@ -93,7 +93,7 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
                    "and --resume.", err=True)
         raise click.Abort() from None
     from grader.render.summary import print_summary
-    from grader.text_safety import clean_line
+    from grader.render.text_safety import clean_line
 
     print_summary(summary, formats=formats)
     if nbgrader_db is not None:
@@ -116,14 +116,15 @@ def quiz_policy(*, points: str | None, count: int | None, topics: tuple[str, ...
     """The instructor's quiz settings; any of them means every student has a sheet."""
     from grader.errors import UsageError
     from grader.practice.bank import default_bank
-    from grader.practice.homework import DEFAULT_COUNT, QuizPolicy, parse_points
+    from grader.batch.settings import QuizPolicy
+    from grader.practice.homework import parse_points
 
     known = default_bank().titles
     unknown = sorted(set(topics) - set(known))
     if unknown:
         raise UsageError(f"--quiz-topic {unknown[0]!r} is not a topic; choose from: {', '.join(sorted(known))}")
     required = points is not None or count is not None or bool(topics or levels)
-    return QuizPolicy(points=parse_points(points), count=count or DEFAULT_COUNT, topics=tuple(topics),
+    return QuizPolicy(points=parse_points(points), count=count, topics=tuple(topics),
                       levels=tuple(levels), required=required,
                       show_answers=show_answers or (due is not None and datetime.now() >= due))
 

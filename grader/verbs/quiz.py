@@ -76,7 +76,7 @@ def command(topics, levels, count, time_limit, lang, seed, review, stats, list_b
 def _session(bank, *, topics, levels, count, time_limit, lang, seed, review, feedback, misconceptions,
              plain) -> None:
     from grader.practice.prompts import ArrowKeyPrompter, PlainPrompter
-    from grader.practice.plan import misconceptions_in_feedback, plan_quiz
+    from grader.practice.plan import plan_quiz
     from grader.practice.session import run_session, summary_lines
     from grader.practice.texts import text
     from grader.practice.review import load_progress, save_progress
@@ -84,7 +84,7 @@ def _session(bank, *, topics, levels, count, time_limit, lang, seed, review, fee
     progress = load_progress()
     linked = list(misconceptions) if misconceptions else None
     if feedback is not None:
-        linked = misconceptions_in_feedback(feedback, lang=lang)
+        linked = _misconceptions_in_feedback(feedback, lang=lang)
         if not linked:
             click.echo(text("feedback_none", lang, source=feedback))
             return
@@ -154,3 +154,24 @@ def _sheet(student, out, lang, count, topics, levels) -> None:
     sheet_path, answers_path = write_sheet(student=student, out=out, lang=lang, count=count,
                                            topics=topics, levels=levels)
     click.echo(f"{sheet_path}\n{answers_path}")
+
+
+def _misconceptions_in_feedback(path: Path, *, lang: str = "en") -> list[str]:
+    """Catalog ids found in a result JSON (``mha check --json``, ``results.json``),
+    or found by checking a submission file (``.py`` / ``.ipynb``) now."""
+    if path.suffix in (".py", ".ipynb"):
+        from grader.grading.grade import grade_submission
+
+        return list(grade_submission(path=path, lang=lang).misconceptions)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UsageError(f"{path}: not a result JSON ({error}); "
+                         "save one with `mha check --json > result.json`") from None
+    results = data if isinstance(data, list) else [data]
+    found: list[str] = []
+    for result in results:
+        if not isinstance(result, dict) or not isinstance(result.get("misconceptions"), list):
+            raise UsageError(f"{path}: expected result objects with a 'misconceptions' list")
+        found.extend(item for item in result["misconceptions"] if item not in found)
+    return found
