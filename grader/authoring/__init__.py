@@ -1,1 +1,5 @@
-"""Authoring: releases, notebooks, the nbgrader bridge, the mutant audit."""
+"""Authoring: student and nbgrader releases, notebooks, regenerated public cases, the mutant audit.
+
+May import every layer below the entry points: batch, viz, practice, assignments,
+grading, render, sandbox, content, foundation.
+"""

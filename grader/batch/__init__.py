@@ -1,1 +1,5 @@
-"""Grading a class: discovery, lanes of worker processes, the journal, outputs, merging shards."""
+"""Grading a class: discovery of student entries, lanes of grading processes, the journal, outputs, merging.
+
+May import: practice (only through ``practice.homework``), grading, render, sandbox,
+content, foundation. Never imported by grading or render.
+"""

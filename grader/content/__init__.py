@@ -1,1 +1,4 @@
-"""Content loaders; the data files beside them (TOML) are the content itself."""
+"""Content loaders (``loader.py``, ``catalog.py``, ``messages.py``); the TOML files beside them are the content.
+
+May import: foundation (errors, paths, i18n) only.
+"""

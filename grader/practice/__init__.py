@@ -1,4 +1,8 @@
-"""Practice: the question bank, quizzes, sheets, spaced review, drills, unlocking."""
+"""Practice: the question bank, quizzes, sheets, spaced review, drills, unlocking.
+
+May import: grading (a drill or --from-feedback grades a file), content, foundation.
+Class grading enters this package only through ``homework.py``.
+"""
 
 # A student's quiz answers file beside their code (``grader.practice.homework`` grades it).
 ANSWERS_SUFFIX = ".answers.toml"

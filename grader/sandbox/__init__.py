@@ -1,1 +1,6 @@
-"""The sandbox's trusted side: opening a confined worker, talking to it, decoding its replies."""
+"""The sandbox's trusted side: opening a confined worker, talking to it, decoding its replies.
+
+``worker/`` is the untrusted side's code (fork server, worker, confinement): the
+standard library and NumPy only, loaded by path. This package may import content
+and foundation modules; nothing above it.
+"""
