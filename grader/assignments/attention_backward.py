@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.grading.case import PUBLIC_SIZES, Case, Sizes, draw_sizes
+from grader.grading.case import Case, Sizes
 from grader.assignments.reference import load_reference
-from grader.assignments.twinning import Twin, floats, with_expectations
+from grader.assignments.twinning import CaseSets, Twin, floats, with_expectations
 
 ASSIGNMENT = "attention_backward"
 PUBLIC_SEED = 20240705
@@ -156,11 +156,5 @@ def build_cases(rng: np.random.Generator, sizes: Sizes, prefix: str) -> dict[str
     }
 
 
-def public_cases(seed: int | None = None) -> dict[str, Case]:
-    """The public cases: from the fixed seed (shipped), or drawn from ``seed`` in a graded run."""
-    return build_cases(np.random.default_rng(PUBLIC_SEED if seed is None else seed), PUBLIC_SIZES, prefix="")
-
-
-def hidden_cases(seed: int) -> dict[str, Case]:
-    rng = np.random.default_rng(seed)
-    return build_cases(rng, draw_sizes(rng), prefix="hidden:")
+CASES = CaseSets(build_cases, PUBLIC_SEED)
+public_cases, hidden_cases = CASES.public, CASES.hidden

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grader.grading.case import Case
-from grader.assignments.twinning import Twin, floats, with_expectations
+from grader.assignments.twinning import CaseSets, Twin, floats, with_expectations
 
 ASSIGNMENT = "grouped_query_attention"
 PUBLIC_SEED = 20240703
@@ -104,11 +104,5 @@ def build_cases(rng: np.random.Generator, sizes: GroupedSizes, prefix: str) -> d
     return cases
 
 
-def public_cases(seed: int | None = None) -> dict[str, Case]:
-    """The public cases: from the fixed seed (shipped), or drawn from ``seed`` in a graded run."""
-    return build_cases(np.random.default_rng(PUBLIC_SEED if seed is None else seed), PUBLIC_SIZES, prefix="")
-
-
-def hidden_cases(seed: int) -> dict[str, Case]:
-    rng = np.random.default_rng(seed)
-    return build_cases(rng, draw_sizes(rng), prefix="hidden:")
+CASES = CaseSets(build_cases, PUBLIC_SEED, PUBLIC_SIZES, draw_sizes)
+public_cases, hidden_cases = CASES.public, CASES.hidden

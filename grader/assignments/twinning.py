@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from grader.grading.case import Case, Raised, same_value
+from grader.grading.case import PUBLIC_SIZES, Case, Raised, draw_sizes, same_value
 from grader.assignments.reference import fresh_reference, load_reference
 
 
@@ -92,3 +92,26 @@ def with_expectations(case: Case, assignment: str, twins: tuple[Twin, ...]) -> C
 
     case.twins, case.twin_builder = None, differing
     return case
+
+
+@dataclass(frozen=True)
+class CaseSets:
+    """An exercise's public and hidden cases, both made by its ``build(rng, sizes, prefix)``.
+
+    Public cases use the public sizes and the fixed seed (they ship precomputed),
+    or inputs drawn from ``seed`` in a graded run; hidden cases draw their sizes
+    too, from the student's seed.
+    """
+
+    build: Callable[[np.random.Generator, object, str], dict]
+    public_seed: int
+    public_sizes: object = PUBLIC_SIZES  # the exercise's own sizes type, when it has one
+    draw: Callable[[np.random.Generator], object] = draw_sizes
+
+    def public(self, seed: int | None = None) -> dict[str, Case]:
+        rng = np.random.default_rng(self.public_seed if seed is None else seed)
+        return self.build(rng, self.public_sizes, "")
+
+    def hidden(self, seed: int) -> dict[str, Case]:
+        rng = np.random.default_rng(seed)
+        return self.build(rng, self.draw(rng), "hidden:")
