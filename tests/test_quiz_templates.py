@@ -162,7 +162,7 @@ MEASURE = {
         random(1, 1, v["d_model"])).shape[-1],
     "heads-divisibility": lambda v: constructs(v["d_model"], v["num_heads"]),
     "heads-same-parameters": lambda v: parameter_count(v["d_model"], v["num_heads"])
-    == parameter_count(v["d_model"], 1),
+    == parameter_count(v["other_width"], v["other_heads"]),
     "split-heads-shape": lambda v: model(v["d_model"], v["num_heads"]).split_heads(
         random(v["batch"], v["seq"], v["d_model"])).shape,
     "combine-heads-shape": lambda v: model(v["d_model"], v["num_heads"]).combine_heads(
