@@ -255,6 +255,8 @@ def test_formulas_compute():
     assert quiz_formulas.evaluate("sqrt(d_model // num_heads)", values) == 8.0
     assert quiz_formulas.evaluate("d_model % num_heads == 0 and not num_heads > 8", values) is True
     assert quiz_formulas.names("max(a, b) * c") == {"a", "b", "c"}
+    assert quiz_formulas.evaluate("50 * tanh(100 / 50)", {}) == pytest.approx(48.201379)
+    assert quiz_formulas.evaluate("cos(0) + sin(0) + log(exp(2))", {}) == pytest.approx(3.0)
 
 
 def test_quiz_texts_are_bilingual_with_the_same_placeholders(tmp_path):
