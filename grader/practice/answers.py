@@ -154,7 +154,7 @@ def expected_text(posed: PosedQuestion, lang: str) -> str:
         return " ".join(str(index + 1) for index in expected)
     if kind == "numeric":
         number = float(expected)
-        return f"{int(number):,}" if number.is_integer() else f"{number:.6g}"
+        return f"{int(number):,}" if number.is_integer() and abs(number) < 1e15 else f"{number:.6g}"
     if kind == "shape":
         return "(" + ", ".join(str(size) for size in expected) + ")"
     words = {"en": ("false", "true"), "zh": ("错", "对")}
