@@ -26,13 +26,16 @@ from grader.practice.bank import (
 REQUIRED_TOPICS = {
     "qkv-roles", "dot-product-attention", "scaling", "softmax", "heads", "split-combine",
     "parameters", "complexity", "self-cross", "masks", "positions", "heatmaps", "kv-cache",
-    "grouped-query", "memory-efficient", "bugs",
+    "grouped-query", "memory-efficient", "bugs", "attention-math", "rotary", "model-sizing",
+    "decoding", "long-context", "serving", "transformer-block", "logit-control", "parallelism",
+    "attention-variants",
 }
 
 
 def test_bank_size_and_coverage():
     bank = default_bank()
-    assert len(bank.questions) >= 80
+    assert len(bank.questions) >= 180
+    assert len(bank.titles) >= 24
     assert set(bank.titles) == REQUIRED_TOPICS
     assert {path.stem for path in QUESTIONS_DIR.glob("*.toml")} == REQUIRED_TOPICS
     assert set(collections.Counter(q.kind for q in bank.questions)) == set(KINDS)
