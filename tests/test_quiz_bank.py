@@ -274,3 +274,28 @@ def test_quiz_texts_are_bilingual_with_the_same_placeholders(tmp_path):
     broken.write_text('schema_version = 1\n[text.right]\nen = "Right {name}."\nzh = "正确。"\n', encoding="utf-8")
     with pytest.raises(ContentError, match="text.right has different placeholders"):
         load_texts(broken)
+
+
+
+def option_lengths(lang: str) -> list[tuple[str, int, list[int]]]:
+    """Per single-choice question: its id, the right option's length and the others' lengths."""
+    found = []
+    for question in default_bank().questions:
+        if question.kind == "single-choice":
+            right = next(len(choice.text[lang]) for choice in question.choices if choice.correct)
+            others = [len(choice.text[lang]) for choice in question.choices if not choice.correct]
+            found.append((question.id, right, others))
+    return found
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_option_length_does_not_give_the_answer_away(lang):
+    lengths = option_lengths(lang)
+    longest = [qid for qid, right, others in lengths if right > max(others)]
+    shortest = [qid for qid, right, others in lengths if right < min(others)]
+    assert len(lengths) >= 60
+    assert len(longest) <= len(lengths) / 3, sorted(longest)
+    assert len(shortest) <= len(lengths) / 3, sorted(shortest)
+    # nor does "pick the second longest" work: no rank by length holds most answers
+    ranks = collections.Counter(sum(other > right for other in others) for _, right, others in lengths)
+    assert max(ranks.values()) <= len(lengths) / 2, ranks
