@@ -151,10 +151,11 @@ class MultiHeadAttention:
         self.dW_O = combined.reshape(-1, width).T @ dout.reshape(-1, width)  # (D, D)
         dheads = self.split_heads(dout @ self.W_O.T)  # (B, H, T, d_k)
         dqueries, dkeys, dvalues = attention_backward(dheads, queries, keys, values, weights)
-        gradients = []
-        for x, dprojected, name in ((Q, dqueries, "W_Q"), (K, dkeys, "W_K"), (V, dvalues, "W_V")):
-            dprojected = self.combine_heads(dprojected)  # (B, T or S, D)
-            setattr(self, "d" + name, x.reshape(-1, width).T @ dprojected.reshape(-1, width))  # (D, D)
-            gradients.append(dprojected @ getattr(self, name).T)  # (B, T or S, D)
-        return tuple(gradients)
+        dqueries = self.combine_heads(dqueries)  # (B, T, D): gradient of Q @ W_Q
+        dkeys = self.combine_heads(dkeys)  # (B, S, D): gradient of K @ W_K
+        dvalues = self.combine_heads(dvalues)  # (B, S, D): gradient of V @ W_V
+        self.dW_Q = Q.reshape(-1, width).T @ dqueries.reshape(-1, width)  # (D, D)
+        self.dW_K = K.reshape(-1, width).T @ dkeys.reshape(-1, width)  # (D, D)
+        self.dW_V = V.reshape(-1, width).T @ dvalues.reshape(-1, width)  # (D, D)
+        return dqueries @ self.W_Q.T, dkeys @ self.W_K.T, dvalues @ self.W_V.T  # (B, T, D), (B, S, D), (B, S, D)
         ### END SOLUTION
