@@ -12,13 +12,12 @@ import click
 from grader.practice.drill import DRILLS
 from grader.errors import UsageError
 from grader.i18n import resolve_language
-from grader.verbs.options import json_option, lang_option, seed_option
+from grader.verbs.options import json_option, lang_option, seed_option, time_limit_option
 
 
 @click.command("drill")
 @click.argument("function", required=False, type=click.Choice(DRILLS))
-@click.option("--time-limit", type=click.FloatRange(min=0.5), default=None, metavar="MIN",
-              help="Minutes you give yourself; a later submit is marked overtime.")
+@time_limit_option
 @click.option("--workspace", type=click.Path(file_okay=False, path_type=Path), default=Path("mha-drill"),
               show_default=True, help="Folder where the fresh stub is written.")
 @click.option("--submit", is_flag=True, help="Check the running drill, record its time and score.")
