@@ -188,3 +188,16 @@ def test_installed_command_shows_the_history(private_data_dir):
     run = subprocess.run([command, "drill", "--history", "--json"], capture_output=True, text=True,
                          env={**os.environ, "MHA_DATA_DIR": str(private_data_dir)})
     assert run.returncode == 0 and json.loads(run.stdout) == []
+
+
+def test_the_submit_command_says_the_drill_goes_on(tmp_path):
+    runner = CliRunner()
+    runner.invoke(root, ["drill", "softmax", "--workspace", str(tmp_path / "ws"), "--time-limit", "10"])
+    submitted = runner.invoke(root, ["drill", "--submit", "--lang", "en"])
+    assert "Attempt 1 recorded; the drill is still running" in submitted.output
+    assert "mha drill --submit" in submitted.output and "left" in submitted.output
+    assert current_drill().attempts == 1
+    hinted = runner.invoke(root, ["drill", "split_heads", "--hint", "--workspace", str(tmp_path / "ws"), "--json"])
+    assert json.loads(hinted.output)["hints"] is True
+    assert "# Hint:" in (tmp_path / "ws" / "multihead_attention.py").read_text(encoding="utf-8")
+    assert runner.invoke(root, ["drill", "--submit", "--hint"]).exit_code == 2
