@@ -64,6 +64,7 @@ class Question:
     require: tuple[str, ...] = ()
     misconceptions: tuple[str, ...] = ()
     unlocks: tuple[str, ...] = ()
+    nudge: Mapping[str, str] = field(default_factory=dict)  # a pointer for a second try
     source: str = ""
 
     @property
