@@ -294,3 +294,19 @@ def test_a_quiz_time_limit_in_minutes_reaches_the_session_in_seconds(monkeypatch
     monkeypatch.setattr("grader.practice.session.run_session", fake_session)
     CliRunner().invoke(root, ["quiz", "--time-limit", "2", "--plain", "--count", "1", "--seed", "1"], input="")
     assert seen["time_limit"] == 120.0
+
+
+def test_the_command_the_feedback_suggests_works_as_pasted():
+    import re
+    import shlex
+
+    from conftest import PROJECT
+
+    buggy = PROJECT / "tests" / "fixtures" / "mutants" / "split_heads_no_transpose.py"
+    checked = CliRunner().invoke(root, ["check", str(buggy), "--lang", "en"])
+    commands = re.findall(r"`(mha quiz [^`]+)`", checked.output)
+    assert commands, checked.output
+    pasted = CliRunner().invoke(root, [*shlex.split(commands[0])[1:], "--plain", "--count", "1", "--seed", "0"],
+                                input="\n")
+    assert pasted.exit_code == 0, pasted.output
+    assert "Drilling the questions linked to" in pasted.output or "1 questions" in pasted.output

@@ -72,7 +72,7 @@ def print_result(result: SubmissionResult, *, file: str, lang: str, console: Con
                 console.print(f"    {say('report_hint')}: {escape(entry.text('hint', lang))}")
                 question = linked_question(entry.id) if linked_question else None
                 if question:
-                    console.print(f"    [cyan]{escape(say('report_question', question=question))}[/]")
+                    console.print(f"    [cyan]{escape(say('report_question', question=question, misconception=entry.id))}[/]")
     failed = sum(test.outcome != "passed" for test in result.tests)
     key = "report_all_passed" if failed == 0 else "report_total"
     style = "green" if failed == 0 else "red"
