@@ -1,4 +1,4 @@
-"""Multi-head attention in NumPy: the reference implementation.
+"""Multi-head attention in NumPy: softmax, scaled dot-product attention, splitting and combining heads.
 
 Shape legend, used in every docstring and comment below:
 
