@@ -53,9 +53,16 @@ def parse_shape(text: str) -> tuple[int, ...] | None:
     return tuple(int(token) for token in tokens)
 
 
+_FRACTION = re.compile(r"^\s*([+-]?\d+(?:\.\d*)?)\s*/\s*(\d+(?:\.\d*)?)\s*$")
+
+
 def parse_number(text: str) -> float | None:
-    """A number such as ``1,048,576``, ``1_048_576``, ``1.05e6``, ``2.4M`` or ``12 k``."""
+    """A number such as ``1,048,576``, ``1_048_576``, ``1.05e6``, ``2.4M``, ``12 k`` or ``1/4``."""
     cleaned = normalize(text)
+    fraction = _FRACTION.match(cleaned)
+    if fraction:  # a ratio typed as a fraction, e.g. "1/4" for 0.25
+        denominator = float(fraction.group(2))
+        return float(fraction.group(1)) / denominator if denominator else None
     if _SPACED_THOUSANDS.fullmatch(cleaned):
         cleaned = cleaned.replace(" ", "")
     cleaned = re.sub(r"[,_']|\s+(?=[kmgbt]$)", "", cleaned)  # "12 k" keeps its suffix
