@@ -40,8 +40,8 @@ def softmax_backward(dweights, weights):
     """
     # TODO: implement softmax_backward.
     # TODO：实现 softmax_backward。
-    # Hint: the Jacobian of a softmax row is diag(w) - w w^T, so dscores = w * (dweights - sum(dweights * w, axis=-1, keepdims=True)).
-    # 提示：softmax 一行的雅可比矩阵是 diag(w) - w w^T，所以 dscores = w * (dweights - sum(dweights * w, axis=-1, keepdims=True))。
+    # Hint: the Jacobian of a softmax row is diag(w) - w w^T: every score moves every weight of its row, so the gradient has a term shared by the whole row.
+    # 提示：softmax 一行的雅可比矩阵是 diag(w) - w w^T：每个分数都会牵动这一行的每个权重，所以梯度中有一项是整行共享的。
     raise NotImplementedError("softmax_backward: not implemented yet / 尚未实现")
 
 
@@ -69,8 +69,8 @@ def attention_backward(dout, Q, K, V, weights):
     """
     # TODO: implement attention_backward.
     # TODO：实现 attention_backward。
-    # Hint: out = weights @ V gives dV = weights^T @ dout and dweights = dout @ V^T; go through softmax_backward to dscores; scores = Q K^T / sqrt(d_k) gives dQ = dscores @ K / sqrt(d_k) and dK = dscores^T @ Q / sqrt(d_k). Transpose only the last two axes.
-    # 提示：由 out = weights @ V 得 dV = weights^T @ dout，dweights = dout @ V^T；经过 softmax_backward 得到 dscores；由 scores = Q K^T / sqrt(d_k) 得 dQ = dscores @ K / sqrt(d_k)，dK = dscores^T @ Q / sqrt(d_k)。只转置最后两个轴。
+    # Hint: go back through out = weights @ V, then the softmax, then scores = Q K^T / sqrt(d_k); every gradient has the shape of its variable, and only the last two axes are ever transposed.
+    # 提示：依次反向经过 out = weights @ V、softmax 和 scores = Q K^T / sqrt(d_k)；每个梯度的形状都与对应的变量相同，而且只会转置最后两个轴。
     raise NotImplementedError("attention_backward: not implemented yet / 尚未实现")
 
 
@@ -137,6 +137,6 @@ class MultiHeadAttention:
         """
         # TODO: implement backward.
         # TODO：实现 backward。
-        # Hint: for y = x @ W: dW = x^T @ dy summed over batch and positions (flatten them), dx = dy @ W^T; go back through W_O, combine_heads (its inverse is split_heads), attention_backward and the three input projections.
-        # 提示：对 y = x @ W：dW = x^T @ dy（把 batch 和位置展平后求和），dx = dy @ W^T；依次反向经过 W_O、combine_heads（它的逆是 split_heads）、attention_backward 以及三个输入投影。
+        # Hint: for y = x @ W, dW has W's shape and sums over every batch entry and position, dx has x's shape; go back through W_O, combine_heads (its inverse is split_heads), attention_backward and the three input projections.
+        # 提示：对 y = x @ W，dW 与 W 形状相同，并对所有批次和位置求和，dx 与 x 形状相同；依次反向经过 W_O、combine_heads（它的逆是 split_heads）、attention_backward 以及三个输入投影。
         raise NotImplementedError("backward: not implemented yet / 尚未实现")

@@ -40,8 +40,8 @@ def repeat_kv(x, n_rep):
     """
     # TODO: implement repeat_kv.
     # TODO：实现 repeat_kv。
-    # Hint: np.repeat(x, n_rep, axis=1) keeps each head's copies next to each other; np.tile would cycle through the heads instead.
-    # 提示：np.repeat(x, n_rep, axis=1) 会让同一个头的副本相邻排列；np.tile 则会让各个头轮流出现。
+    # Hint: query head h reads key/value head h // n_rep, so the copies of one key/value head must sit next to each other along the head axis (0, 0, 1, 1), not in turns.
+    # 提示：查询头 h 读取第 h // n_rep 个键值头，所以同一个键值头的副本必须沿头轴相邻排列（0, 0, 1, 1），而不是轮流出现。
     raise NotImplementedError("repeat_kv: not implemented yet / 尚未实现")
 
 
@@ -61,8 +61,8 @@ class GroupedQueryAttention:
     def __init__(self, d_model=8, num_heads=4, num_kv_heads=2):
         # TODO: implement __init__.
         # TODO：实现 __init__。
-        # Hint: raise ValueError unless num_heads divides d_model and num_kv_heads divides num_heads; W_K and W_V map D to num_kv_heads * d_k features only.
-        # 提示：除非 num_heads 整除 d_model 且 num_kv_heads 整除 num_heads，否则抛出 ValueError；W_K 和 W_V 只把 D 映射到 num_kv_heads * d_k 个特征。
+        # Hint: refuse a width the heads do not divide and a key/value head count that does not divide num_heads; keys and values get num_kv_heads * d_k features, not D.
+        # 提示：拒绝不能被头数整除的宽度，以及不能整除 num_heads 的键值头数；键和值只有 num_kv_heads * d_k 个特征，而不是 D 个。
         self.d_model = d_model
         self.num_heads = num_heads
         self.num_kv_heads = num_kv_heads
@@ -72,8 +72,8 @@ class GroupedQueryAttention:
         self.W_Q = rng.normal(0.0, scale, (d_model, d_model))  # (D, D)
         # TODO: implement __init__.
         # TODO：实现 __init__。
-        # Hint: W_K and W_V have shape (d_model, kv_width) where kv_width = num_kv_heads * d_k.
-        # 提示：W_K 和 W_V 的形状是 (d_model, kv_width)，其中 kv_width = num_kv_heads * d_k。
+        # Hint: W_K and W_V map the D input features to one d_k-wide block per key/value head, not to D features.
+        # 提示：W_K 和 W_V 把 D 个输入特征映射为每个键值头一块、每块 d_k 个特征，而不是 D 个。
         self.W_O = rng.normal(0.0, scale, (d_model, d_model))  # (D, D)
 
     def split_heads(self, x, heads):
@@ -100,6 +100,6 @@ class GroupedQueryAttention:
         """
         # TODO: implement forward.
         # TODO：实现 forward。
-        # Hint: split the queries into num_heads heads but the keys and values into num_kv_heads heads, repeat_kv them to num_heads heads, then attend, combine and apply W_O as usual.
-        # 提示：把查询拆成 num_heads 个头，而键和值只拆成 num_kv_heads 个头，再用 repeat_kv 扩展到 num_heads 个头，之后像平常一样做注意力、合并各头并乘以 W_O。
+        # Hint: queries split into num_heads heads, keys and values into num_kv_heads heads that are then repeated up to num_heads; the rest is ordinary multi-head attention.
+        # 提示：查询拆成 num_heads 个头，键和值拆成 num_kv_heads 个头，再重复扩展到 num_heads 个；其余就是普通的多头注意力。
         raise NotImplementedError("forward: not implemented yet / 尚未实现")

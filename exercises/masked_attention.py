@@ -53,8 +53,8 @@ def padding_mask(lengths, S):
     """
     # TODO: implement padding_mask.
     # TODO：实现 padding_mask。
-    # Hint: compare np.arange(S) with lengths[:, None] to get (B, S), then add the head and query axes: (B, 1, 1, S).
-    # 提示：用 np.arange(S) 与 lengths[:, None] 比较得到 (B, S)，再补上 head 轴和查询轴：(B, 1, 1, S)。
+    # Hint: a key is real when its position is below its sequence's length; give the (B, S) result size-1 axes for the heads and the queries.
+    # 提示：当键的位置小于所在序列的长度时，它是真实的词元；再给 (B, S) 的结果补上头和查询两个大小为 1 的轴。
     raise NotImplementedError("padding_mask: not implemented yet / 尚未实现")
 
 
@@ -73,8 +73,8 @@ def masked_softmax(scores, mask):
     """
     # TODO: implement masked_softmax.
     # TODO：实现 masked_softmax。
-    # Hint: replace masked scores by -inf BEFORE the softmax (np.where makes a new array); take the row max over the kept entries only, and give a row with nothing kept zeros instead of 0/0.
-    # 提示：在 softmax 之前把被遮住的分数换成 -inf（np.where 会返回新数组）；行最大值只在保留的元素上取；一行全被遮住时给出全 0，而不是 0/0。
+    # Hint: before the softmax, block masked scores with a value whose exponential is 0, in a new array; take the row max over kept entries only, and give a row with nothing kept zeros instead of 0/0.
+    # 提示：在 softmax 之前，在一个新数组里用指数恰好为 0 的值屏蔽被遮住的分数；行最大值只在保留的元素上取；一行都没保留时给出全 0，而不是 0/0。
     raise NotImplementedError("masked_softmax: not implemented yet / 尚未实现")
 
 
@@ -96,6 +96,6 @@ def masked_attention(Q, K, V, mask=None):
     """
     # TODO: implement masked_attention.
     # TODO：实现 masked_attention。
-    # Hint: compute scores = Q @ K^T / sqrt(d_k) as usual, then use masked_softmax(scores, mask) (an all-True mask when mask is None) and multiply by V.
-    # 提示：像平常一样计算 scores = Q @ K^T / sqrt(d_k)，再调用 masked_softmax(scores, mask)（mask 为 None 时用全 True 的掩码），最后乘以 V。
+    # Hint: scores as in plain attention, then your masked softmax (every key visible when mask is None), then the weighted average of the values.
+    # 提示：分数的算法与普通注意力相同，然后用你的 masked_softmax（mask 为 None 时所有键都可见），最后对值求加权平均。
     raise NotImplementedError("masked_attention: not implemented yet / 尚未实现")

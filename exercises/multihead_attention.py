@@ -1,4 +1,4 @@
-"""Multi-head attention in NumPy: the reference implementation.
+"""Multi-head attention in NumPy: softmax, scaled dot-product attention, splitting and combining heads.
 
 Shape legend, used in every docstring and comment below:
 
@@ -29,8 +29,8 @@ def softmax(x):
     """
     # TODO: implement softmax.
     # TODO：实现 softmax。
-    # Hint: subtract each row's own maximum (keepdims=True) before np.exp, then divide by the row sums.
-    # 提示：先减去每一行自己的最大值（keepdims=True）再做 np.exp，然后除以每行的和。
+    # Hint: softmax does not change when a row is shifted by one constant; shift by the constant that keeps every exponent at or below 0, and reduce over the last axis only, keeping it as a size-1 axis.
+    # 提示：整行平移同一个常数不会改变 softmax；选一个能让每个指数都不超过 0 的常数来平移，并且只沿最后一轴归约，同时把它保留为大小为 1 的轴。
     raise NotImplementedError("softmax: not implemented yet / 尚未实现")
 
 
@@ -49,8 +49,8 @@ def scaled_dot_product_attention(Q, K, V):
     """
     # TODO: implement scaled_dot_product_attention.
     # TODO：实现 scaled_dot_product_attention。
-    # Hint: scores = Q @ K^T over the last two axes only (np.swapaxes(K, -1, -2)), divided by sqrt(d_k); softmax over the keys; out = weights @ V.
-    # 提示：只交换 K 的最后两个轴（np.swapaxes(K, -1, -2)）计算 Q @ K^T，再除以 sqrt(d_k)；对键所在的轴做 softmax；out = weights @ V。
+    # Hint: compare every query with every key (only the last two axes of K trade places), scale by the square root of one head's width, normalise over the keys, then average the values with those weights.
+    # 提示：让每个查询与每个键比较（K 只交换最后两个轴），按单个头宽度的平方根缩放，对键做归一化，再用这些权重对值求加权平均。
     raise NotImplementedError("scaled_dot_product_attention: not implemented yet / 尚未实现")
 
 
@@ -70,8 +70,8 @@ class MultiHeadAttention:
     def __init__(self, d_model=8, num_heads=2):
         # TODO: implement __init__.
         # TODO：实现 __init__。
-        # Hint: heads split the model width evenly, so raise ValueError when d_model % num_heads != 0.
-        # 提示：各个头平分模型宽度，所以当 d_model % num_heads != 0 时要抛出 ValueError。
+        # Hint: the heads share the model width evenly: refuse, with a ValueError, a d_model that num_heads does not divide.
+        # 提示：各个头平分模型宽度：对不能被 num_heads 整除的 d_model，要用 ValueError 拒绝。
         self.d_model = d_model
         self.num_heads = num_heads
         self.d_k = d_model // num_heads
@@ -95,8 +95,8 @@ class MultiHeadAttention:
         """
         # TODO: implement split_heads.
         # TODO：实现 split_heads。
-        # Hint: reshape to (B, T, H, d_k) using x's own batch and length, then move the head axis before the sequence axis.
-        # 提示：先用 x 自己的 batch 和长度 reshape 成 (B, T, H, d_k)，再把 head 轴移到序列轴前面。
+        # Hint: cut each position's features into H blocks of d_k, with x's own batch size and length, then put the head axis before the sequence axis: (B, T, D) -> (B, T, H, d_k) -> (B, H, T, d_k).
+        # 提示：用 x 自己的批次大小和长度，把每个位置的特征切成 H 块、每块 d_k 个，再把头轴放到序列轴前面：(B, T, D) -> (B, T, H, d_k) -> (B, H, T, d_k)。
         raise NotImplementedError("split_heads: not implemented yet / 尚未实现")
 
     def combine_heads(self, x):
@@ -110,8 +110,8 @@ class MultiHeadAttention:
         """
         # TODO: implement combine_heads.
         # TODO：实现 combine_heads。
-        # Hint: move the head axis back after the sequence axis first, then reshape to (B, T, D).
-        # 提示：先把 head 轴移回序列轴之后，再 reshape 成 (B, T, D)。
+        # Hint: undo split_heads in reverse order: the head axis goes back behind the sequence axis first, then H and d_k merge into D.
+        # 提示：按相反的顺序撤销 split_heads：先把头轴移回序列轴后面，再把 H 和 d_k 合并成 D。
         raise NotImplementedError("combine_heads: not implemented yet / 尚未实现")
 
     def forward(self, Q, K, V, return_weights=False):
@@ -130,6 +130,6 @@ class MultiHeadAttention:
         """
         # TODO: implement forward.
         # TODO：实现 forward。
-        # Hint: project with Q @ W_Q, K @ W_K and V @ W_V, split each into heads, attend, combine the heads, then multiply by W_O.
-        # 提示：用 Q @ W_Q、K @ W_K、V @ W_V 做投影，分别拆成多个头，做注意力，再合并各头，最后乘以 W_O。
+        # Hint: project each input with its own matrix, split into heads, attend, combine the heads and mix them with W_O; return the weights too only when asked.
+        # 提示：每个输入用它自己的矩阵投影，拆成多个头，做注意力，合并各头并用 W_O 混合；只有被要求时才同时返回权重。
         raise NotImplementedError("forward: not implemented yet / 尚未实现")

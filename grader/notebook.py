@@ -128,7 +128,10 @@ def show_heads(sentence: str | None = None, *, heads: int = 4, d_model: int = 16
     except NoCode:
         display(HTML(_note(say("no_code", lang))))
     except MhaError as problem:
-        display(HTML(_note(say("heads_failed", lang, error=str(problem)))))
+        if "NotImplementedError" in str(problem):  # the stub's bilingual text would show both languages
+            display(HTML(_note(say("heads_not_written", lang))))
+        else:
+            display(HTML(_note(say("heads_failed", lang, error=str(problem)))))
     return None
 
 

@@ -39,8 +39,8 @@ def softmax_backward(dweights, weights):
         its diagonal) applied to that row of ``dweights``.
     """
     ### BEGIN SOLUTION
-    # HINT(en): the Jacobian of a softmax row is diag(w) - w w^T, so dscores = w * (dweights - sum(dweights * w, axis=-1, keepdims=True)).
-    # HINT(zh): softmax 一行的雅可比矩阵是 diag(w) - w w^T，所以 dscores = w * (dweights - sum(dweights * w, axis=-1, keepdims=True))。
+    # HINT(en): the Jacobian of a softmax row is diag(w) - w w^T: every score moves every weight of its row, so the gradient has a term shared by the whole row.
+    # HINT(zh): softmax 一行的雅可比矩阵是 diag(w) - w w^T：每个分数都会牵动这一行的每个权重，所以梯度中有一项是整行共享的。
     # Every score moves every weight of its row (they share one normaliser), hence the row sum.
     row_dot = np.sum(dweights * weights, axis=-1, keepdims=True)  # (..., 1)
     return weights * (dweights - row_dot)  # (..., S)
@@ -70,8 +70,8 @@ def attention_backward(dout, Q, K, V, weights):
         ``(dQ, dK, dV)``, shaped like ``Q``, ``K`` and ``V``.
     """
     ### BEGIN SOLUTION
-    # HINT(en): out = weights @ V gives dV = weights^T @ dout and dweights = dout @ V^T; go through softmax_backward to dscores; scores = Q K^T / sqrt(d_k) gives dQ = dscores @ K / sqrt(d_k) and dK = dscores^T @ Q / sqrt(d_k). Transpose only the last two axes.
-    # HINT(zh): 由 out = weights @ V 得 dV = weights^T @ dout，dweights = dout @ V^T；经过 softmax_backward 得到 dscores；由 scores = Q K^T / sqrt(d_k) 得 dQ = dscores @ K / sqrt(d_k)，dK = dscores^T @ Q / sqrt(d_k)。只转置最后两个轴。
+    # HINT(en): go back through out = weights @ V, then the softmax, then scores = Q K^T / sqrt(d_k); every gradient has the shape of its variable, and only the last two axes are ever transposed.
+    # HINT(zh): 依次反向经过 out = weights @ V、softmax 和 scores = Q K^T / sqrt(d_k)；每个梯度的形状都与对应的变量相同，而且只会转置最后两个轴。
     scale = 1.0 / np.sqrt(Q.shape[-1])
     dV = np.swapaxes(weights, -1, -2) @ dout  # (B, H, S, d_k)
     dweights = dout @ np.swapaxes(V, -1, -2)  # (B, H, T, S)
@@ -144,17 +144,18 @@ class MultiHeadAttention:
             the batch and the positions).
         """
         ### BEGIN SOLUTION
-        # HINT(en): for y = x @ W: dW = x^T @ dy summed over batch and positions (flatten them), dx = dy @ W^T; go back through W_O, combine_heads (its inverse is split_heads), attention_backward and the three input projections.
-        # HINT(zh): 对 y = x @ W：dW = x^T @ dy（把 batch 和位置展平后求和），dx = dy @ W^T；依次反向经过 W_O、combine_heads（它的逆是 split_heads）、attention_backward 以及三个输入投影。
+        # HINT(en): for y = x @ W, dW has W's shape and sums over every batch entry and position, dx has x's shape; go back through W_O, combine_heads (its inverse is split_heads), attention_backward and the three input projections.
+        # HINT(zh): 对 y = x @ W，dW 与 W 形状相同，并对所有批次和位置求和，dx 与 x 形状相同；依次反向经过 W_O、combine_heads（它的逆是 split_heads）、attention_backward 以及三个输入投影。
         Q, K, V, queries, keys, values, weights, combined = self.cache
         width = dout.shape[-1]
         self.dW_O = combined.reshape(-1, width).T @ dout.reshape(-1, width)  # (D, D)
         dheads = self.split_heads(dout @ self.W_O.T)  # (B, H, T, d_k)
         dqueries, dkeys, dvalues = attention_backward(dheads, queries, keys, values, weights)
-        gradients = []
-        for x, dprojected, name in ((Q, dqueries, "W_Q"), (K, dkeys, "W_K"), (V, dvalues, "W_V")):
-            dprojected = self.combine_heads(dprojected)  # (B, T or S, D)
-            setattr(self, "d" + name, x.reshape(-1, width).T @ dprojected.reshape(-1, width))  # (D, D)
-            gradients.append(dprojected @ getattr(self, name).T)  # (B, T or S, D)
-        return tuple(gradients)
+        dqueries = self.combine_heads(dqueries)  # (B, T, D): gradient of Q @ W_Q
+        dkeys = self.combine_heads(dkeys)  # (B, S, D): gradient of K @ W_K
+        dvalues = self.combine_heads(dvalues)  # (B, S, D): gradient of V @ W_V
+        self.dW_Q = Q.reshape(-1, width).T @ dqueries.reshape(-1, width)  # (D, D)
+        self.dW_K = K.reshape(-1, width).T @ dkeys.reshape(-1, width)  # (D, D)
+        self.dW_V = V.reshape(-1, width).T @ dvalues.reshape(-1, width)  # (D, D)
+        return dqueries @ self.W_Q.T, dkeys @ self.W_K.T, dvalues @ self.W_V.T  # (B, T, D), (B, S, D), (B, S, D)
         ### END SOLUTION

@@ -56,8 +56,8 @@ class KVCache:
             them for the next call.
         """
         ### BEGIN SOLUTION
-        # HINT(en): on the first call just store them; afterwards np.concatenate the old and new along the sequence axis (axis=2) and store the result on self before returning it.
-        # HINT(zh): 第一次调用时直接保存；之后沿序列轴（axis=2）用 np.concatenate 拼接旧的和新的，先存回 self 再返回。
+        # HINT(en): on the first call store the new keys and values; afterwards join them after the stored ones along the sequence axis, and keep the result on self before returning it.
+        # HINT(zh): 第一次调用时直接保存新的键和值；之后沿序列轴把它们接在已保存的后面，并在返回之前把结果存回 self。
         if self.keys is None:
             self.keys, self.values = keys, values  # (B, H, T, d_k)
         else:
@@ -123,8 +123,8 @@ class CausalSelfAttention:
             token up to and including itself.
         """
         ### BEGIN SOLUTION
-        # HINT(en): project x only; with the cache, keys, values = self.cache.update(keys, values) BEFORE attending; then mask keys after position S - T + i for new token i (itself stays visible).
-        # HINT(zh): 只对 x 做投影；使用缓存时，在计算注意力之前先执行 keys, values = self.cache.update(keys, values)；然后对第 i 个新 token 遮住位置 S - T + i 之后的键（它自己仍可见）。
+        # HINT(en): project the new tokens only; with the cache, their keys and values go in before attending; new token i sits at position S - T + i and sees every key up to it, itself included.
+        # HINT(zh): 只对新词元做投影；使用缓存时，在做注意力之前先把它们的键和值放进缓存；第 i 个新词元位于位置 S - T + i，能看到它之前直到它自己的所有键。
         queries = self.split_heads(x @ self.W_Q)  # (B, H, T, d_k)
         keys = self.split_heads(x @ self.W_K)  # (B, H, T, d_k)
         values = self.split_heads(x @ self.W_V)  # (B, H, T, d_k)

@@ -55,8 +55,8 @@ def padding_mask(lengths, S):
         scores: ``True`` at the real positions ``j < lengths[b]``.
     """
     ### BEGIN SOLUTION
-    # HINT(en): compare np.arange(S) with lengths[:, None] to get (B, S), then add the head and query axes: (B, 1, 1, S).
-    # HINT(zh): 用 np.arange(S) 与 lengths[:, None] 比较得到 (B, S)，再补上 head 轴和查询轴：(B, 1, 1, S)。
+    # HINT(en): a key is real when its position is below its sequence's length; give the (B, S) result size-1 axes for the heads and the queries.
+    # HINT(zh): 当键的位置小于所在序列的长度时，它是真实的词元；再给 (B, S) 的结果补上头和查询两个大小为 1 的轴。
     lengths = np.asarray(lengths)
     real = np.arange(S)[None, :] < lengths[:, None]  # (B, S)
     return real[:, None, None, :]  # (B, 1, 1, S)
@@ -77,8 +77,8 @@ def masked_softmax(scores, mask):
         row with no unmasked entry is all zeros.
     """
     ### BEGIN SOLUTION
-    # HINT(en): replace masked scores by -inf BEFORE the softmax (np.where makes a new array); take the row max over the kept entries only, and give a row with nothing kept zeros instead of 0/0.
-    # HINT(zh): 在 softmax 之前把被遮住的分数换成 -inf（np.where 会返回新数组）；行最大值只在保留的元素上取；一行全被遮住时给出全 0，而不是 0/0。
+    # HINT(en): before the softmax, block masked scores with a value whose exponential is 0, in a new array; take the row max over kept entries only, and give a row with nothing kept zeros instead of 0/0.
+    # HINT(zh): 在 softmax 之前，在一个新数组里用指数恰好为 0 的值屏蔽被遮住的分数；行最大值只在保留的元素上取；一行都没保留时给出全 0，而不是 0/0。
     mask = np.broadcast_to(mask, scores.shape)
     # exp(-inf) is exactly 0: a masked key gets no weight at all, whatever its score.
     filled = np.where(mask, scores, -np.inf)  # (..., S)
@@ -107,8 +107,8 @@ def masked_attention(Q, K, V, mask=None):
         for a query with no visible key, whose output is then zero).
     """
     ### BEGIN SOLUTION
-    # HINT(en): compute scores = Q @ K^T / sqrt(d_k) as usual, then use masked_softmax(scores, mask) (an all-True mask when mask is None) and multiply by V.
-    # HINT(zh): 像平常一样计算 scores = Q @ K^T / sqrt(d_k)，再调用 masked_softmax(scores, mask)（mask 为 None 时用全 True 的掩码），最后乘以 V。
+    # HINT(en): scores as in plain attention, then your masked softmax (every key visible when mask is None), then the weighted average of the values.
+    # HINT(zh): 分数的算法与普通注意力相同，然后用你的 masked_softmax（mask 为 None 时所有键都可见），最后对值求加权平均。
     d_k = Q.shape[-1]
     scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)  # (B, H, T, S)
     if mask is None:

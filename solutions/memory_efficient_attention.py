@@ -39,8 +39,8 @@ def memory_efficient_attention(Q, K, V, block_size=64, causal=False):
         array of size ``T * S`` is ever allocated.
     """
     ### BEGIN SOLUTION
-    # HINT(en): keep m (running max), l (running sum) and acc (running output) per query; for each key block: m_new = max(m, block max), scale l and acc by exp(m - m_new), add exp(scores - m_new) and its product with V; return acc / l.
-    # HINT(zh): 为每个查询维护 m（当前最大值）、l（当前和）和 acc（当前输出）；对每个键块：m_new = max(m, 块内最大值)，把 l 和 acc 乘以 exp(m - m_new)，再加上 exp(scores - m_new) 及其与 V 的乘积；最后返回 acc / l。
+    # HINT(en): keep three running quantities per query: the max m, the sum l of exponentials and the unnormalised output acc. For each key block, bring l and acc to the new max with one correction factor, add the block's terms, and divide once at the end.
+    # HINT(zh): 为每个查询维护三个累计量：当前最大值 m、指数的累计和 l，以及未归一化的累计输出 acc。对每个键块，用同一个修正因子把 l 和 acc 换算到新的最大值，加上这一块的项，最后只做一次除法。
     T, S, d_k = Q.shape[-2], K.shape[-2], Q.shape[-1]
     scale = 1.0 / np.sqrt(d_k)
     running_max = np.full(Q.shape[:-1] + (1,), -np.inf)  # (B, H, T, 1)

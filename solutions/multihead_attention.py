@@ -1,4 +1,4 @@
-"""Multi-head attention in NumPy: the reference implementation.
+"""Multi-head attention in NumPy: softmax, scaled dot-product attention, splitting and combining heads.
 
 Shape legend, used in every docstring and comment below:
 
@@ -28,8 +28,8 @@ def softmax(x):
         sum to 1. The input is left unchanged.
     """
     ### BEGIN SOLUTION
-    # HINT(en): subtract each row's own maximum (keepdims=True) before np.exp, then divide by the row sums.
-    # HINT(zh): 先减去每一行自己的最大值（keepdims=True）再做 np.exp，然后除以每行的和。
+    # HINT(en): softmax does not change when a row is shifted by one constant; shift by the constant that keeps every exponent at or below 0, and reduce over the last axis only, keeping it as a size-1 axis.
+    # HINT(zh): 整行平移同一个常数不会改变 softmax；选一个能让每个指数都不超过 0 的常数来平移，并且只沿最后一轴归约，同时把它保留为大小为 1 的轴。
     # Shifting a row by a constant leaves softmax unchanged; shifting by the
     # row's own max makes the largest exponent exp(0) = 1, so nothing overflows
     # and at least one term of every row's sum is 1 (no 0/0).
@@ -53,8 +53,8 @@ def scaled_dot_product_attention(Q, K, V):
         of ``Q K^T / sqrt(d_k)`` over the keys (each row sums to 1).
     """
     ### BEGIN SOLUTION
-    # HINT(en): scores = Q @ K^T over the last two axes only (np.swapaxes(K, -1, -2)), divided by sqrt(d_k); softmax over the keys; out = weights @ V.
-    # HINT(zh): 只交换 K 的最后两个轴（np.swapaxes(K, -1, -2)）计算 Q @ K^T，再除以 sqrt(d_k)；对键所在的轴做 softmax；out = weights @ V。
+    # HINT(en): compare every query with every key (only the last two axes of K trade places), scale by the square root of one head's width, normalise over the keys, then average the values with those weights.
+    # HINT(zh): 让每个查询与每个键比较（K 只交换最后两个轴），按单个头宽度的平方根缩放，对键做归一化，再用这些权重对值求加权平均。
     d_k = Q.shape[-1]
     # Dividing by sqrt(d_k) keeps the scores' variance near 1 whatever the head
     # width, so the softmax does not saturate into a one-hot row.
@@ -80,8 +80,8 @@ class MultiHeadAttention:
 
     def __init__(self, d_model=8, num_heads=2):
         ### BEGIN SOLUTION
-        # HINT(en): heads split the model width evenly, so raise ValueError when d_model % num_heads != 0.
-        # HINT(zh): 各个头平分模型宽度，所以当 d_model % num_heads != 0 时要抛出 ValueError。
+        # HINT(en): the heads share the model width evenly: refuse, with a ValueError, a d_model that num_heads does not divide.
+        # HINT(zh): 各个头平分模型宽度：对不能被 num_heads 整除的 d_model，要用 ValueError 拒绝。
         if d_model % num_heads != 0:
             raise ValueError(
                 f"d_model={d_model} is not divisible by num_heads={num_heads}"
@@ -109,8 +109,8 @@ class MultiHeadAttention:
             ``i*d_k:(i+1)*d_k`` of every position.
         """
         ### BEGIN SOLUTION
-        # HINT(en): reshape to (B, T, H, d_k) using x's own batch and length, then move the head axis before the sequence axis.
-        # HINT(zh): 先用 x 自己的 batch 和长度 reshape 成 (B, T, H, d_k)，再把 head 轴移到序列轴前面。
+        # HINT(en): cut each position's features into H blocks of d_k, with x's own batch size and length, then put the head axis before the sequence axis: (B, T, D) -> (B, T, H, d_k) -> (B, H, T, d_k).
+        # HINT(zh): 用 x 自己的批次大小和长度，把每个位置的特征切成 H 块、每块 d_k 个，再把头轴放到序列轴前面：(B, T, D) -> (B, T, H, d_k) -> (B, H, T, d_k)。
         batch, length, _ = x.shape
         x = x.reshape(batch, length, self.num_heads, self.d_k)  # (B, T, H, d_k)
         return x.transpose(0, 2, 1, 3)  # (B, H, T, d_k)
@@ -126,8 +126,8 @@ class MultiHeadAttention:
             ``(B, T, D)``, head ``i`` in features ``i*d_k:(i+1)*d_k``.
         """
         ### BEGIN SOLUTION
-        # HINT(en): move the head axis back after the sequence axis first, then reshape to (B, T, D).
-        # HINT(zh): 先把 head 轴移回序列轴之后，再 reshape 成 (B, T, D)。
+        # HINT(en): undo split_heads in reverse order: the head axis goes back behind the sequence axis first, then H and d_k merge into D.
+        # HINT(zh): 按相反的顺序撤销 split_heads：先把头轴移回序列轴后面，再把 H 和 d_k 合并成 D。
         batch, heads, length, d_k = x.shape
         x = x.transpose(0, 2, 1, 3)  # (B, T, H, d_k)
         return x.reshape(batch, length, heads * d_k)  # (B, T, D)
@@ -148,8 +148,8 @@ class MultiHeadAttention:
             (one map per head, not averaged).
         """
         ### BEGIN SOLUTION
-        # HINT(en): project with Q @ W_Q, K @ W_K and V @ W_V, split each into heads, attend, combine the heads, then multiply by W_O.
-        # HINT(zh): 用 Q @ W_Q、K @ W_K、V @ W_V 做投影，分别拆成多个头，做注意力，再合并各头，最后乘以 W_O。
+        # HINT(en): project each input with its own matrix, split into heads, attend, combine the heads and mix them with W_O; return the weights too only when asked.
+        # HINT(zh): 每个输入用它自己的矩阵投影，拆成多个头，做注意力，合并各头并用 W_O 混合；只有被要求时才同时返回权重。
         queries = self.split_heads(Q @ self.W_Q)  # (B, H, T, d_k)
         keys = self.split_heads(K @ self.W_K)  # (B, H, S, d_k)
         values = self.split_heads(V @ self.W_V)  # (B, H, S, d_k)

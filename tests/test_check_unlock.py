@@ -40,3 +40,16 @@ def test_unlock_questions_stay_out_of_the_json(tmp_path, monkeypatch):
     assert result.exit_code == 0
     assert {test["function"] for test in json.loads(result.stdout)["tests"]} == {"softmax"}
     assert "split_heads" in result.stderr
+
+
+def test_one_run_asks_three_questions_then_checks(tmp_path, monkeypatch):
+    monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path))
+    functions = ["split_heads", "combine_heads", "forward", "scaled_dot_product_attention"]  # shape questions
+    arguments = ["check", str(REFERENCE), "--unlock", "--lang", "en"]
+    for name in functions:
+        arguments += ["--function", name]
+    result = CliRunner().invoke(root, arguments, input="(1, 2)\n" * 12)
+    assert result.output.count("Try once more, with new numbers.") == 3 and result.output.count("Why:") == 3
+    assert "scaled_dot_product_attention: a question comes first for these, next time" in result.output
+    assert all(is_unlocked(name) for name in functions[:3]) and not is_unlocked(functions[3])
+    assert result.exit_code == 0, result.output  # the three unlocked functions were checked, and passed

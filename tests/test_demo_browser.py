@@ -140,7 +140,7 @@ def test_static_view_draws_one_heatmap_per_head(page, python_data, screenshots):
         trace = python_data["sentences"][0]["traces"][str(heads)]
         assert js(page, "document.querySelectorAll('#panel-static [data-role=heatmap]').length") == heads
         captions = texts_of(page, "#panel-static [data-role=heatmap] .caption")
-        assert captions == [f"head {index + 1} · entropy {value:.2f} bits"
+        assert captions == [f"head {index} · entropy {value:.2f} bits"
                             for index, value in enumerate(trace["entropy_bits"])]
         rows = js(page, "[...document.querySelectorAll('#panel-static [data-role=heatmap] svg')]"
                         ".map((n) => [Number(n.dataset.rows), Number(n.dataset.columns)])")
@@ -165,7 +165,7 @@ def test_local_view_numbers_match_python(page, python_data, screenshots):
 
 
 def test_global_head_opens_the_local_view(page):
-    page.click('[data-role="global-head"][data-head="3"]')
+    page.click('[data-role="global-head"][data-head="2"]')  # heads numbered from 0
     assert js(page, "document.querySelector('#panel-local').hidden") is False
     assert js(page, "document.querySelector('input[name=local-head]:checked').value") == "2"
 
@@ -237,7 +237,7 @@ def test_language_switch_changes_every_text(page, screenshots):
     assert texts_of(page, '[role="tab"]') == [texts.text(f"mode.{mode}.name", "zh")
                                              for mode in ("global", "local", "dynamic", "static")]
     page.click("#tab-static")
-    assert texts_of(page, "#panel-static [data-role=heatmap] .caption")[0].startswith("头 1 · 熵 ")
+    assert texts_of(page, "#panel-static [data-role=heatmap] .caption")[0].startswith("头 0 · 熵 ")
     assert "必须整除 16" in js(page, "document.querySelector('#heads-why').textContent")
     shot(page, screenshots, "static-chinese", 1366)
     page.click('button.language[data-lang="en"]')

@@ -26,13 +26,16 @@ from grader.practice.bank import (
 REQUIRED_TOPICS = {
     "qkv-roles", "dot-product-attention", "scaling", "softmax", "heads", "split-combine",
     "parameters", "complexity", "self-cross", "masks", "positions", "heatmaps", "kv-cache",
-    "grouped-query", "memory-efficient", "bugs",
+    "grouped-query", "memory-efficient", "bugs", "attention-math", "rotary", "model-sizing",
+    "decoding", "long-context", "serving", "transformer-block", "logit-control", "parallelism",
+    "attention-variants",
 }
 
 
 def test_bank_size_and_coverage():
     bank = default_bank()
-    assert len(bank.questions) >= 80
+    assert len(bank.questions) >= 180
+    assert len(bank.titles) >= 24
     assert set(bank.titles) == REQUIRED_TOPICS
     assert {path.stem for path in QUESTIONS_DIR.glob("*.toml")} == REQUIRED_TOPICS
     assert set(collections.Counter(q.kind for q in bank.questions)) == set(KINDS)
@@ -126,12 +129,13 @@ def test_non_shapes_are_refused(typed):
 @pytest.mark.parametrize("typed,value", [
     ("1,048,576", 1048576), ("1_048_576", 1048576), ("1.05e6", 1.05e6), ("2.4M", 2.4e6),
     ("12 k", 12000), ("８", 8), ("-0.5", -0.5), (".25", 0.25), ("1 048 576", 1048576),
+    ("1/4", 0.25), ("3 / 8", 0.375), ("１／４", 0.25),
 ])
 def test_numbers_are_read_leniently(typed, value):
     assert quiz_answers.parse_number(typed) == pytest.approx(value)
 
 
-@pytest.mark.parametrize("typed", ["", "abc", "1.2.3", "1e", "M", "3 1 2 4", "12 34"])
+@pytest.mark.parametrize("typed", ["", "abc", "1.2.3", "1e", "M", "3 1 2 4", "12 34", "1/0", "1/2/3"])
 def test_non_numbers_are_refused(typed):
     assert quiz_answers.parse_number(typed) is None
 
@@ -255,6 +259,8 @@ def test_formulas_compute():
     assert quiz_formulas.evaluate("sqrt(d_model // num_heads)", values) == 8.0
     assert quiz_formulas.evaluate("d_model % num_heads == 0 and not num_heads > 8", values) is True
     assert quiz_formulas.names("max(a, b) * c") == {"a", "b", "c"}
+    assert quiz_formulas.evaluate("50 * tanh(100 / 50)", {}) == pytest.approx(48.201379)
+    assert quiz_formulas.evaluate("cos(0) + sin(0) + log(exp(2))", {}) == pytest.approx(3.0)
 
 
 def test_quiz_texts_are_bilingual_with_the_same_placeholders(tmp_path):
@@ -269,3 +275,28 @@ def test_quiz_texts_are_bilingual_with_the_same_placeholders(tmp_path):
     broken.write_text('schema_version = 1\n[text.right]\nen = "Right {name}."\nzh = "正确。"\n', encoding="utf-8")
     with pytest.raises(ContentError, match="text.right has different placeholders"):
         load_texts(broken)
+
+
+
+def option_lengths(lang: str) -> list[tuple[str, int, list[int]]]:
+    """Per single-choice question: its id, the right option's length and the others' lengths."""
+    found = []
+    for question in default_bank().questions:
+        if question.kind == "single-choice":
+            right = next(len(choice.text[lang]) for choice in question.choices if choice.correct)
+            others = [len(choice.text[lang]) for choice in question.choices if not choice.correct]
+            found.append((question.id, right, others))
+    return found
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_option_length_does_not_give_the_answer_away(lang):
+    lengths = option_lengths(lang)
+    longest = [qid for qid, right, others in lengths if right > max(others)]
+    shortest = [qid for qid, right, others in lengths if right < min(others)]
+    assert len(lengths) >= 60
+    assert len(longest) <= len(lengths) / 3, sorted(longest)
+    assert len(shortest) <= len(lengths) / 3, sorted(shortest)
+    # nor does "pick the second longest" work: no rank by length holds most answers
+    ranks = collections.Counter(sum(other > right for other in others) for _, right, others in lengths)
+    assert max(ranks.values()) <= len(lengths) / 2, ranks

@@ -267,3 +267,46 @@ def test_a_whole_session_through_the_real_terminal_prompt(private_data_dir):
         child.close()
     assert child.exitstatus == 0
     assert len(load_progress().cards) == 16
+
+
+def test_time_limits_are_minutes_in_the_quiz_and_in_the_drill():
+    import click
+
+    from grader.verbs.options import Minutes
+
+    minutes = Minutes()
+    assert [minutes.convert(text, None, None) for text in ("10", "1.5", "90s", "2m", "1h", "10 min")] == \
+        [10.0, 1.5, 1.5, 2.0, 60.0, 10.0]
+    for bad in ("soon", "0", "-3m"):
+        with pytest.raises(click.BadParameter):
+            minutes.convert(bad, None, None)
+    helps = [CliRunner().invoke(root, [verb, "--help"]).output for verb in ("quiz", "drill")]
+    assert all("--time-limit MIN" in help_text and "Minutes you give yourself" in help_text for help_text in helps)
+
+
+def test_a_quiz_time_limit_in_minutes_reaches_the_session_in_seconds(monkeypatch):
+    seen = {}
+
+    def fake_session(**kwargs):
+        seen.update(kwargs)
+        raise SystemExit(0)
+
+    monkeypatch.setattr("grader.practice.session.run_session", fake_session)
+    CliRunner().invoke(root, ["quiz", "--time-limit", "2", "--plain", "--count", "1", "--seed", "1"], input="")
+    assert seen["time_limit"] == 120.0
+
+
+def test_the_command_the_feedback_suggests_works_as_pasted():
+    import re
+    import shlex
+
+    from conftest import PROJECT
+
+    buggy = PROJECT / "tests" / "fixtures" / "mutants" / "split_heads_no_transpose.py"
+    checked = CliRunner().invoke(root, ["check", str(buggy), "--lang", "en"])
+    commands = re.findall(r"`(mha quiz [^`]+)`", checked.output)
+    assert commands, checked.output
+    pasted = CliRunner().invoke(root, [*shlex.split(commands[0])[1:], "--plain", "--count", "1", "--seed", "0"],
+                                input="\n")
+    assert pasted.exit_code == 0, pasted.output
+    assert "Drilling the questions linked to" in pasted.output or "1 questions" in pasted.output

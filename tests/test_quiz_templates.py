@@ -16,6 +16,7 @@ import pytest
 
 from grader.practice.bank import default_bank
 from grader.assignments.reference import load_reference
+import quiz_measures as measure
 
 SEEDS = range(6)
 DTYPES = {2: np.float16, 4: np.float32}
@@ -162,7 +163,7 @@ MEASURE = {
         random(1, 1, v["d_model"])).shape[-1],
     "heads-divisibility": lambda v: constructs(v["d_model"], v["num_heads"]),
     "heads-same-parameters": lambda v: parameter_count(v["d_model"], v["num_heads"])
-    == parameter_count(v["d_model"], 1),
+    == parameter_count(v["other_width"], v["other_heads"]),
     "split-heads-shape": lambda v: model(v["d_model"], v["num_heads"]).split_heads(
         random(v["batch"], v["seq"], v["d_model"])).shape,
     "combine-heads-shape": lambda v: model(v["d_model"], v["num_heads"]).combine_heads(
@@ -204,6 +205,41 @@ MEASURE = {
     "online-softmax-sum": lambda v: denominator(v["first"], v["second"], v["third"], v["fourth"]),
     "flash-memory-saved": lambda v: forward_weights(
         1, v["num_heads"], v["seq"], v["seq"], 2).astype(np.float32).nbytes / MIB,
+    "positions-sinusoidal-value": measure.sinusoidal_value,
+    "positions-alibi-bias": measure.alibi_bias,
+    "rope-angle": measure.rotary_angle,
+    "rope-wavelength": measure.rotary_wavelength,
+    "rope-ntk-base": measure.ntk_base,
+    "sizing-fused-projection-shape": measure.fused_projection_shape,
+    "sizing-block-weights": measure.block_weights,
+    "sizing-tied-embeddings": measure.tied_saving,
+    "sizing-training-flops": measure.training_flops,
+    "sizing-flops-per-token": measure.flops_per_token,
+    "sizing-model-flops-utilisation": measure.model_flops_utilisation,
+    "sizing-weights-memory-long-context": measure.long_context_gigabytes,
+    "decoding-arithmetic-intensity": measure.arithmetic_intensity,
+    "decoding-prefill-mask-shape": measure.prefill_mask_shape,
+    "mask-padding-shape": measure.padding_mask_shape,
+    "mask-padding-and-causal": measure.padding_and_causal_shape,
+    "gqa-weights-shape": measure.gqa_weights_shape,
+    "window-keys-seen": measure.window_keys_seen,
+    "window-first-key": measure.window_first_key,
+    "window-allowed-entries": measure.window_allowed,
+    "window-reach": measure.window_reach,
+    "window-mixed-cache": measure.mixed_cache_fraction,
+    "linear-attention-state": measure.linear_attention_state,
+    "serving-llama2-7b-context": measure.llama2_7b_context,
+    "serving-bytes-per-token": measure.bytes_per_token,
+    "serving-paged-waste": measure.paged_waste,
+    "serving-prefix-sharing": measure.prefix_saving,
+    "serving-quantised-cache": measure.quantised_factor,
+    "serving-rolling-buffer": measure.rolling_slot,
+    "logits-temperature-weight": measure.temperature_weight,
+    "logits-soft-cap-value": measure.soft_cap,
+    "logits-qk-norm-bound": measure.qk_norm_bound,
+    "logits-qk-clip": measure.qk_clip_factor,
+    "parallel-heads-per-device": measure.columns_per_device,
+    "parallel-ring-block-scores": measure.ring_block_scores,
 }
 
 # Sizes that keep a measurement to a few megabytes, for templates whose own
@@ -217,6 +253,14 @@ SMALL = {
     "kv-cache-per-token": {"d_model": (8, 16, 24)},
     "gqa-cache-size": {"seq": (3, 5), "batch": (1, 2), "num_heads": (16,), "d_k": (2, 3)},
     "flash-memory-saved": {"seq": (6, 9, 16)},
+    "sizing-block-weights": {"d_model": (16, 32)},
+    "sizing-tied-embeddings": {"vocabulary": (10, 50), "d_model": (4, 8)},
+    "sizing-flops-per-token": {"num_heads": (2, 4), "d_k": (4, 8), "seq": (8, 16)},
+    "sizing-weights-memory-long-context": {"seq": (64, 128)},
+    "decoding-arithmetic-intensity": {"d_model": (8, 16, 32)},
+    "window-reach": {"window": (3, 5), "layers": (2, 4)},
+    "serving-rolling-buffer": {"window": (4, 8), "pos": (9, 17, 23)},
+    "parallel-heads-per-device": {"num_heads": (4, 8), "devices": (2, 4), "d_k": (2, 4)},
 }
 
 

@@ -138,3 +138,13 @@ def test_quiz_sheet_command_writes_the_sheet_and_answers(tmp_path):
     assert "alice 的题目单" in markdown and "alice.answers.toml" in markdown
     assert all(f"`{posed.id}`" in markdown and posed.prompt["zh"] in markdown for posed in sheet.questions)
     assert read_answers(answers)["student"] == "alice"
+
+
+def test_a_chinese_sheet_has_a_chinese_answers_file(tmp_path):
+    from grader.practice.sheets import write_sheet
+
+    _, answers = write_sheet(student="wang", out=tmp_path / "wang.md", lang="zh", count=4)
+    comments = [line for line in answers.read_text(encoding="utf-8").splitlines() if line.startswith("#")]
+    assert comments[0].startswith("# wang 的题目单的答案")
+    assert not any("Answers for" in line or "single-choice" in line for line in comments)
+    assert read_answers(answers)["student"] == "wang"

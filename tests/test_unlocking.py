@@ -7,8 +7,11 @@ import pytest
 
 from grader.practice import answers as quiz_answers
 from grader.practice.prompts import PlainPrompter
+from grader.practice.bank import default_bank
 from grader.practice.schema import UNLOCKABLE
 from grader.practice.unlocking import (
+    QUESTIONS_BEFORE_FIRST_CHECK,
+    UnlockBudget,
     is_unlocked,
     mark_unlocked,
     unlock_interactively,
@@ -39,9 +42,11 @@ class Answering(PlainPrompter):
 
 
 @pytest.mark.parametrize("function", sorted(UNLOCKABLE))
-def test_every_function_has_one_or_two_questions_about_it(function):
+def test_every_function_has_one_question_about_it_with_a_nudge(function):
     questions = unlock_questions(function, np.random.default_rng(0))
-    assert 1 <= len(questions) <= 2 and all(function in q.unlocks for q in questions)
+    assert len(questions) == 1 and function in questions[0].unlocks
+    linked = [q for q in default_bank().questions if function in q.unlocks]
+    assert all(set(q.nudge) == {"en", "zh"} for q in linked)
 
 
 def test_unknown_function_has_no_questions():
@@ -66,15 +71,39 @@ def test_right_answers_unlock():
     assert again.asked == []  # already unlocked: nothing asked
 
 
-def test_a_wrong_answer_explains_and_asks_again_with_fresh_numbers():
+def test_a_wrong_answer_gets_not_quite_and_a_nudge_then_fresh_numbers():
     prompter = Answering(wrong_first=1)
     assert unlock_interactively("split_heads", lang="en", prompter=prompter, rng=np.random.default_rng(2))
-    first, second = prompter.asked[:2]
+    first, second = prompter.asked
     assert first.id == second.id == "split-heads-shape" and first.values != second.values
+    nudge = default_bank().get("split-heads-shape").nudge["en"]
+    assert any(line.startswith("Not quite.") and nudge in line for line in prompter.shown)
+    assert not any(line.startswith("Why:") for line in prompter.shown)  # the nudge does not give the answer
+    expected = quiz_answers.expected_text(first, "en")
+    assert not any(expected in line for line in prompter.shown[: prompter.shown.index(next(
+        line for line in prompter.shown if line.startswith("Not quite.")))])
+
+
+def test_a_second_miss_shows_the_answer_and_unlocks():
+    prompter = Answering(wrong_first=2)
+    assert unlock_interactively("combine_heads", lang="en", prompter=prompter, rng=np.random.default_rng(3))
+    assert len(prompter.asked) == 2 and is_unlocked("combine_heads")
+    second = prompter.asked[1]
+    assert any(quiz_answers.expected_text(second, "en") in line for line in prompter.shown)
     assert any(line.startswith("Why:") for line in prompter.shown)
 
 
+def test_at_most_three_questions_come_before_the_first_check():
+    budget, prompter = UnlockBudget(), Answering()
+    functions = sorted(UNLOCKABLE)
+    opened = [name for name in functions
+              if unlock_interactively(name, lang="en", prompter=prompter, rng=np.random.default_rng(4), budget=budget)]
+    assert len(prompter.asked) == QUESTIONS_BEFORE_FIRST_CHECK == 3
+    assert opened == functions[:3] and budget.later == functions[3:]
+    assert not any(is_unlocked(name) for name in budget.later)
+
+
 def test_stopping_leaves_the_function_locked():
-    prompter = Answering(wrong_first=5, stop_after=2)
+    prompter = Answering(wrong_first=5, stop_after=1)  # stops at the second try
     assert not unlock_interactively("forward", lang="en", prompter=prompter, rng=np.random.default_rng(0))
     assert not is_unlocked("forward")

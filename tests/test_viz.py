@@ -50,7 +50,7 @@ def test_figure_has_one_fixed_scale_heatmap_per_head_titled_with_entropy(referen
         np.testing.assert_allclose(image.get_array(), trace.head_weights()[head])
         assert [label.get_text() for label in axis.get_xticklabels()] == SENTENCE.split()
         assert (axis.get_xlabel(), axis.get_ylabel()) == ("key", "query")
-        assert axis.get_title() == f"head {head + 1}\nentropy {entropies[head]:.2f} bits"
+        assert axis.get_title() == f"head {head}\nentropy {entropies[head]:.2f} bits"
     similarity_image = similarity_figure.axes[0].images[0]
     assert similarity_image.get_array().shape == (4, 4)
 
@@ -71,8 +71,8 @@ def test_similarity_is_one_for_identical_heads_zero_for_disjoint_and_nan_for_inv
     similarity = head_similarity(np.stack([first, first, second, invalid]))
     np.testing.assert_allclose(similarity[:3, :3], [[1, 1, 0], [1, 1, 0], [0, 0, 1]], atol=1e-12)
     assert np.isnan(similarity[3]).all() and np.isnan(similarity[:, 3]).all()
-    assert most_alike_pair(similarity) == {"first": 1, "second": 2, "similarity": 1.0}
-    assert alike_pairs(similarity) == [[1, 2]]
+    assert most_alike_pair(similarity) == {"first": 0, "second": 1, "similarity": 1.0}  # heads numbered from 0
+    assert alike_pairs(similarity) == [[0, 1]]
 
 
 def test_head_problems_name_what_is_wrong():
@@ -103,7 +103,7 @@ def test_flagged_heads_are_marked_in_the_figure():
     figure, _, _ = make_figures(head_maps, sentence="a b c", subset=None, lang="en")
     good_axis, flagged_axis = heatmap_axes(figure)
     assert not good_axis.get_title().startswith("[!]")
-    assert flagged_axis.get_title().startswith("[!] head 2\nrows do not sum to 1")
+    assert flagged_axis.get_title().startswith("[!] head 1\nrows do not sum to 1")
     assert flagged_axis.spines["left"].get_linewidth() == 3
     assert "submission alice.py" in figure.get_suptitle()
     assert head_maps.to_dict()["entropy_bits"][1] is None
@@ -123,7 +123,7 @@ def test_chinese_sentence_uses_a_cjk_font_without_missing_glyphs(tmp_path):
     figure, _, _ = make_figures(result.maps, sentence="猫 追 老鼠", subset=None, lang="zh")
     axis = heatmap_axes(figure)[0]
     assert [label.get_text() for label in axis.get_yticklabels()] == ["猫", "追", "老鼠"]
-    assert axis.get_ylabel() == "查询" and axis.get_title().startswith("头 1")
+    assert axis.get_ylabel() == "查询" and axis.get_title().startswith("头 0")
 
 
 def test_without_a_cjk_font_tokens_fall_back_to_positions(monkeypatch, reference_maps):
@@ -156,10 +156,10 @@ def test_png_svg_and_exported_numbers(tmp_path):
 def test_heads_subset_and_refusals(reference_maps):
     maps, _ = compute_head_maps(sentence=SENTENCE, num_heads=8)
     figure, _, _ = make_figures(maps, sentence=SENTENCE, subset=(1, 3), lang="en")
-    assert [axis.get_title().split("\n")[0] for axis in heatmap_axes(figure)] == ["head 2", "head 4"]
+    assert [axis.get_title().split("\n")[0] for axis in heatmap_axes(figure)] == ["head 1", "head 3"]
     with pytest.raises(UsageError, match="at most 16"):
         draw_attention(sentence=SENTENCE, d_model=32, num_heads=32)
-    with pytest.raises(UsageError, match="between 1 and 4"):
+    with pytest.raises(UsageError, match="between 0 and 3"):
         draw_attention(sentence=SENTENCE, num_heads=4, heads_subset="2-7")
     with pytest.raises(UsageError, match="readable up to 20"):
         draw_attention(sentence=" ".join(f"w{index}" for index in range(21)))
@@ -257,7 +257,7 @@ def test_submission_without_weights_or_that_fails_is_reported(tmp_path):
         compute_head_maps(sentence=SENTENCE, file=broken)
     result = CliRunner().invoke(root, ["viz", str(no_weights), "--heads", "2", "--out", str(tmp_path / "s.png")])
     assert result.exit_code == 0, result.output
-    assert "head 1: weights have shape (1, 5, 16)" in result.stdout
+    assert "head 0: weights have shape (1, 5, 16)" in result.stdout
     result = CliRunner().invoke(root, ["viz", str(broken), "--out", str(tmp_path / "b.png")])
     assert result.exit_code == 1 and "SyntaxError" in result.stderr
 
@@ -289,3 +289,14 @@ def test_notebook_helper_shows_both_figures_inline_in_a_kernel():
     outputs = notebook.cells[0].outputs
     assert [output.output_type for output in outputs] == ["display_data", "display_data"]
     assert all("image/png" in output.data for output in outputs)
+
+
+def test_chinese_notes_wrap_between_characters_but_never_before_closing_punctuation():
+    from grader.viz.heatmaps import wrap
+
+    note = "相似度 = 1 − 两个头对应行之间的 Jensen–Shannon 距离，再对所有查询取平均。一个头"
+    for width in range(6, 30):
+        lines = wrap(note, width, "zh").split("\n")
+        assert "".join(lines).replace(" ", "") == note.replace(" ", "")
+        assert not any(line[:1] in "，。；：" for line in lines)
+        assert any("Jensen–Shannon" in line for line in lines)  # a Latin word stays whole

@@ -53,9 +53,16 @@ def parse_shape(text: str) -> tuple[int, ...] | None:
     return tuple(int(token) for token in tokens)
 
 
+_FRACTION = re.compile(r"^\s*([+-]?\d+(?:\.\d*)?)\s*/\s*(\d+(?:\.\d*)?)\s*$")
+
+
 def parse_number(text: str) -> float | None:
-    """A number such as ``1,048,576``, ``1_048_576``, ``1.05e6``, ``2.4M`` or ``12 k``."""
+    """A number such as ``1,048,576``, ``1_048_576``, ``1.05e6``, ``2.4M``, ``12 k`` or ``1/4``."""
     cleaned = normalize(text)
+    fraction = _FRACTION.match(cleaned)
+    if fraction:  # a ratio typed as a fraction, e.g. "1/4" for 0.25
+        denominator = float(fraction.group(2))
+        return float(fraction.group(1)) / denominator if denominator else None
     if _SPACED_THOUSANDS.fullmatch(cleaned):
         cleaned = cleaned.replace(" ", "")
     cleaned = re.sub(r"[,_']|\s+(?=[kmgbt]$)", "", cleaned)  # "12 k" keeps its suffix
@@ -154,7 +161,7 @@ def expected_text(posed: PosedQuestion, lang: str) -> str:
         return " ".join(str(index + 1) for index in expected)
     if kind == "numeric":
         number = float(expected)
-        return f"{int(number):,}" if number.is_integer() else f"{number:.6g}"
+        return f"{int(number):,}" if number.is_integer() and abs(number) < 1e15 else f"{number:.6g}"
     if kind == "shape":
         return "(" + ", ".join(str(size) for size in expected) + ")"
     words = {"en": ("false", "true"), "zh": ("错", "对")}

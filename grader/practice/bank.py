@@ -39,6 +39,8 @@ from grader.practice.schema import (  # noqa: F401  (KINDS, LEVELS, UNLOCKABLE a
 QUESTIONS_DIR = CONTENT_DIR / "questions"
 _PLACEHOLDER = re.compile(r"\{(\w+)(?::([^{}]*))?\}")
 _DRAW_ATTEMPTS = 500
+# Whole numbers from here on (FLOPs of a training run) read better as 4.2e+22.
+_LARGEST_WRITTEN_OUT = 1e15
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,6 +64,7 @@ class Question:
     require: tuple[str, ...] = ()
     misconceptions: tuple[str, ...] = ()
     unlocks: tuple[str, ...] = ()
+    nudge: Mapping[str, str] = field(default_factory=dict)  # a pointer for a second try
     source: str = ""
 
     @property
@@ -253,7 +256,9 @@ def _fill(texts: Mapping[str, str], values: Mapping[str, Any]) -> dict[str, str]
 def _display(expected: Any, kind: str) -> str:
     if kind == "numeric":
         number = float(expected)
-        return f"{int(number):,}" if number.is_integer() else f"{number:,.4g}"
+        if number.is_integer() and abs(number) < _LARGEST_WRITTEN_OUT:
+            return f"{int(number):,}"
+        return f"{number:,.4g}"
     if kind == "shape":
         return "(" + ", ".join(str(size) for size in expected) + ")"
     return str(expected)

@@ -6,6 +6,13 @@ is the reference, so a drill of ``forward`` can rely on working heads and
 attention and the score measures that one function. In a student release
 (no solutions) the workspace is the full stub and every function is graded.
 ``all`` drills the whole module from scratch.
+
+Nothing in the workspace gives the drilled function away unless the candidate
+asks (``hints=True``): its stub has no hint, and where the drilled function
+has an inverse in the module (``split_heads`` and ``combine_heads``), that
+inverse is a working stand-in written another way, not the reference read
+backwards. A drill stays open for further submits until it earns full marks
+or its time limit runs out; every submit is recorded.
 """
 
 from __future__ import annotations
@@ -13,7 +20,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +35,21 @@ CURRENT_FILE = "drill-current.json"
 HISTORY_FILE = "drill-history.json"
 _DEF = re.compile(r"^\s*def\s+(\w+)\s*\(")
 _HINT = re.compile(r"#\s*HINT\((en|zh)\):")
+_STUB_HINT = re.compile(r"^\s*# (Hint: |提示：)")
+# Bodies for the inverse of the drilled function: correct, but not the
+# reference's reshape and transpose read backwards.
+STAND_INS = {
+    "split_heads": ("combine_heads", [
+        "# Given for this drill, written another way on purpose: the heads side by side.",
+        "heads = [x[:, head] for head in range(x.shape[1])]  # H arrays of (B, T, d_k)",
+        "return np.concatenate(heads, axis=-1)  # (B, T, D)",
+    ]),
+    "combine_heads": ("split_heads", [
+        "# Given for this drill, written another way on purpose: each head's block of features.",
+        "blocks = [x[..., head * self.d_k:(head + 1) * self.d_k] for head in range(self.num_heads)]",
+        "return np.stack(blocks, axis=1)  # (B, H, T, d_k)",
+    ]),
+}
 
 
 @dataclass(frozen=True)
@@ -39,11 +61,13 @@ class Drill:
     started: float  # epoch seconds
     time_limit_minutes: float | None
     graded: tuple[str, ...] | None  # functions the submit grades; None: all of them
+    hints: bool = False  # whether the workspace holds the hints
+    attempts: int = 0  # submits so far
 
 
 @dataclass(frozen=True)
 class DrillRecord:
-    """One submitted drill, as kept in the history."""
+    """One submit of a drill, as kept in the history."""
 
     function: str
     started: float
@@ -54,6 +78,9 @@ class DrillRecord:
     score: float
     max_score: float
     misconceptions: tuple[str, ...]
+    attempt: int = 1
+    hints: bool = False
+    ended: bool = True  # whether this submit closed the drill (full marks, or the time ran out)
 
     def to_dict(self) -> dict:
         data = asdict(self)
@@ -61,21 +88,30 @@ class DrillRecord:
         return data
 
 
-def drill_source(function: str, *, assignment: str = DEFAULT_ASSIGNMENT) -> tuple[str, tuple[str, ...] | None]:
+def drill_source(function: str, *, assignment: str = DEFAULT_ASSIGNMENT,
+                 hints: bool = False) -> tuple[str, tuple[str, ...] | None]:
     """The workspace module for ``function`` and the functions a submit grades."""
     if function not in DRILLS:
         raise UsageError(f"unknown drill {function!r}; choose from: {', '.join(DRILLS)}")
     reference = solution_path(assignment)
     if reference is None:  # a student release: the whole stub, every function graded
-        return exercise_path(assignment).read_text(encoding="utf-8"), None
-    source = reference.read_text(encoding="utf-8")
-    if function == "all":
-        return generate_stub(source, origin=str(reference)), None
-    return generate_stub(_keep_solutions_except(source, function), origin=str(reference)), (function,)
+        source, graded = exercise_path(assignment).read_text(encoding="utf-8"), None
+    elif function == "all":
+        source, graded = generate_stub(reference.read_text(encoding="utf-8"), origin=str(reference)), None
+    else:
+        kept = _keep_solutions_except(reference.read_text(encoding="utf-8"), function, stand_ins=not hints)
+        source, graded = generate_stub(kept, origin=str(reference)), (function,)
+    if not hints:
+        source = "".join(line for line in source.splitlines(keepends=True) if not _STUB_HINT.match(line))
+    return source, graded
 
 
-def _keep_solutions_except(source: str, function: str) -> str:
-    """Unmark every solution block but ``function``'s, so only that one becomes a stub."""
+def _keep_solutions_except(source: str, function: str, *, stand_ins: bool) -> str:
+    """Unmark every solution block but ``function``'s, so only that one becomes a stub.
+
+    With ``stand_ins``, the block of ``function``'s inverse is replaced by its stand-in body.
+    """
+    inverse, stand_in = STAND_INS.get(function, (None, [])) if stand_ins else (None, [])
     kept, current, inside_other = [], None, False
     for line in source.splitlines():
         match = _DEF.match(line)
@@ -84,11 +120,14 @@ def _keep_solutions_except(source: str, function: str) -> str:
             current = match.group(1)
         if stripped == BEGIN and current != function:
             inside_other = True
+            if current == inverse:
+                indent = line[: len(line) - len(line.lstrip())]
+                kept.extend(indent + body for body in stand_in)
             continue
         if inside_other and stripped == END:
             inside_other = False
             continue
-        if inside_other and _HINT.search(line):
+        if inside_other and (_HINT.search(line) or current == inverse):
             continue
         kept.append(line)
     return "\n".join(kept) + "\n"
@@ -96,16 +135,16 @@ def _keep_solutions_except(source: str, function: str) -> str:
 
 def start_drill(*, function: str | None, workspace: Path, time_limit_minutes: float | None = None,
                 seed: int | None = None, assignment: str = DEFAULT_ASSIGNMENT,
-                now: float | None = None) -> Drill:
+                now: float | None = None, hints: bool = False) -> Drill:
     """Write a fresh stub into ``workspace`` and start the clock (a running drill is replaced)."""
     if function is None:
         choices = DRILLS[:-1]
         function = choices[int(np.random.default_rng(seed).integers(len(choices)))]
-    source, graded = drill_source(function, assignment=assignment)
+    source, graded = drill_source(function, assignment=assignment, hints=hints)
     workspace.mkdir(parents=True, exist_ok=True)
     path = (workspace / f"{assignment}.py").resolve()
     path.write_text(source, encoding="utf-8")
-    drill = Drill(function, str(path), time.time() if now is None else now, time_limit_minutes, graded)
+    drill = Drill(function, str(path), time.time() if now is None else now, time_limit_minutes, graded, hints)
     write_document(CURRENT_FILE, {"drill": asdict(drill)})
     return drill
 
@@ -117,14 +156,17 @@ def current_drill() -> Drill | None:
         return None
     graded = raw.get("graded")
     return Drill(raw["function"], raw["path"], float(raw["started"]), raw.get("time_limit_minutes"),
-                 tuple(graded) if graded is not None else None)
+                 tuple(graded) if graded is not None else None, bool(raw.get("hints", False)),
+                 int(raw.get("attempts", 0)))
 
 
 def submit_drill(*, now: float | None = None, lang: str = "en",
                  grade: Callable | None = None) -> tuple[DrillRecord, object]:
-    """Grade the running drill with the checks of ``mha check``; record and close it.
+    """Grade the running drill with the checks of ``mha check`` and record the attempt.
 
-    Returns the history record and the full ``SubmissionResult`` for rendering.
+    The drill stays open for another submit unless this one earned full marks
+    or came after the time limit (``record.ended`` says which). Returns the
+    history record and the full ``SubmissionResult`` for rendering.
     """
     drill = current_drill()
     if drill is None:
@@ -135,12 +177,15 @@ def submit_drill(*, now: float | None = None, lang: str = "en",
     result = grade(path=Path(drill.path), functions=drill.graded, lang=lang)
     seconds = round(finished - drill.started, 1)
     limit = drill.time_limit_minutes
-    record = DrillRecord(drill.function, drill.started, seconds, limit,
-                         limit is not None and seconds > limit * 60, result.status,
-                         float(result.score), float(result.max_score), tuple(result.misconceptions))
+    overtime = limit is not None and seconds > limit * 60
+    solved = result.status == "graded" and result.max_score > 0 and result.score == result.max_score
+    record = DrillRecord(drill.function, drill.started, seconds, limit, overtime, result.status,
+                         float(result.score), float(result.max_score), tuple(result.misconceptions),
+                         attempt=drill.attempts + 1, hints=drill.hints, ended=solved or overtime)
     history = [entry.to_dict() for entry in load_history()] + [record.to_dict()]
     write_document(HISTORY_FILE, {"drills": history})
-    write_document(CURRENT_FILE, {"drill": None})
+    still_running = None if record.ended else asdict(replace(drill, attempts=record.attempt))
+    write_document(CURRENT_FILE, {"drill": still_running})
     return record, result
 
 
@@ -149,7 +194,7 @@ def load_history() -> list[DrillRecord]:
     records = []
     for raw in read_document(HISTORY_FILE, {"drills": []}).get("drills", []):
         raw = dict(raw, misconceptions=tuple(raw.get("misconceptions", ())))
-        records.append(DrillRecord(**{key: raw[key] for key in DrillRecord.__dataclass_fields__}))
+        records.append(DrillRecord(**{key: raw[key] for key in DrillRecord.__dataclass_fields__ if key in raw}))
     return records
 
 

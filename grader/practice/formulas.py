@@ -37,7 +37,11 @@ _COMPARE = {
 FUNCTIONS = {
     "sqrt": math.sqrt,
     "exp": math.exp,
+    "log": math.log,
     "log2": math.log2,
+    "sin": math.sin,
+    "cos": math.cos,
+    "tanh": math.tanh,
     "ceil": math.ceil,
     "floor": math.floor,
     "min": min,

@@ -13,6 +13,7 @@ A file ``grader/content/questions/<topic>.toml`` holds::
     misconceptions = ["attention-no-scale"]
     prompt = { en = "...", zh = "..." }
     explanation = { en = "...", zh = "..." }
+    nudge = { en = "...", zh = "..." }     # optional: the idea to look at again, not the answer
     choices = [ { en = "...", zh = "...", correct = true }, ... ]
 
 Per type: choices (``single-choice`` with exactly one correct, ``multiple-choice``
@@ -46,7 +47,7 @@ UNLOCKABLE = frozenset({
 })
 FILE_KEYS = {"schema_version", "topic", "title", "questions"}
 QUESTION_KEYS = {
-    "id", "level", "type", "prompt", "explanation", "code", "choices", "steps", "answer",
+    "id", "level", "type", "prompt", "explanation", "nudge", "code", "choices", "steps", "answer",
     "relative_tolerance", "absolute_tolerance", "variables", "derived", "require",
     "misconceptions", "unlocks",
 }
@@ -76,6 +77,8 @@ def question_fields(entry: Mapping[str, Any], *, where: str, misconceptions: fro
     kind = fields["kind"] = _one_of(entry, "type", KINDS, where)
     fields["prompt"] = texts(entry.get("prompt"), f"{where}: 'prompt'")
     fields["explanation"] = texts(entry.get("explanation"), f"{where}: 'explanation'")
+    if "nudge" in entry:
+        fields["nudge"] = texts(entry["nudge"], f"{where}: 'nudge'")
     code = entry.get("code", "")
     if not isinstance(code, str):
         raise ContentError(f"{where}: 'code' must be a string")

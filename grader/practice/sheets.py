@@ -188,12 +188,10 @@ def read_answers(path: Path) -> dict:
             "levels": data.get("levels"), "answers": {str(key): str(value) for key, value in answers.items()}}
 
 
-def answers_template(sheet: Sheet) -> str:
-    """The answers file to hand out with the sheet, every answer blank."""
+def answers_template(sheet: Sheet, *, lang: str = "en") -> str:
+    """The answers file to hand out with the sheet, every answer blank, its comments in ``lang``."""
     lines = [
-        f"# Answers for {sheet.student}'s quiz sheet: write each answer between the quotes.",
-        "# Choices: B or A, C. Shapes: (2, 8, 10, 64). Numbers: 1,048,576 or 1.05e6.",
-        "# Order: 3 1 4 2. True/false: true or false (对 / 错).",
+        *(f"# {line}" for line in text("sheet_answers_header", lang, student=sheet.student).split("\n")),
         f"schema_version = {ANSWERS_SCHEMA_VERSION}",
         f"student = {_quoted(sheet.student)}",
         f"count = {sheet.count}",
@@ -203,7 +201,7 @@ def answers_template(sheet: Sheet) -> str:
         "[answers]",
     ]
     for number, posed in enumerate(sheet.questions, start=1):
-        lines.append(f"# {number}. {posed.kind}")
+        lines.append(f"# {number}. {text(f'kind.{posed.kind}', lang)}")
         lines.append(f'{posed.id} = ""')
     return "\n".join(lines) + "\n"
 
@@ -240,7 +238,7 @@ def write_sheet(*, student: str, out: Path, lang: str, count: int = 10, topics: 
     answers_path = out.with_name(f"{student}.answers.toml")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(sheet_markdown(sheet, lang=lang, answers_name=answers_path.name), encoding="utf-8")
-    answers_path.write_text(answers_template(sheet), encoding="utf-8")
+    answers_path.write_text(answers_template(sheet, lang=lang), encoding="utf-8")
     return out, answers_path
 
 

@@ -114,8 +114,8 @@ def render_markdown(result: SubmissionResult, *, lang: str) -> str:
     for mistake in mistakes:
         lines += [f"### {_ours(mistake.title)} (`{mistake.id}`)", "",
                   f"{say('seen_in', lang)}: {', '.join(f'`{name}`' for name in mistake.functions)}", "",
-                  f"**{say('report_why', lang)}**: {_ours(mistake.explanation)}", "",
-                  f"**{say('report_hint', lang)}**: {_ours(mistake.hint)}", ""]
+                  f"**{say('report_why', lang)}**{say('colon', lang)}{_ours(mistake.explanation)}", "",
+                  f"**{say('report_hint', lang)}**{say('colon', lang)}{_ours(mistake.hint)}", ""]
     if not mistakes:
         lines += [say("no_mistakes", lang), ""]
     lines += [say("all_good" if result.passed else "what_to_do", lang), ""]
@@ -156,8 +156,8 @@ def render_html(result: SubmissionResult, *, lang: str) -> str:
         functions = ", ".join(f"<code>{e(name)}</code>" for name in mistake.functions)
         body.append(f"<section class=mistake><h3>{e(mistake.title)} <code>{e(mistake.id)}</code></h3>"
                     f"<p>{e(say('seen_in', lang))}: {functions}</p>"
-                    f"<p><b>{e(say('report_why', lang))}</b>: {e(mistake.explanation)}</p>"
-                    f"<p><b>{e(say('report_hint', lang))}</b>: {e(mistake.hint)}</p></section>")
+                    f"<p><b>{e(say('report_why', lang))}</b>{e(say('colon', lang))}{e(mistake.explanation)}</p>"
+                    f"<p><b>{e(say('report_hint', lang))}</b>{e(say('colon', lang))}{e(mistake.hint)}</p></section>")
     if not mistakes:
         body.append(f"<p>{e(say('no_mistakes', lang))}</p>")
     body.append(f"<p>{e(say('all_good' if result.passed else 'what_to_do', lang))}</p>")

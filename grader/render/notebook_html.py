@@ -97,8 +97,8 @@ def _mistakes(result: SubmissionResult, lang: str) -> str:
         where = ", ".join(f"<code>{e(name)}</code>" for name in mistake.functions)
         boxes.append(f"<div class='mha-mistake{'' if specific else ' mha-generic'}' data-misconception='{e(mistake.id)}'>"
                      f"<b>{e(mistake.title)}</b> <code>{e(mistake.id)}</code> ({where})"
-                     f"<p><b>{e(say('report_why', lang))}:</b> {e(mistake.explanation)}</p>"
-                     f"<p><b>{e(say('report_hint', lang))}:</b> {e(mistake.hint)}</p></div>")
+                     f"<p><b>{e(say('report_why', lang))}</b>{e(say('colon', lang))}{e(mistake.explanation)}</p>"
+                     f"<p><b>{e(say('report_hint', lang))}</b>{e(say('colon', lang))}{e(mistake.hint)}</p></div>")
     return "".join(boxes)
 
 

@@ -64,15 +64,15 @@ def print_result(result: SubmissionResult, *, file: str, lang: str, console: Con
             if entry is not None:
                 console.print(f"    [bold]{escape(entry.text('title', lang))}[/] [dim]({entry.id})[/]")
                 if test.root_cause:
-                    console.print(f"    {say('report_root')}: [bold]{escape(test.root_cause)}[/]")
+                    console.print(f"    {say('report_root')}{say('colon')}[bold]{escape(test.root_cause)}[/]")
                 if entry.id in explained:
                     continue  # one explanation per mistake is enough
                 explained.add(entry.id)
-                console.print(f"    {say('report_why')}: {escape(entry.text('explanation', lang))}")
-                console.print(f"    {say('report_hint')}: {escape(entry.text('hint', lang))}")
+                console.print(f"    {say('report_why')}{say('colon')}{escape(entry.text('explanation', lang))}")
+                console.print(f"    {say('report_hint')}{say('colon')}{escape(entry.text('hint', lang))}")
                 question = linked_question(entry.id) if linked_question else None
                 if question:
-                    console.print(f"    [cyan]{escape(say('report_question', question=question))}[/]")
+                    console.print(f"    [cyan]{escape(say('report_question', question=question, misconception=entry.id))}[/]")
     failed = sum(test.outcome != "passed" for test in result.tests)
     key = "report_all_passed" if failed == 0 else "report_total"
     style = "green" if failed == 0 else "red"

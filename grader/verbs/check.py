@@ -81,7 +81,8 @@ def _unlocked(functions: tuple[str, ...], lang: str, *, quiet_stdout: bool) -> t
     import numpy as np
 
     from grader.practice.prompts import ArrowKeyPrompter, PlainPrompter
-    from grader.practice.unlocking import unlock_interactively
+    from grader.practice.texts import text
+    from grader.practice.unlocking import UnlockBudget, unlock_interactively
 
     if quiet_stdout:
         def write(text: str) -> None:
@@ -95,7 +96,11 @@ def _unlocked(functions: tuple[str, ...], lang: str, *, quiet_stdout: bool) -> t
     else:
         prompter = ArrowKeyPrompter() if sys.stdin.isatty() else PlainPrompter()
     rng = np.random.default_rng()
-    opened = tuple(name for name in functions if unlock_interactively(name, lang=lang, prompter=prompter, rng=rng))
+    budget = UnlockBudget()  # at most a few questions before the first check
+    opened = tuple(name for name in functions
+                   if unlock_interactively(name, lang=lang, prompter=prompter, rng=rng, budget=budget))
+    if budget.later:
+        prompter.show(text("unlock_later", lang, functions=", ".join(budget.later)))
     if not opened:
         raise UsageError("no function is unlocked yet; run `mha check --unlock` again and answer its questions")
     return opened

@@ -12,49 +12,53 @@ import click
 from grader.practice.drill import DRILLS
 from grader.errors import UsageError
 from grader.i18n import resolve_language
-from grader.verbs.options import json_option, lang_option, seed_option
+from grader.verbs.options import json_option, lang_option, seed_option, time_limit_option
 
 
 @click.command("drill")
 @click.argument("function", required=False, type=click.Choice(DRILLS))
-@click.option("--time-limit", type=click.FloatRange(min=0.5), default=None, metavar="MIN",
-              help="Minutes you give yourself; a later submit is marked overtime.")
+@time_limit_option
 @click.option("--workspace", type=click.Path(file_okay=False, path_type=Path), default=Path("mha-drill"),
               show_default=True, help="Folder where the fresh stub is written.")
-@click.option("--submit", is_flag=True, help="Check the running drill, record its time and score.")
+@click.option("--hint", "hints", is_flag=True,
+              help="Keep the hint above the stub and the reference inverse (split_heads for combine_heads).")
+@click.option("--submit", is_flag=True,
+              help="Check the running drill and record the attempt; submit again until full marks or time runs out.")
 @click.option("--status", is_flag=True, help="Show the running drill and the time spent so far.")
 @click.option("--history", is_flag=True, help="Show past drills and the best time per function.")
 @seed_option
 @lang_option
 @json_option
-def command(function, time_limit, workspace, submit, status, history, seed, lang, as_json) -> None:
+def command(function, time_limit, workspace, hints, submit, status, history, seed, lang, as_json) -> None:
     """Start a timed drill of FUNCTION (default: one drawn at random; `all` for the whole module).
 
     Only FUNCTION is stubbed; the rest is the reference where it is installed
     (otherwise the whole exercise is stubbed). Edit the file, then run
-    `mha drill --submit` for the same checks and feedback as `mha check`.
+    `mha drill --submit` for the same checks and feedback as `mha check`;
+    submit as often as you like until full marks or the end of the time limit.
     """
     lang = resolve_language(lang)
     modes = [name for name, on in (("--submit", submit), ("--status", status), ("--history", history)) if on]
-    if len(modes) > 1 or (modes and function):
-        raise UsageError("give FUNCTION to start a drill, or one of --submit, --status, --history")
+    if len(modes) > 1 or (modes and (function or hints)):
+        raise UsageError("give FUNCTION (and --hint) to start a drill, or one of --submit, --status, --history")
     if submit:
         return _submit(lang, as_json)
     if status:
         return _status(lang, as_json)
     if history:
         return _history(lang, as_json)
-    _start(function, workspace, time_limit, seed, lang, as_json)
+    _start(function, workspace, time_limit, hints, seed, lang, as_json)
 
 
-def _start(function, workspace, time_limit, seed, lang, as_json) -> None:
+def _start(function, workspace, time_limit, hints, seed, lang, as_json) -> None:
     from grader.practice.drill import start_drill
     from grader.practice.texts import text
 
-    drill = start_drill(function=function, workspace=workspace, time_limit_minutes=time_limit, seed=seed)
+    drill = start_drill(function=function, workspace=workspace, time_limit_minutes=time_limit, seed=seed,
+                        hints=hints)
     if as_json:
         click.echo(json.dumps({"function": drill.function, "path": drill.path, "started": drill.started,
-                               "time_limit_minutes": drill.time_limit_minutes}))
+                               "time_limit_minutes": drill.time_limit_minutes, "hints": drill.hints}))
         return
     limit = text("drill_limit", lang, minutes=f"{time_limit:g}") if time_limit else ""
     started = datetime.fromtimestamp(drill.started).strftime("%H:%M:%S")
@@ -80,6 +84,11 @@ def _submit(lang, as_json) -> None:
                     max_score=f"{record.max_score:g}", time=clock(record.seconds), overtime=overtime))
     for misconception in record.misconceptions:
         click.echo(f"  mha quiz --misconception {misconception}")
+    if not record.ended:
+        left = ""
+        if record.time_limit_minutes:
+            left = text("drill_left", lang, time=clock(record.time_limit_minutes * 60 - record.seconds))
+        click.echo(text("drill_again", lang, attempt=record.attempt, left=left))
 
 
 def _status(lang, as_json) -> None:
@@ -115,7 +124,7 @@ def _history(lang, as_json) -> None:
     for record in history:
         when = datetime.fromtimestamp(record.started).strftime("%Y-%m-%d %H:%M")
         late = " overtime" if record.overtime else ""
-        click.echo(f"{when}  {record.function:<30} {record.score:g}/{record.max_score:g}  "
+        click.echo(f"{when}  {record.function:<30} #{record.attempt:<3} {record.score:g}/{record.max_score:g}  "
                    f"{clock(record.seconds)}{late}")
     for function, seconds in sorted(best_times(history).items()):
         click.echo(f"best {function}: {clock(seconds)}")

@@ -36,3 +36,32 @@ overwrite_option = click.option(
 format_option = click.option(
     "--format", "formats", multiple=True, type=click.Choice(FORMATS),
     help="Also write gradescope/<student>/results.json or junit.xml (repeatable).")
+
+class Minutes(click.ParamType):
+    """A duration in minutes: ``10``, ``1.5``, or with a unit, ``90s``, ``10m``, ``1h``."""
+
+    name = "minutes"
+    _UNITS = {"s": 1 / 60, "m": 1.0, "min": 1.0, "h": 60.0}
+
+    def convert(self, value, param, ctx) -> float:
+        if isinstance(value, (int, float)):
+            minutes = float(value)
+        else:
+            text = str(value).strip().lower()
+            unit = next((unit for unit in sorted(self._UNITS, key=len, reverse=True) if text.endswith(unit)), "m")
+            number = text[: len(text) - len(unit)] if text.endswith(unit) else text
+            try:
+                minutes = float(number) * self._UNITS[unit]
+            except ValueError:
+                self.fail(f"{value!r} is not a duration; write minutes, e.g. 10, 1.5, 90s or 1h", param, ctx)
+        if minutes <= 0:
+            self.fail(f"{value!r}: a time limit must be longer than zero", param, ctx)
+        return minutes
+
+
+time_limit_option = click.option(
+    "--time-limit", type=Minutes(), default=None, metavar="MIN",
+    help="Minutes you give yourself (also 90s, 1.5m, 1h); in a quiz a late answer does not count, "
+         "in a drill a late submit is marked overtime and ends the drill.",
+)
+

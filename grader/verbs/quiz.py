@@ -11,7 +11,7 @@ import click
 
 from grader.errors import UsageError
 from grader.i18n import resolve_language
-from grader.verbs.options import json_option, lang_option, seed_option
+from grader.verbs.options import json_option, lang_option, seed_option, time_limit_option
 from grader.practice.bank import LEVELS, default_bank
 from grader.practice.sheets import DEFAULT_COUNT
 
@@ -23,8 +23,7 @@ from grader.practice.sheets import DEFAULT_COUNT
               help="Only this difficulty (repeatable).")
 @click.option("--count", type=click.IntRange(min=1), default=DEFAULT_COUNT, show_default=True,
               help="How many questions.")
-@click.option("--time-limit", type=click.FloatRange(min=1), default=None, metavar="S",
-              help="Seconds for the whole session; a late answer does not count.")
+@time_limit_option
 @lang_option
 @seed_option
 @click.option("--review", is_flag=True, help="Ask the questions due again: missed ones, or not seen for long.")
@@ -102,7 +101,8 @@ def _session(bank, *, topics, levels, count, time_limit, lang, seed, review, fee
     click.echo(text("quiz_start", lang, count=len(questions), seed=seed))
     try:
         summary = run_session(questions=questions, lang=lang, prompter=prompter, titles=bank.titles,
-                              time_limit=time_limit, progress=progress)
+                              time_limit=None if time_limit is None else time_limit * 60,
+                              progress=progress)
     finally:
         save_progress(progress)  # answers given before an interruption still count
     for line in summary_lines(summary, lang=lang, titles=bank.titles):

@@ -22,7 +22,7 @@ from grader.viz.texts import load_viz_texts
               help="Number of heads H; must divide --d-model.")
 @click.option("--d-model", type=int, default=16, show_default=True, help="Model width D.")
 @click.option("--heads-subset", default=None, metavar="LIST",
-              help="Draw only these heads, numbered from 1, e.g. 1,3 or 2-5 (for large head counts).")
+              help="Draw only these heads, numbered from 0, e.g. 0,2 or 1-4 (for large head counts).")
 @click.option("--out", type=click.Path(path_type=Path, dir_okay=False), default=Path("heads.png"),
               show_default=True, help="Figure file (.png, .svg or .pdf); the similarity figure goes "
               "next to it as NAME-similarity.EXT.")
@@ -50,7 +50,7 @@ def command(file, sentence, num_heads, d_model, heads_subset, out, export, seed,
     for warning in result.warnings:
         click.echo(f"mha: {warning}", err=True)
     maps = result.maps
-    for head, problem in enumerate(maps.problems, start=1):
+    for head, problem in enumerate(maps.problems):
         if problem is not None:
             click.echo(texts.text("message.flagged", lang, head=head, problem=problem.describe(texts, lang)))
     entropies = ", ".join("-" if math.isnan(value) else f"{value:.2f}" for value in maps.entropies)

@@ -114,13 +114,15 @@ def head_subset(text: str | None, num_heads: int, lang: str = "en") -> tuple[int
     texts = load_viz_texts()
     if text is None:
         if num_heads > MAX_PANELS:
-            raise UsageError(texts.text("message.too_many_heads", lang, count=num_heads, limit=MAX_PANELS))
+            raise UsageError(texts.text("message.too_many_heads", lang, count=num_heads, limit=MAX_PANELS,
+                                        last=MAX_PANELS - 1))
         return None
     subset = parse_head_subset(text, num_heads)
     if subset is None:
-        raise UsageError(texts.text("message.bad_subset", lang, text=text, count=num_heads))
+        raise UsageError(texts.text("message.bad_subset", lang, text=text, last=num_heads - 1))
     if len(subset) > MAX_PANELS:
-        raise UsageError(texts.text("message.too_many_heads", lang, count=len(subset), limit=MAX_PANELS))
+        raise UsageError(texts.text("message.too_many_heads", lang, count=len(subset), limit=MAX_PANELS,
+                                    last=MAX_PANELS - 1))
     return subset
 
 

@@ -9,6 +9,7 @@ colour-vision deficiency, on a fixed [0, 1] scale so heads compare at a glance.
 
 from __future__ import annotations
 
+import re
 import textwrap
 from dataclasses import dataclass
 
@@ -120,10 +121,10 @@ def _draw_weights(maps: HeadMaps, *, sentence: str, fonts: FontChoice, subset, t
         axis.set_ylabel(texts.text("figure.query", lang), fontsize=8)
         if annotate:
             _annotate(axis, maps.weights[head])
-        title = texts.text("figure.head", lang, head=head + 1)
+        title = texts.text("figure.head", lang, head=head)  # numbered from 0, as in the text
         problem = maps.problems[head]
         if problem is not None:
-            detail = textwrap.fill(problem.describe(texts, lang), 30 if lang == "en" else 16)
+            detail = wrap(problem.describe(texts, lang), 30 if lang == "en" else 16, lang)
             axis.set_title(f"[!] {title}\n{detail}", fontsize=8, color=FLAG_COLOUR)
             for spine in axis.spines.values():
                 spine.set(color=FLAG_COLOUR, linewidth=3, linestyle="--")
@@ -154,7 +155,7 @@ def _draw_similarity(maps: HeadMaps, *, fonts: FontChoice, texts):
     figure.get_layout_engine().set(rect=(0, 0.1, 1, 0.9))
     axis = figure.subplots()
     image = axis.imshow(np.ma.masked_invalid(similarity), cmap=_colour_map("cividis"), vmin=0.0, vmax=1.0)
-    numbers = [str(head) for head in range(1, count + 1)]
+    numbers = [str(head) for head in range(count)]
     axis.set_xticks(range(count), numbers, fontsize=8)
     axis.set_yticks(range(count), numbers, fontsize=8)
     axis.set_xlabel(texts.text("figure.head", lang, head="").strip(), fontsize=9)
@@ -203,7 +204,28 @@ def _source_text(maps: HeadMaps, texts: VizTexts, lang: str) -> str:
     return texts.text("figure.source_submission", lang, name=maps.source)
 
 
+# Chinese text has no spaces to break at: a line may break between any two
+# characters, but not inside a Latin word and never before closing punctuation.
+_UNIT = re.compile(r"[A-Za-z0-9_.,:;=+\-–*/^()\[\]{}'%#]+|\s+|.", re.S)
+_NO_LINE_START = set("，。；：？！、）》”’")
+
+
+def wrap(text: str, width: int, lang: str) -> str:
+    """``text`` in lines of at most ``width`` characters, the Chinese way for ``zh``."""
+    if lang != "zh":
+        return textwrap.fill(text, width)
+    lines, line = [], ""
+    for unit in _UNIT.findall(text):
+        if len(line) + len(unit.rstrip()) > width and line.strip() and unit[0] not in _NO_LINE_START:
+            lines.append(line.rstrip())
+            line = unit.lstrip()
+        else:
+            line += unit
+    lines.append(line.rstrip())
+    return "\n".join(lines)
+
+
 def _footer(figure, notes: list[str], lang: str) -> None:
     width = int(figure.get_figwidth() * (14 if lang == "en" else 7))  # characters per line
-    text = "\n".join(textwrap.fill(note, width) for note in notes)
+    text = "\n".join(wrap(note, width, lang) for note in notes)
     figure.text(0.01, 0.005, text, ha="left", va="bottom", fontsize=7, color="#333333")

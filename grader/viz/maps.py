@@ -118,14 +118,14 @@ def _is_distribution(weights: np.ndarray) -> np.ndarray:
 
 
 def most_alike_pair(similarity: np.ndarray) -> dict | None:
-    """The two distinct heads (numbered from 1) with the highest similarity, or None."""
+    """The two distinct heads (numbered from 0) with the highest similarity, or None."""
     count = similarity.shape[0]
     best = None
     for first in range(count):
         for second in range(first + 1, count):
             value = similarity[first, second]
             if np.isfinite(value) and (best is None or value > best["similarity"]):
-                best = {"first": first + 1, "second": second + 1, "similarity": float(value)}
+                best = {"first": first, "second": second, "similarity": float(value)}
     return best
 
 
@@ -166,16 +166,16 @@ def _head_problem(head: np.ndarray, reference: np.ndarray | None) -> HeadProblem
 
 
 def alike_pairs(similarity: np.ndarray, threshold: float = ALIKE_THRESHOLD) -> list[list[int]]:
-    """Pairs of heads (numbered from 1) at least ``threshold`` similar: candidates for removal."""
+    """Pairs of heads (numbered from 0) at least ``threshold`` similar: candidates for removal."""
     count = similarity.shape[0]
-    return [[first + 1, second + 1] for first in range(count) for second in range(first + 1, count)
+    return [[first, second] for first in range(count) for second in range(first + 1, count)
             if np.isfinite(similarity[first, second]) and similarity[first, second] >= threshold]
 
 
 def parse_head_subset(text: str, num_heads: int) -> tuple[int, ...] | None:
-    """Head numbers from ``1,3,5-7`` (numbered from 1) as sorted 0-based indices.
+    """Head numbers from ``0,2,4-6`` (numbered from 0, ranges inclusive) as sorted indices.
 
-    Returns None when ``text`` does not name heads between 1 and ``num_heads``.
+    Returns None when ``text`` does not name heads between 0 and ``num_heads - 1``.
     """
     chosen: set[int] = set()
     for part in text.replace(" ", "").split(","):
@@ -183,7 +183,7 @@ def parse_head_subset(text: str, num_heads: int) -> tuple[int, ...] | None:
         if not part or len(bounds) > 2 or not all(bound.isdigit() for bound in bounds):
             return None
         low, high = int(bounds[0]), int(bounds[-1])
-        if not 1 <= low <= high <= num_heads:
+        if not 0 <= low <= high < num_heads:
             return None
-        chosen.update(range(low - 1, high))
+        chosen.update(range(low, high + 1))
     return tuple(sorted(chosen))

@@ -31,18 +31,18 @@ function stageMatrix(context, stage, head, cell, extra = {}) {
     annotate: extra.annotate || false,
     bands: !isWeights && head === null && ["queries", "keys", "values", "concatenated"].includes(stage)
       ? context.sizes.d_k : null,
-    label: `${context.t(`stage.${stage}.name`)}${head === null ? "" : ", " + context.t("page.head", { head: head + 1 })}`,
+    label: `${context.t(`stage.${stage}.name`)}${head === null ? "" : ", " + context.t("page.head", { head: head })}`,
   });
 }
 
 function headFigure(context, stage, head, cell, extra = {}) {
-  const caption = [context.t("page.head", { head: head + 1 })];
+  const caption = [context.t("page.head", { head: head })];
   if (stage === "weights" && extra.entropy) {
     caption.push(context.t("page.entropy", { value: context.trace.entropy_bits[head].toFixed(2) }));
   }
   const tag = extra.onclick ? "button" : "figure";
   return element(tag, { class: "head-figure", type: extra.onclick ? "button" : null, "data-role": extra.role || null,
-    "data-head": head + 1, onclick: extra.onclick || null,
+    "data-head": head, onclick: extra.onclick || null,
     style: `border-top: 4px solid ${headColour(head)}` },
   stageMatrix(context, stage, head, cell, extra),
   element(extra.onclick ? "span" : "figcaption", { class: "caption", text: caption.join(" · ") }));
@@ -63,11 +63,11 @@ function renderGlobal(context) {
   const header = element("tr", {}, element("th", { scope: "col", text: context.t("page.heads") }),
     Object.entries(laneStages).map(([stage, formula]) => element("th", { scope: "col" },
       element("span", { class: "formula", text: formula }), shapeLabel(context, stage))));
-  const lanes = Array.from({ length: H }, (_, head) => element("tr", { "data-head": head + 1 },
+  const lanes = Array.from({ length: H }, (_, head) => element("tr", { "data-head": head },
     element("th", { scope: "row", style: `border-left: 4px solid ${headColour(head)}`,
-      text: context.t("page.head", { head: head + 1 }) }),
+      text: context.t("page.head", { head: head }) }),
     Object.keys(laneStages).map((stage) => element("td", {}, stage === "weights"
-      ? element("button", { type: "button", class: "head-figure", "data-role": "global-head", "data-head": head + 1,
+      ? element("button", { type: "button", class: "head-figure", "data-role": "global-head", "data-head": head,
         "data-key": `global-head-${head}`, title: context.t("mode.local.name"),
         onclick: () => context.update({ mode: "local", local: { head, query: context.state.local.query } }) },
         stageMatrix(context, stage, head, cell + 1, {}),
@@ -121,13 +121,13 @@ function renderLocal(context) {
     element("p", { class: "about", text: context.t("mode.local.about") }),
     element("div", { class: "picker" },
       choiceGroup("local-head", context.t("mode.local.pick_head"), context.sizes.H, head,
-        (index) => String(index + 1), (index) => context.update({ local: { head: index, query } })),
+        (index) => String(index), (index) => context.update({ local: { head: index, query } })),  // heads from 0
       choiceGroup("local-query", context.t("mode.local.pick_query"), context.tokens.length, query,
         (index) => context.tokens[index], (index) => context.update({ local: { head, query: index } }))),
     element("div", { class: "flow" },
       element("div", { class: "card" }, heatmap(stages.weights[head], { rows: context.tokens, columns: context.tokens,
         scale: "unit", cell: 30, annotate: true, highlightRow: query,
-        label: `${context.t("stage.weights.name")}, ${context.t("page.head", { head: head + 1 })}` })),
+        label: `${context.t("stage.weights.name")}, ${context.t("page.head", { head: head })}` })),
       element("div", { class: "card" },
         element("h3", {}, `q (${context.t("page.query")} \u201c${context.tokens[query]}\u201d)`),
         element("p", { id: "local-query-vector" }, vector(stages.queries_split[head][query])),
