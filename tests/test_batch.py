@@ -54,6 +54,8 @@ def test_every_layout_of_the_contract_gives_one_submission_per_student(tmp_path)
     write(root / "erin" / "only_file.py")
     write(root / "notes.txt", "not a submission")
     write(root / ".DS_Store", "hidden")
+    write(root / "alice.answers.toml", "")
+    write(root / "alice_quiz.answers.toml", "")  # named after no student
     found, ignored = discover_submissions(root, assignment=ASSIGNMENT)
     entries = by_student(found)
     assert list(entries) == ["alice", "bob", "carol", "dave", "erin"]
@@ -61,7 +63,8 @@ def test_every_layout_of_the_contract_gives_one_submission_per_student(tmp_path)
     assert entries["carol"].path == root / "carol" / "deep" / "er" / "multihead_attention.py"
     assert entries["dave"].path.name == "my work.ipynb"
     assert entries["erin"].path.name == "only_file.py"
-    assert ignored == ["notes.txt"]
+    assert ignored == ["notes.txt", "alice_quiz.answers.toml"]
+    assert entries["alice"].answers == root / "alice.answers.toml"
 
 
 def test_in_a_folder_the_assignment_file_wins_and_checkpoints_are_skipped(tmp_path):
