@@ -244,6 +244,10 @@ def test_refused_submissions_get_an_error_result_with_full_marks_as_maximum(tmp_
                                                "max_score": results["ada"]["max_score"]}
     assert "symbolic link" in results["eve"]["error"]
     assert summary.tally.graded == 1 and len(summary.tally.errored) == 1
+    from grader.content.messages import error_text
+    from grader.results import SubmissionResult
+
+    assert "符号链接" in error_text(SubmissionResult.from_dict(results["eve"]), "zh")  # re-rendered in any language
 
 
 def test_the_output_folder_may_not_lie_inside_the_submissions(tmp_path):
