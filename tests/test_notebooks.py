@@ -227,7 +227,8 @@ def test_with_stubs_every_check_reports_not_implemented(executed, lang):
         assert outcomes and set(outcomes) == {"not-implemented"}, (cell_id, outcomes)
         assert "data-passed='false'" in html
     heatmaps = next(cell for cell in notebook.cells if cell.id == "heatmaps")
-    assert "forward" in heatmaps.outputs[0].data["text/html"]  # a note, not a traceback
+    notes = [output.data["text/html"] for output in heatmaps.outputs if "text/html" in output.get("data", {})]
+    assert len(notes) == 1 and "forward" in notes[0]  # a note, not a traceback (beside any font warning)
 
 
 @pytest.mark.slow
