@@ -1,8 +1,8 @@
 """What every advanced-track test file checks, through the real CLI.
 
-Fixture submissions live in ``tests/fixtures/<assignment>/``: ``correct_*.py``
-are right in another style; every other file makes one mistake and is named
-for its catalog id (``mask_zero_fill.py`` -> ``mask-zero-fill``).
+Fixture submissions are the audit's library, ``grader/authoring/mutants/<assignment>/``:
+each module's ``# expect:`` header says what it is, a catalog id or ``correct``
+(a correct solution in another style).
 """
 
 from __future__ import annotations
@@ -21,10 +21,11 @@ from grader.grading.assignment import get_assignment
 from grader.grading.store import load_cases
 from grader.grading.case import same_value
 from grader.content.catalog import load_catalog
+from grader.authoring.audit import expectation, library_modules
 from grader.cli import root
 
 PROJECT = Path(__file__).resolve().parent.parent
-FIXTURES = PROJECT / "tests" / "fixtures"
+MUTANTS = PROJECT / "grader" / "authoring" / "mutants"
 
 
 def reference(assignment: str) -> Path:
@@ -36,15 +37,15 @@ def stub(assignment: str) -> Path:
 
 
 def mistakes(assignment: str) -> list[Path]:
-    return sorted(path for path in (FIXTURES / assignment).glob("*.py") if not path.name.startswith("correct_"))
+    return [path for path, expected in library_modules(MUTANTS / assignment) if expected != "correct"]
 
 
 def correct_variants(assignment: str) -> list[Path]:
-    return sorted((FIXTURES / assignment).glob("correct_*.py"))
+    return [path for path, expected in library_modules(MUTANTS / assignment) if expected == "correct"]
 
 
 def fixture_id(path: Path) -> str:
-    return path.stem.replace("_", "-")
+    return expectation(path)
 
 
 def check(path: Path, assignment: str, *extra: str) -> tuple[int, dict]:

@@ -1,11 +1,28 @@
-"""Shared test set-up: a fixed course key, and paths to the project's fixtures."""
+"""Shared test set-up: a fixed course key, paths to the project's fixtures, and what CI must not skip."""
 
+import os
 from pathlib import Path
 
 import pytest
 
 PROJECT = Path(__file__).resolve().parent.parent
 FIXTURES = PROJECT / "tests" / "fixtures"
+MUTANTS = PROJECT / "grader" / "authoring" / "mutants"  # the audit's library: mistakes/ and correct/ per assignment
+IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def require(available: bool, what: str) -> None:
+    """Skip the test, saying ``what`` is missing, unless it is ``available``; in CI (CI=true) fail instead.
+
+    For tests that need something of the machine (a font, a browser, root,
+    the installed command): a developer without it sees why the test did not
+    run (``-rs`` is on), and CI, which installs all of it, never skips.
+    """
+    if available:
+        return
+    if IN_CI:
+        pytest.fail(f"CI must run this test, but {what}")
+    pytest.skip(what)
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,7 @@ import shutil
 
 from click.testing import CliRunner
 
-from conftest import FIXTURES, PROJECT
+from conftest import MUTANTS, PROJECT
 from grader.cli import root
 
 
@@ -19,12 +19,32 @@ def test_audit_of_the_project_library_is_clean():
 def test_audit_flags_a_survivor_a_misdiagnosis_and_a_losing_correct_module(tmp_path):
     reference = (PROJECT / "solutions" / "multihead_attention.py").read_text()
     (tmp_path / "survivor.py").write_text("# expect: softmax-unstable\n" + reference)
-    shutil.copy(FIXTURES / "mutants" / "attention_no_scale.py", tmp_path / "mislabelled.py")
+    shutil.copy(MUTANTS / "multihead_attention" / "mistakes" / "attention_no_scale.py", tmp_path / "mislabelled.py")
     text = (tmp_path / "mislabelled.py").read_text().replace("attention-no-scale", "attention-wrong-scale", 1)
     (tmp_path / "mislabelled.py").write_text(text)
     (tmp_path / "not_correct.py").write_text(
-        "# expect: correct\n" + (FIXTURES / "mutants" / "softmax_unstable.py").read_text())
+        "# expect: correct\n" + (MUTANTS / "multihead_attention" / "mistakes" / "softmax_unstable.py").read_text())
     result = CliRunner().invoke(root, ["audit", "--library", str(tmp_path), "--json"])
     verdicts = {f["path"].split("/")[-1]: f["verdict"] for f in json.loads(result.output)}
     assert result.exit_code == 1
     assert verdicts == {"survivor.py": "survives", "mislabelled.py": "misdiagnosed", "not_correct.py": "loses-points"}
+
+
+def test_a_module_that_does_not_load_says_why_in_the_table_and_the_json(tmp_path):
+    (tmp_path / "needs_torch.py").write_text("# expect: correct\nimport torch_that_is_not_there\n")
+    shown = CliRunner().invoke(root, ["audit", "--library", str(tmp_path)])
+    assert shown.exit_code == 1
+    assert "load-error" in shown.output and "torch_that_is_not_there" in shown.output
+    assert "1 finding of 1 modules" in shown.output
+    findings = json.loads(CliRunner().invoke(root, ["audit", "--library", str(tmp_path), "--json"]).output)
+    assert findings[0]["verdict"] == "load-error" and "ModuleNotFoundError" in findings[0]["reason"]
+
+
+def test_the_library_ships_inside_the_package_with_one_convention():
+    from grader.authoring.audit import LIBRARY, default_library, library_modules
+    from grader.paths import PACKAGE_DIR
+
+    assert LIBRARY.is_relative_to(PACKAGE_DIR) and default_library("kv_cache") == LIBRARY / "kv_cache"
+    every = sorted(LIBRARY.rglob("*.py"))
+    declared = [path for folder in LIBRARY.iterdir() for path, _ in library_modules(folder)]
+    assert len(every) >= 80 and sorted(declared) == every  # every module says what it is in its header

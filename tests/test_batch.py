@@ -54,6 +54,8 @@ def test_every_layout_of_the_contract_gives_one_submission_per_student(tmp_path)
     write(root / "erin" / "only_file.py")
     write(root / "notes.txt", "not a submission")
     write(root / ".DS_Store", "hidden")
+    write(root / "alice.answers.toml", "")
+    write(root / "alice_quiz.answers.toml", "")  # named after no student
     found, ignored = discover_submissions(root, assignment=ASSIGNMENT)
     entries = by_student(found)
     assert list(entries) == ["alice", "bob", "carol", "dave", "erin"]
@@ -61,7 +63,8 @@ def test_every_layout_of_the_contract_gives_one_submission_per_student(tmp_path)
     assert entries["carol"].path == root / "carol" / "deep" / "er" / "multihead_attention.py"
     assert entries["dave"].path.name == "my work.ipynb"
     assert entries["erin"].path.name == "only_file.py"
-    assert ignored == ["notes.txt"]
+    assert ignored == ["notes.txt", "alice_quiz.answers.toml"]
+    assert entries["alice"].answers == root / "alice.answers.toml"
 
 
 def test_in_a_folder_the_assignment_file_wins_and_checkpoints_are_skipped(tmp_path):
@@ -241,6 +244,10 @@ def test_refused_submissions_get_an_error_result_with_full_marks_as_maximum(tmp_
                                                "max_score": results["ada"]["max_score"]}
     assert "symbolic link" in results["eve"]["error"]
     assert summary.tally.graded == 1 and len(summary.tally.errored) == 1
+    from grader.content.messages import error_text
+    from grader.results import SubmissionResult
+
+    assert "符号链接" in error_text(SubmissionResult.from_dict(results["eve"]), "zh")  # re-rendered in any language
 
 
 def test_the_output_folder_may_not_lie_inside_the_submissions(tmp_path):
@@ -282,3 +289,83 @@ def test_an_empty_shard_of_a_class_still_writes_every_output(tmp_path):
     assert json.loads((tmp_path / "out" / "results.json").read_text()) == []
     assert (tmp_path / "out" / "grades.csv").read_text() == "student,score,max_score,status,misconceptions\n"
     assert "None" in (tmp_path / "out" / "report.html").read_text()
+
+
+# ---- names a student controls ------------------------------------------------------------
+ADVERSARIAL = ["Zoë Müller", "Zoe\u0308 Mu\u0308ller", "李雷", "ann smith", "a..b", "new\nline", "new\rline",
+               "=1+1", "@home", "mary@uni.edu", "tab\tname", "jos\ufffd", "\x1b[2Jclear", "ünï"]
+
+
+def test_adversarial_names_each_keep_one_entry_with_a_distinct_stable_id(tmp_path):
+    root = tmp_path / "class"
+    root.mkdir()
+    names = [name + ".py" for name in ADVERSARIAL]
+    names.append(file_key("mary@uni.edu") + ".py")  # a student named like another's journal key
+    for name in names:
+        write(root / name)
+    with open(os.path.join(os.fsencode(root), b"jos\xe9.py"), "w") as handle:  # not UTF-8
+        handle.write("x = 1\n")
+    found, ignored = discover_submissions(root, assignment=ASSIGNMENT)
+    assert ignored == [] and len(found) == len(names) + 1
+    students = [entry.student for entry in found]
+    assert len(set(students)) == len(students)
+    assert len({file_key(student) for student in students}) == len(students)  # no two share a journal file
+    assert all("\n" not in student and "\x1b" not in student and "\r" not in student for student in students)
+    again = [entry.student for entry in discover_submissions(root, assignment=ASSIGNMENT)[0]]
+    assert again == students  # stable
+    look_alike = [entry for entry in found if entry.student.startswith(("jos\ufffd", "Zoë Müller", "new\ufffdline"))]
+    assert len(look_alike) == 6 and all("~" in entry.student for entry in look_alike)
+    assert all(any(note.key == "note_id_distinct" for note in entry.notes) for entry in look_alike)
+    by_name = {entry.entry: entry for entry in found}
+    assert by_name["李雷.py"].student == "李雷" and by_name["ann smith.py"].student == "ann smith"
+    assert by_name["mary@uni.edu.py"].student == "mary@uni.edu" and not by_name["mary@uni.edu.py"].notes
+
+
+def test_hidden_editor_and_tool_entries_are_not_students(tmp_path):
+    root = tmp_path / "class"
+    write(root / "ann.py")
+    for name in (".ann.py.swp", "ann.py~", "#ann.py#", "~$notes.py", ".hidden.py", "Thumbs.db"):
+        write(root / name)
+    write(root / "__pycache__" / "ann.cpython-311.pyc")
+    write(root / "__MACOSX" / "ann.py")
+    write(root / ".ipynb_checkpoints" / "ann-checkpoint.ipynb", "{}")
+    write(root / "bob" / "__pycache__" / "multihead_attention.py")
+    write(root / "bob" / "multihead_attention.py~")
+    write(root / "bob" / "multihead_attention.py")
+    found, ignored = discover_submissions(root, assignment=ASSIGNMENT)
+    assert [entry.student for entry in found] == ["ann", "bob"] and ignored == []
+    assert by_student(found)["bob"].path == root / "bob" / "multihead_attention.py"
+
+
+def test_a_hard_link_anywhere_in_an_entry_refuses_the_student(tmp_path):
+    root = tmp_path / "class"
+    secret = write(tmp_path / "secret.txt", "the course key")
+    write(root / "ann.py")
+    os.link(secret, root / "eve.py")
+    write(root / "mallory" / "multihead_attention.py")
+    (root / "mallory" / "data").mkdir()
+    os.link(secret, root / "mallory" / "data" / "notes.txt")
+    write(root / "quinn.py")
+    os.link(secret, root / "quinn.answers.toml")
+    entries = by_student(discover_submissions(root, assignment=ASSIGNMENT)[0])
+    assert entries["ann"].refusal is None
+    for student, name in (("eve", "eve.py"), ("mallory", "data/notes.txt"), ("quinn", "quinn.answers.toml")):
+        assert entries[student].path is None, student
+        text = entries[student].refusal.render("en")
+        assert "hard links" in text and name in text, text
+
+
+def test_a_folder_deeper_than_the_cap_is_refused_without_recursion(tmp_path):
+    from grader.batch.discovery import MAX_DEPTH
+
+    root = tmp_path / "class"
+    here = str(root / "deep")
+    os.makedirs(here)
+    for _ in range(MAX_DEPTH + 2):
+        here = os.path.join(here, "d")
+        os.mkdir(here)
+    write(Path(here) / "multihead_attention.py")
+    write(root / "ok" / ("d/" * (MAX_DEPTH - 1)) / "multihead_attention.py")
+    entries = by_student(discover_submissions(root, assignment=ASSIGNMENT)[0])
+    assert entries["ok"].refusal is None
+    assert entries["deep"].path is None and f"more than {MAX_DEPTH} levels" in entries["deep"].refusal.render("en")

@@ -9,14 +9,16 @@ import tomllib
 import pytest
 from click.testing import CliRunner
 
-from conftest import FIXTURES, PROJECT
+from conftest import MUTANTS, PROJECT
+from grader.authoring.audit import library_modules
 from grader.cli import root
 
 REFERENCE = PROJECT / "solutions" / "multihead_attention.py"
 STUB = PROJECT / "exercises" / "multihead_attention.py"
-MUTANTS = sorted((FIXTURES / "mutants").glob("*.py"))
-STYLED_MUTANTS = sorted((FIXTURES / "mutants_styles").glob("*.py"))
-CORRECT = sorted((FIXTURES / "correct").glob("*.py"))
+LIBRARY = library_modules(MUTANTS / "multihead_attention")
+MISTAKES = [path for path, expected in LIBRARY if expected != "correct"]
+CORRECT = [path for path, expected in LIBRARY if expected == "correct"]
+SPLIT_NO_TRANSPOSE = MUTANTS / "multihead_attention" / "mistakes" / "split_heads_no_transpose.py"
 
 
 def check_json(*args):
@@ -25,7 +27,7 @@ def check_json(*args):
 
 
 def expected_id(path):
-    return path.read_text().splitlines()[0].split("expect:")[1].strip()
+    return dict(LIBRARY)[path]
 
 
 def test_reference_scores_full_marks_with_all_checks():
@@ -46,7 +48,7 @@ def test_stubs_score_zero_with_not_implemented_everywhere():
         "softmax", "scaled_dot_product_attention", "split_heads", "combine_heads", "forward"}
 
 
-@pytest.mark.parametrize("path", MUTANTS + STYLED_MUTANTS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+@pytest.mark.parametrize("path", MISTAKES, ids=lambda p: p.stem)
 def test_each_mistake_is_diagnosed_as_itself(path):
     code, result = check_json(path, "--all")
     assert code == 1
@@ -59,7 +61,7 @@ def test_every_catalog_id_has_a_mutant():
     core = {entry["id"] for entry in catalog["misconception"]
             if entry["id"].startswith(("softmax-", "attention-", "split-heads-", "combine-heads-", "mha-"))}
     assert len(core) == 24
-    assert core <= {expected_id(path) for path in MUTANTS}
+    assert core <= {expected_id(path) for path in MISTAKES}
 
 
 @pytest.mark.parametrize("path", CORRECT, ids=lambda p: p.stem)
@@ -69,7 +71,7 @@ def test_correct_variants_in_other_styles_get_full_marks(path):
 
 
 def test_json_matches_the_result_contract():
-    _, result = check_json(FIXTURES / "mutants" / "split_heads_no_transpose.py")
+    _, result = check_json(SPLIT_NO_TRANSPOSE)
     assert {"student", "status", "error", "score", "max_score", "misconceptions", "tests"} <= set(result)
     assert result["score"] == pytest.approx(sum(test["score"] for test in result["tests"]))
     assert result["misconceptions"] == sorted(set(result["misconceptions"]))
@@ -80,7 +82,7 @@ def test_json_matches_the_result_contract():
 
 
 def test_root_cause_is_named_when_split_heads_breaks_forward():
-    _, result = check_json(FIXTURES / "mutants" / "split_heads_no_transpose.py")
+    _, result = check_json(SPLIT_NO_TRANSPOSE)
     forward = [test for test in result["tests"] if test["function"] == "forward" and test["outcome"] != "passed"]
     assert forward
     assert all(test["misconception"] == "split-heads-no-transpose" for test in forward)
@@ -93,7 +95,7 @@ def test_function_filter_runs_only_that_function():
 
 
 def test_chinese_and_english_reports_show_the_catalog_texts():
-    path = FIXTURES / "mutants" / "attention_no_scale.py"
+    path = MUTANTS / "multihead_attention" / "mistakes" / "attention_no_scale.py"
     english = CliRunner().invoke(root, ["check", str(path), "--lang", "en"])
     chinese = CliRunner().invoke(root, ["check", str(path), "--lang", "zh"])
     assert english.exit_code == chinese.exit_code == 1

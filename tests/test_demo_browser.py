@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from chromium_driver import Chromium, find_chromium
+from conftest import require
 from grader.viz.explainer import explainer_data, write_explainer
 from grader.viz.trace import STAGES
 from grader.viz.texts import load_viz_texts
@@ -28,10 +29,8 @@ SENTENCE = "the cat chases the mouse"
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
     binary = find_chromium()
-    if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is required in CI (Debian: apt install chromium fonts-noto-cjk)")
-        pytest.skip("Chromium not found (Debian: apt install chromium; or set MHA_CHROMIUM); CI runs these tests")
+    require(binary is not None, "Chromium is not installed (Debian: apt install chromium fonts-noto-cjk; "
+                                "or set MHA_CHROMIUM)")
     chromium = Chromium(binary, tmp_path_factory.mktemp("chromium-profile"))
     # Screenshots should show finished states, not a fade caught half-way.
     chromium.page("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-reduced-motion", "value": "reduce"}]})

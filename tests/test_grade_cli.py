@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from conftest import require
 from grader.cli import root
 from grader.paths import PROJECT_DIR, solution_path
 from grader.verbs.grade import make_progress
@@ -138,8 +139,7 @@ def test_progress_is_plain_lines_when_not_on_a_terminal():
 # ---- the demo class through the installed command ------------------------------------------------
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
-    if shutil.which("mha") is None:
-        pytest.skip("the mha command is not installed (pip install -e .)")
+    require(shutil.which("mha") is not None, "the mha command is not installed (pip install -e .)")
     out = tmp_path_factory.mktemp("demo") / "out"
     environment = dict(os.environ, MHA_COURSE_KEY=KEY)
     completed = subprocess.run(["mha", "grade", str(DEMO), "--out", str(out), "--timeout", "3", "--jobs", "2",

@@ -3,12 +3,12 @@
 import subprocess
 import sys
 
-from conftest import FIXTURES, PROJECT
+from conftest import MUTANTS, PROJECT
 from grader.grading.grade import grade_submission
 
 
 def test_plain_pytest_and_the_runner_agree_on_a_buggy_module(tmp_path):
-    path = FIXTURES / "mutants" / "combine_heads_wrong_order.py"
+    path = MUTANTS / "multihead_attention" / "mistakes" / "combine_heads_wrong_order.py"
     suites = PROJECT / "grader" / "suites" / "multihead_attention"
     done = subprocess.run([sys.executable, "-m", "pytest", str(suites), "-q", "-rA", "-p", "no:cacheprovider",
                            "--submission", str(path), "--junitxml", str(tmp_path / "j.xml")],

@@ -7,8 +7,10 @@ import json
 import os
 import re
 import shutil
+import site
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -198,14 +200,30 @@ def test_release_command_writes_both_and_reports_json(tmp_path):
     assert (tmp_path / "c" / "source" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").is_file()
 
 
+def make_venv_with_our_dependencies(venv: Path) -> Path:
+    """A new venv whose own site-packages come first and whose dependencies are the ones running these tests.
+
+    Nothing is downloaded. ``--system-site-packages`` would not do: made from
+    inside a venv, it sees the base interpreter's packages, not this venv's
+    (where click and platformdirs are). So this environment's site-packages
+    are appended with a ``.pth`` file; their own ``.pth`` files (an editable
+    install of the project) are not run, so ``grader`` comes from the release.
+    """
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    own = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    ours = dict.fromkeys([*site.getsitepackages(), sysconfig.get_path("purelib"), sysconfig.get_path("platlib")])
+    Path(own, "_mha_test_dependencies.pth").write_text("".join(f"{path}\n" for path in ours), encoding="utf-8")
+    return python
+
+
 @pytest.mark.slow
 def test_release_installs_in_a_fresh_venv_and_checks_stubs_and_reference(release, tmp_path):
     copy = tmp_path / "student"
     shutil.copytree(release, copy)
     venv = tmp_path / "venv"
-    # --system-site-packages: the dependencies come from here, nothing is downloaded
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", "--without-pip", str(venv)], check=True)
-    python, mha = venv / "bin" / "python", venv / "bin" / "mha"
+    python, mha = make_venv_with_our_dependencies(venv), venv / "bin" / "mha"
     # without `wheel` here, pip builds in isolation from its configured index, as `pip install .` does for students
     isolation = ["--no-build-isolation"] if importlib.util.find_spec("wheel") else []
     install = subprocess.run([str(python), "-m", "pip", "install", "--no-deps", *isolation, "--ignore-installed",

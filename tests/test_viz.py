@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from conftest import require
 from grader.viz.maps import HeadMaps, alike_pairs, find_head_problems, head_entropy, head_similarity, most_alike_pair
 from grader.cli import root
 from grader.errors import ChecksFailed, ContentError, UsageError
@@ -112,8 +113,8 @@ def test_flagged_heads_are_marked_in_the_figure():
 def test_chinese_sentence_uses_a_cjk_font_without_missing_glyphs(tmp_path):
     from grader.viz.heatmaps import find_cjk_font
 
-    if find_cjk_font() is None:
-        pytest.skip("no CJK font installed (Debian: fonts-noto-cjk); the fallback is tested below")
+    require(find_cjk_font() is not None, "no CJK font is installed (Debian: apt install fonts-noto-cjk); "
+                                         "the fallback is tested below")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = draw_attention(sentence="猫 追 老鼠", num_heads=2, out=tmp_path / "zh.png", lang="zh")

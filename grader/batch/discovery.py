@@ -98,6 +98,7 @@ def discover_submissions(root: Path, *, assignment: str) -> tuple[list[Submissio
             found[path.stem].append(_checked(path.stem, path, real_root, entry=shown))
         else:
             ignored.append(shown)
+    ignored += [clean_name(stem + ANSWERS_SUFFIX) for stem in answers if stem not in found]  # whose are they?
     submissions = []
     for stem, entries in found.items():
         if len(entries) == 1:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from grader.batch.settings import Task
-from grader.content.messages import Message
+from grader.content.messages import Message, parts_of
 
 PRELOAD = ["grader.grading.grade", "grader.suites.multihead_attention.hidden.test_drawn_inputs"]
 _PR_SET_PDEATHSIG = 1
@@ -61,7 +61,7 @@ def grade_task(task: Task) -> dict:
         from grader.results import load_failure
 
         result = load_failure(student=task.student, error=changed.render(run.lang), assignment=run.assignment,
-                              max_score=full_marks(run.assignment, run.visibility))
+                              max_score=full_marks(run.assignment, run.visibility), error_messages=parts_of(changed))
     else:
         # The key comes from the process that started the run, not from this
         # lane's environment, which may be older than the run.

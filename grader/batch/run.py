@@ -28,7 +28,7 @@ from grader.errors import UsageError
 from grader.batch.journal import MAX_ATTEMPTS, Journal
 from grader.batch.lanes import LanePool, full_marks, grade_task
 from grader.batch.settings import GradingRun, Task
-from grader.content.messages import Message
+from grader.content.messages import Message, parts_of
 from grader.practice.homework import quiz_worth
 from grader.batch.outputs import write_outputs
 from grader.results import load_failure
@@ -115,17 +115,21 @@ def _grade_pending(chosen: list[Submission], journal: Journal, *, run: GradingRu
     def record(student: str, result: dict) -> None:
         """Store ``result`` with what the batch knows of the entry; every string cleaned first."""
         entry = entries[student]
-        notes = [note.render(run.lang) for note in entry.notes] + list(result.get("notes") or ())
-        result = dict(result, student=student, submission=entry.shown_path(root), notes=notes)
+        notes, note_messages = list(result.get("notes") or ()), list(result.get("note_messages") or ())
+        if len(note_messages) != len(notes):
+            note_messages = [list(parts_of(note)) for note in notes]
+        result = dict(result, student=student, submission=entry.shown_path(root),
+                      notes=[note.render(run.lang) for note in entry.notes] + notes,
+                      note_messages=[list(parts_of(note)) for note in entry.notes] + note_messages)
         result = clean_strings(result)
         journal.record(student, result)
         progress.advance(result)
 
-    def refuse(student: str, reason) -> None:
+    def refuse(student: str, reason: Message | str) -> None:
         text = reason.render(run.lang) if isinstance(reason, Message) else reason
         worth = quiz_worth(student, run.quiz, key=seeding.course_key()) if run.quiz.required else 0.0
         record(student, load_failure(student=student, error=text, max_score=max_score + worth,
-                                     assignment=run.assignment).to_dict())
+                                     assignment=run.assignment, error_messages=parts_of(reason)).to_dict())
 
     returning = set(journal.in_flight())
     already = sum(journal.is_done(entry.student) for entry in chosen)

@@ -73,9 +73,11 @@ def with_quiz(result: SubmissionResult, *, answers: Path | None, policy: QuizPol
             sheet = make_sheet(student=result.student, count=spec.count, topics=spec.topics, levels=spec.levels,
                                key=key)
             graded = grade_answers(sheet=sheet, answers={}, points=policy.points)
-            result = replace(result, notes=result.notes + (
-                f"no quiz answers file was handed in ({result.student}{ANSWERS_SUFFIX}): "
-                "every question of the sheet counts as blank",))
+            note = (f"no quiz answers file was handed in ({result.student}{ANSWERS_SUFFIX}): "
+                    "every question of the sheet counts as blank")
+            note_messages = result.note_messages if len(result.note_messages) == len(result.notes) else \
+                tuple(({"plain": text},) for text in result.notes)
+            result = replace(result, notes=result.notes + (note,), note_messages=note_messages + (({"plain": note},),))
         else:
             if answers.is_symlink() or answers.lstat().st_nlink > 1:
                 raise UsageError(f"{answers.name} is a link to another file; hand in the answers file itself")

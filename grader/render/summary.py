@@ -87,8 +87,8 @@ def print_summary(summary, *, formats=(), merged: bool = False) -> None:
     if summary.ignored:
         shown = ", ".join(clean_line(name) for name in summary.ignored[:5])
         shown += " ..." if len(summary.ignored) > 5 else ""
-        click.echo(f"Ignored {_count(len(summary.ignored), 'entry', 'entries')} that are not .py, .ipynb or "
-                   f"folders: {shown}")
+        click.echo(f"Ignored {_count(len(summary.ignored), 'entry', 'entries')} that are not .py, .ipynb, "
+                   f"folders or the answers file of a student: {shown}")
     timed = f" ({len(tally.timed_out)} of them with checks that timed out)" if tally.timed_out else ""
     click.echo(f"  {_count(tally.students, 'student')}: {tally.graded} graded{timed}, "
                f"{_count(len(tally.errored), 'error')}")

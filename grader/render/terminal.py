@@ -16,15 +16,22 @@ from grader.results import SubmissionResult
 from grader.render.text_safety import clean_text
 
 
+def shown(text: str) -> str:
+    """Text a student controls, safe to print: no escape sequence or control character, no rich markup."""
+    return escape(clean_text(text))
 
-def shown(text: str, indent: str = "") -> str:
-    """Text a student controls, safe to print: no escape sequence or control character, no rich markup.
 
-    Continuation lines are indented by ``indent``, so a message can never
-    print a line that looks like the grader's own (a fake "all checks passed").
+def hanging(console: Console, prefix: str, body: str) -> None:
+    """Print ``body`` (markup) after ``prefix`` (markup), every wrapped or further line indented under it.
+
+    Student text never starts a line at the left margin, so it cannot pass
+    for one of the grader's own lines (a fake "all checks passed").
     """
-    lines = clean_text(text).split("\n")
-    return escape("\n".join([lines[0]] + [indent + "  " + line for line in lines[1:]]))
+    grid = Table.grid()
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")
+    grid.add_row(prefix, body)
+    console.print(grid)
 
 
 def print_result(result: SubmissionResult, *, file: str, lang: str, console: Console | None = None,
@@ -37,16 +44,17 @@ def print_result(result: SubmissionResult, *, file: str, lang: str, console: Con
     if result.notes:
         console.print(f"[dim]{say('report_notes')}:[/]")
         for note in note_texts(result, lang):
-            console.print(f"  [dim]- {shown(note, '   ')}[/]")
+            hanging(console, "  [dim]-[/] ", f"[dim]{shown(note)}[/]")
     if result.status == "error":
         console.print(f"[red]{escape(say('report_load_error'))}[/]")
-        console.print(shown(error_text(result, lang), "  "))
+        hanging(console, "  ", shown(error_text(result, lang)))
         return
     catalog = load_catalog()
     explained: set[str] = set()
     for function, group in groupby(result.tests, key=lambda test: test.function):
         tests = list(group)
-        table = Table(title=f"{function}", title_justify="left", show_edge=False, pad_edge=False, expand=False)
+        table = Table(title=f"{escape(function)}", title_justify="left", show_edge=False, pad_edge=False,
+                      expand=False)
         table.add_column(say("report_check"))
         table.add_column(say("report_points"), justify="right")
         table.add_column(say("report_result"))
@@ -59,21 +67,23 @@ def print_result(result: SubmissionResult, *, file: str, lang: str, console: Con
         for test in tests:
             if test.outcome == "passed":
                 continue
-            console.print(f"  [red]✗ {escape(check_title(test.name, lang))}[/]: {shown(check_text(test, lang), '   ')}")
+            hanging(console, "  [red]✗[/] ",
+                    f"[red]{escape(check_title(test.name, lang))}[/]: {shown(check_text(test, lang))}")
             entry = catalog.get(test.misconception or "")
             if entry is not None:
-                console.print(f"    [bold]{escape(entry.text('title', lang))}[/] [dim]({entry.id})[/]")
+                hanging(console, "    ", f"[bold]{escape(entry.text('title', lang))}[/] [dim]({entry.id})[/]")
                 if test.root_cause:
-                    console.print(f"    {say('report_root')}{say('colon')}[bold]{escape(test.root_cause)}[/]")
+                    hanging(console, "    ", f"{say('report_root')}{say('colon')}[bold]{escape(test.root_cause)}[/]")
                 if entry.id in explained:
                     continue  # one explanation per mistake is enough
                 explained.add(entry.id)
-                console.print(f"    {say('report_why')}{say('colon')}{escape(entry.text('explanation', lang))}")
-                console.print(f"    {say('report_hint')}{say('colon')}{escape(entry.text('hint', lang))}")
+                hanging(console, f"    {say('report_why')}{say('colon')}", escape(entry.text("explanation", lang)))
+                hanging(console, f"    {say('report_hint')}{say('colon')}", escape(entry.text("hint", lang)))
                 question = linked_question(entry.id) if linked_question else None
                 if question:
-                    console.print(f"    [cyan]{escape(say('report_question', question=question, misconception=entry.id))}[/]")
+                    hanging(console, "    ", f"[cyan]{escape(say('report_question', question=question, misconception=entry.id))}[/]")
     failed = sum(test.outcome != "passed" for test in result.tests)
     key = "report_all_passed" if failed == 0 else "report_total"
     style = "green" if failed == 0 else "red"
-    console.print(f"[bold {style}]{escape(say(key, score=result.score, max_score=result.max_score, failed=failed, checks=len(result.tests)))}[/]")
+    total = say(key, score=result.score, max_score=result.max_score, failed=failed, checks=len(result.tests))
+    console.print(f"[bold {style}]{escape(total)}[/]")

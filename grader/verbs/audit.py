@@ -13,7 +13,8 @@ from grader.verbs.options import assignment_option, json_option
 
 @click.command("audit")
 @click.option("--library", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
-              help="Folder of modules marked '# expect: <id>' or '# expect: correct' (default: the project's tests/fixtures for the assignment).")
+              help="Folder of modules marked '# expect: <id>' or '# expect: correct' "
+                   "(default: the mutant library shipped with mha for the assignment).")
 @click.option("--public-only", is_flag=True, help="Audit the public checks alone (what students see).")
 @json_option
 @assignment_option
@@ -24,22 +25,29 @@ def command(library: Path | None, public_only: bool, as_json: bool, assignment: 
     suite sees at once whether it still discriminates.
     """
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     from grader.authoring.audit import audit
 
     findings = audit(library=library, assignment=assignment,
                      visibility="public" if public_only else "all")
+    problems = [finding for finding in findings if finding.verdict != "ok"]
     if as_json:
-        click.echo(json.dumps([finding.__dict__ for finding in findings], indent=2))
+        click.echo(json.dumps([finding.to_dict() for finding in findings], indent=2))
     else:
+        console = Console()
         table = Table(title=f"mha audit: {len(findings)} modules")
         for column in ("module", "expected", "score", "diagnosed", "verdict"):
-            table.add_column(column)
+            table.add_column(column, overflow="fold")
         for finding in findings:
             style = "green" if finding.verdict == "ok" else "red"
-            table.add_row(Path(finding.path).name, finding.expected, f"{finding.score:g}/{finding.max_score:g}",
+            table.add_row(escape(Path(finding.path).name), finding.expected, f"{finding.score:g}/{finding.max_score:g}",
                           ", ".join(finding.diagnosed) or "-", f"[{style}]{finding.verdict}[/]")
-        Console().print(table)
-    if any(finding.verdict != "ok" for finding in findings):
+        console.print(table)
+        for finding in problems:
+            console.print(f"[red]{finding.verdict}[/] {escape(finding.path)}: {escape(finding.reason)}")
+        console.print(f"{len(problems)} finding{'s' * (len(problems) != 1)} of {len(findings)} modules"
+                      if problems else f"all {len(findings)} modules ok")
+    if problems:
         raise ChecksFailed()
