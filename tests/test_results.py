@@ -45,8 +45,11 @@ def test_messages_travel_as_keys_and_render_in_the_language_asked_for(tmp_path):
     env = {**os.environ, **env}
     subprocess.run(mha + ["grade", str(tmp_path / "class"), "--out", str(tmp_path / "en"), "--lang", "en"],
                    check=True, capture_output=True, env=env)
-    subprocess.run(mha + ["merge", str(tmp_path / "en"), "--out", str(tmp_path / "zh"), "--lang", "zh"],
-                   check=True, capture_output=True, env=env)
+    merged = subprocess.run(mha + ["merge", str(tmp_path / "en"), "--out", str(tmp_path / "zh"), "--lang", "zh"],
+                            check=True, capture_output=True, text=True, env=env)
+    # the end-of-run summary follows the language too
+    assert "已将 2 份提交的结果合并到" in merged.stdout and "名学生" in merged.stdout
+    assert not any(word in merged.stdout for word in ("Merged", "students", "graded", "mean", "files:"))
     import json
 
     results = {r["student"]: r for r in json.loads((tmp_path / "en" / "results.json").read_text())}

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import time
 
 import click
 from rich.markup import escape
 
 from grader.content.catalog import load_catalog
+from grader.content.loader import load_bilingual
+from grader.i18n import pick
+from grader.paths import CONTENT_DIR
 from grader.render.text_safety import clean_line
+
+SUMMARY_TEXTS = CONTENT_DIR / "summary.toml"
 
 
 def _short(result: dict) -> str:
@@ -71,44 +77,59 @@ class BarProgress:
         self.progress.stop()
 
 
-def print_summary(summary, *, formats=(), merged: bool = False) -> None:
-    """The end-of-run summary: counts that add up, scores, common mistakes, failures, where the files are."""
+def print_summary(summary, *, formats=(), merged: bool = False, lang: str = "en") -> None:
+    """The end-of-run summary in ``lang``: counts that add up, scores, common mistakes, failures, the files."""
+    say = functools.partial(_say, lang=lang)
+    count = functools.partial(_counted, lang=lang)
     tally = summary.tally
     earlier = summary.students - summary.graded_now
     if merged:
-        click.echo(f"\nMerged the results of {_count(summary.students, 'submission')} into {summary.out}.")
+        click.echo("\n" + say("merged", submissions=count("submission", summary.students), out=summary.out))
     else:
-        rate = f"{summary.graded_now / summary.elapsed:.1f} per second" if summary.graded_now and summary.elapsed > 0 \
-            else "nothing new to grade"
-        click.echo(f"\nGraded {_count(summary.students, 'submission')} into {summary.out} in {summary.elapsed:.1f} s"
-                   f" ({rate}{f'; {earlier} kept from the earlier run' if earlier else ''}).")
+        rate = say("rate", rate=f"{summary.graded_now / summary.elapsed:.1f}") \
+            if summary.graded_now and summary.elapsed > 0 else say("nothing_new")
+        click.echo("\n" + say("graded", submissions=count("submission", summary.students), out=summary.out,
+                              seconds=f"{summary.elapsed:.1f}", rate=rate,
+                              kept=say("kept", count=earlier) if earlier else ""))
     if summary.previous is not None:
-        click.echo(f"The earlier run in {summary.out} was moved to {summary.previous}.")
+        click.echo(say("moved_aside", out=summary.out, previous=summary.previous))
     if summary.ignored:
         shown = ", ".join(clean_line(name) for name in summary.ignored[:5])
         shown += " ..." if len(summary.ignored) > 5 else ""
-        click.echo(f"Ignored {_count(len(summary.ignored), 'entry', 'entries')} that are not .py, .ipynb, "
-                   f"folders or the answers file of a student: {shown}")
-    timed = f" ({len(tally.timed_out)} of them with checks that timed out)" if tally.timed_out else ""
-    click.echo(f"  {_count(tally.students, 'student')}: {tally.graded} graded{timed}, "
-               f"{_count(len(tally.errored), 'error')}")
+        click.echo(say("ignored", entries=count("entry", len(summary.ignored)), names=shown))
+    timed = say("timed", count=len(tally.timed_out)) if tally.timed_out else ""
+    click.echo(say("students", students=count("student", tally.students), graded=tally.graded, timed=timed,
+                   errors=count("error", len(tally.errored))))
     if tally.scores:
-        click.echo(f"  mean {tally.mean:.2f} / {tally.max_score:g}, median {tally.median:g}, "
-                   f"full marks {sum(score >= tally.max_score for score in tally.scores)}")
+        click.echo(say("scores", mean=f"{tally.mean:.2f}", max_score=f"{tally.max_score:g}",
+                       median=f"{tally.median:g}", full=sum(score >= tally.max_score for score in tally.scores)))
     catalog = load_catalog()
     common = tally.common_misconceptions(5)
     if common:
-        click.echo("  most common misconceptions:")
-        for key, count, share in common:
-            title = catalog[key].text("title", "en") if key in catalog else ""
-            click.echo(f"    {key:<32} {_count(count, 'student'):>12} ({100 * share:.0f}%)  {title}")
+        click.echo(say("common"))
+        for key, number, share in common:
+            title = catalog[key].text("title", lang) if key in catalog else ""
+            click.echo(f"    {key:<32} {count('student', number):>12} ({100 * share:.0f}%)  {title}")
     for student, reason in tally.errored[:10]:
         lines = reason.strip().splitlines()
-        click.echo(f"  error   {clean_line(student)}: {_cut(lines[0]) if lines else ''}")
+        click.echo(say("error_row", student=clean_line(student), reason=_cut(lines[0]) if lines else ""))
     for student, functions in tally.timed_out[:10]:
-        click.echo(f"  timeout {clean_line(student)}: {', '.join(functions)} (graded; those checks scored 0)")
+        click.echo(say("timeout_row", student=clean_line(student), functions=", ".join(functions)))
     if tally.isolation:
-        click.echo(f"  isolation: {'; '.join(kind for kind, _ in tally.isolation.most_common())}")
-    extra = "".join(f", {name}" for name in (("junit.xml" if "junit" in formats else ""),
-                                             ("gradescope/" if "gradescope" in formats else "")) if name)
-    click.echo(f"  files: grades.csv, results.json, feedback/, report.html{extra}")
+        click.echo(say("isolation", layers="; ".join(kind for kind, _ in tally.isolation.most_common())))
+    extra = [name for name in (("junit.xml" if "junit" in formats else ""),
+                               ("gradescope/" if "gradescope" in formats else "")) if name]
+    click.echo(say("files", files=", ".join(["grades.csv", "results.json", "feedback/", "report.html"] + extra)))
+
+
+@functools.cache
+def summary_texts() -> dict[str, dict[str, str]]:
+    return load_bilingual(SUMMARY_TEXTS, "text")
+
+
+def _say(key: str, *, lang: str, **params) -> str:
+    return pick(summary_texts()[key], lang).format(**params)
+
+
+def _counted(noun: str, number: int, *, lang: str) -> str:
+    return _say(f"noun.{noun}.{'one' if number == 1 else 'other'}", lang=lang, count=number)

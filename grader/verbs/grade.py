@@ -95,7 +95,7 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
     from grader.render.summary import print_summary
     from grader.render.text_safety import clean_line
 
-    print_summary(summary, formats=formats)
+    print_summary(summary, formats=formats, lang=run.lang)
     if nbgrader_db is not None:
         from grader.authoring.nbgrader_bridge import read_results, write_to_gradebook
 

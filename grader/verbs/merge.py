@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from grader.i18n import resolve_language
 from grader.verbs.options import format_option, lang_option, overwrite_option
 
 
@@ -29,4 +30,4 @@ def command(folders: tuple[Path, ...], out: Path, formats: tuple[str, ...], over
                                    formats=tuple(dict.fromkeys(formats)), overwrite=overwrite)
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)
-    print_summary(summary, formats=formats, merged=True)
+    print_summary(summary, formats=formats, merged=True, lang=resolve_language(lang))
