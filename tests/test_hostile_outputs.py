@@ -25,7 +25,7 @@ from conftest import FIXTURES, PROJECT
 from grader.cli import root
 from grader.practice.answers import expected_text
 from grader.practice.sheets import make_sheet
-from grader.text_safety import clean_name
+from grader.render.text_safety import clean_name
 
 SECRET = "COURSE-KEY-7f3a9c-do-not-leak"
 ATTACKS = FIXTURES / "hostile_outputs"
