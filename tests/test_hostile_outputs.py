@@ -233,3 +233,27 @@ def test_mha_check_prints_no_escape_and_no_fake_line(tmp_path):
     assert done.exit_code == 1
     assert "\x1b" not in done.output and "\x9b" not in done.output and "\r" not in done.output
     assert not [line for line in done.output.splitlines() if line.startswith("All 26 checks passed")]
+
+
+@pytest.mark.parametrize("attack", sorted(path.stem for path in ATTACKS.glob("*.py")))
+def test_mha_check_json_carries_each_attack_as_clean_json(tmp_path, attack):
+    path = tmp_path / f"{attack}.py"
+    path.write_text(with_attack(attack), encoding="utf-8")
+    done = CliRunner().invoke(root, ["check", str(path), "--json"])
+    assert done.exit_code == 1, done.output  # checks failed; the command itself did not
+    result = json.loads(done.output)
+    strings = []
+
+    def collect(value) -> None:
+        if isinstance(value, str):
+            strings.append(value)
+        elif isinstance(value, dict):
+            for item in value.values():
+                collect(item)
+        elif isinstance(value, list):
+            for item in value:
+                collect(item)
+
+    collect(result)
+    assert not [text for text in strings if re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]", text)]
+    assert any("softmax raised ValueError" in text for text in strings)

@@ -53,7 +53,9 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
     result = grade_submission(path=file, assignment=assignment, visibility=visibility,
                               functions=functions or None, lang=lang)
     if as_json:
-        click.echo(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+        from grader.render.text_safety import clean_strings
+
+        click.echo(json.dumps(clean_strings(result.to_dict()), ensure_ascii=False, indent=2))
     else:
         from grader.practice.bank import linked_question
         from grader.render.terminal import print_result
