@@ -96,13 +96,19 @@ class HeadRole:
     scores: dict[str, float]
 
     @property
+    def also(self) -> tuple[str, ...]:
+        """Other patterns that also reach ``ROLE_THRESHOLD``, best first: the head does several things."""
+        others = [role for role in PATTERNS if role != self.role and self.scores[role] >= ROLE_THRESHOLD]
+        return tuple(sorted(others, key=lambda role: -self.scores[role]))
+
+    @property
     def name(self) -> str:
         """``"1.2"``: layer 1, head 2, numbered from 1 as in the pictures."""
         return f"{self.layer + 1}.{self.head + 1}"
 
     def to_dict(self) -> dict:
         return {"layer": self.layer + 1, "head": self.head + 1, "role": self.role, "score": self.score,
-                "scores": dict(self.scores)}
+                "also": list(self.also), "scores": dict(self.scores)}
 
 
 def assign_roles(scores: dict[str, np.ndarray]) -> tuple[HeadRole, ...]:

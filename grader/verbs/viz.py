@@ -8,16 +8,19 @@ from pathlib import Path
 
 import click
 
+from grader.errors import UsageError
 from grader.i18n import resolve_language
 from grader.verbs.options import json_option, lang_option, seed_option
 from grader.viz.draw import DEFAULT_SENTENCE, draw_attention
 from grader.viz.texts import load_viz_texts
+from grader.viz.trained import DEFAULT_TRAINED_SENTENCE, load_trained_texts
 
 
 @click.command(name="viz")
 @click.argument("file", required=False, type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--sentence", default=DEFAULT_SENTENCE, show_default=True,
-              help="Tokens separated by spaces; a Chinese sentence without spaces is split into characters.")
+@click.option("--sentence", default=None,
+              help=f"Tokens separated by spaces; a Chinese sentence without spaces is split into characters "
+              f"[default: {DEFAULT_SENTENCE!r}; with --trained, letters: {DEFAULT_TRAINED_SENTENCE!r}].")
 @click.option("--heads", "num_heads", type=int, default=4, show_default=True,
               help="Number of heads H; must divide --d-model.")
 @click.option("--d-model", type=int, default=16, show_default=True, help="Model width D.")
@@ -28,18 +31,31 @@ from grader.viz.texts import load_viz_texts
               "next to it as NAME-similarity.EXT.")
 @click.option("--export", type=click.Path(path_type=Path, dir_okay=False), default=None,
               help="Also write the numbers behind the figures (.json or .npz).")
+@click.option("--trained", is_flag=True,
+              help="Draw the project's trained model (2 layers of 4 heads, letters a-z), one row per layer, "
+              "each head labelled with the role its weights show.")
+@click.option("--ablate", is_flag=True,
+              help="With --trained: zero each head in turn and print the task loss, the head similarity and "
+              "what they say; the figure goes next to --out as NAME-ablation.EXT.")
 @seed_option
 @lang_option
 @json_option
-def command(file, sentence, num_heads, d_model, heads_subset, out, export, seed, lang, as_json):
+def command(file, sentence, num_heads, d_model, heads_subset, out, export, trained, ablate, seed, lang, as_json):
     """Draw one attention heatmap per head for a sentence.
 
     Without FILE the reference implementation is drawn; with FILE (a .py or
     .ipynb submission) the student's forward runs in the sandboxed worker and
     heads whose weights are wrong are flagged in the figure. Token vectors and
     weights are deterministic (see grader/embedding.py), so pictures repeat.
+
+    With --trained the heads of the project's own trained model are drawn
+    (grader/tinymodel), labelled by role; --ablate adds the head-ablation table.
     """
     lang = resolve_language(lang)
+    if trained or ablate:
+        _trained_command(file, sentence, heads_subset, out, export, ablate, lang, as_json)
+        return
+    sentence = DEFAULT_SENTENCE if sentence is None else sentence
     seed = 0 if seed is None else seed
     result = draw_attention(sentence=sentence, d_model=d_model, num_heads=num_heads, seed=seed, file=file,
                             out=out, heads_subset=heads_subset, export=export, lang=lang)
@@ -55,5 +71,34 @@ def command(file, sentence, num_heads, d_model, heads_subset, out, export, seed,
             click.echo(texts.text("message.flagged", lang, head=head, problem=problem.describe(texts, lang)))
     entropies = ", ".join("-" if math.isnan(value) else f"{value:.2f}" for value in maps.entropies)
     click.echo(texts.text("figure.entropies", lang, seed=seed, values=entropies))
+    for path in result.files:
+        click.echo(texts.text("message.wrote", lang, path=path))
+
+
+def _trained_command(file, sentence, heads_subset, out, export, ablate, lang, as_json) -> None:
+    from click.core import ParameterSource
+
+    from grader.viz.trained_views import draw_trained_attention, print_ablation, role_lines
+
+    context = click.get_current_context()
+    texts = load_trained_texts()
+    if not context.params["trained"]:
+        raise UsageError(texts.text("trained.message.ablate_needs_trained", lang))
+    chosen = [name for name in ("num_heads", "d_model") if context.get_parameter_source(name) != ParameterSource.DEFAULT]
+    if file is not None or heads_subset is not None or chosen:
+        raise UsageError(texts.text("trained.message.trained_alone", lang))
+    result = draw_trained_attention(sentence=DEFAULT_TRAINED_SENTENCE if sentence is None else sentence,
+                                    out=out, export=export, ablate=ablate, lang=lang)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(lang), ensure_ascii=False))
+        return
+    for warning in result.warnings:
+        click.echo(f"mha: {warning}", err=True)
+    for line in role_lines(result.maps, lang):
+        click.echo(line)
+    if result.report is not None:
+        click.echo()
+        print_ablation(result.report, lang=lang)
+        click.echo()
     for path in result.files:
         click.echo(texts.text("message.wrote", lang, path=path))
