@@ -154,3 +154,26 @@ def test_empty_sentence_is_refused():
 def test_viz_help_lists_the_trained_options():
     result = CliRunner().invoke(root, ["viz", "--help"])
     assert result.exit_code == 0 and "--trained" in result.output and "--ablate" in result.output
+
+
+def test_explainer_gets_one_trained_entry_per_preset_and_layer(tmp_path):
+    from grader.viz.explainer import explainer_data, write_explainer
+
+    data = explainer_data(sentences=["the cat sat"], d_model=8, heads=2)
+    trained = [entry for entry in data["sentences"] if entry.get("model") == "trained"]
+    presets = load_trained_texts().presets
+    assert [(entry["sentence"], entry["layer"]) for entry in trained] == [(s, layer) for s in presets for layer in (1, 2)]
+    entry = trained[1]
+    trace = entry["traces"]["4"]
+    assert entry["head_options"] == [4] and trace["masked"] is True and entry["tokens"][0] == "<s>"
+    length = len(entry["tokens"])
+    scaled = trace["stages"]["scaled_scores"]
+    assert all((value is None) == (key > query) for head in scaled for query, row in enumerate(head)
+               for key, value in enumerate(row))
+    forward = shipped_model().model.forward(encode(entry["sentence"])[None])
+    np.testing.assert_allclose(trace["stages"]["weights"], forward.weights[1, 0].round(4))
+    assert trace["shapes"]["inputs"] == [1, length, 32]
+    assert [role["role"] for role in trace["roles"]] == [role.role for role in head_roles(shipped_model().model)[4:]]
+    assert {"trained.page.intro", "trained.role.induction"} <= set(data["texts"])
+    page = write_explainer(out=tmp_path / "page.html", sentences=["the cat sat"], d_model=8, heads=2)
+    assert page.sentences[0] == "the cat sat" and not any("trained" in text for text in page.sentences)

@@ -2,10 +2,12 @@
 
 Every number on the page comes from ``grader.viz.trace`` (the Python reference),
 computed here for each preset sentence and each valid head count, and embedded
-as JSON. The page's HTML, CSS and JavaScript are template files under
-``grader/viz/assets/``, inlined into the output: nothing is fetched, and
-a Content-Security-Policy forbids any network access. Texts come from
-``grader/content/viz.toml`` in both languages; the page switches between them.
+as JSON; the trained-model presets come from the project's trained model
+(``grader.viz.trained_page``), one entry per layer. The page's HTML, CSS and
+JavaScript are template files under ``grader/viz/assets/``, inlined into the
+output: nothing is fetched, and a Content-Security-Policy forbids any network
+access. Texts come from ``grader/content/viz.toml`` (and ``trained.toml``) in
+both languages; the page switches between them.
 """
 
 from __future__ import annotations
@@ -63,6 +65,9 @@ def explainer_data(
                              + f" ({sentence!r})")
         entries.append({"text": sentence, "tokens": tokens,
                         "traces": {str(count): _trace_data(sentence, d_model, count, seed) for count in options}})
+    from grader.viz.trained_page import page_texts, trained_entries
+
+    entries += trained_entries(lang=lang, decimals=DECIMALS, max_tokens=MAX_TOKENS)
     example = next(value for value in range(2, d_model + 2) if d_model % value)
     return {
         "schema_version": 1,
@@ -75,8 +80,8 @@ def explainer_data(
         "stage_order": list(STAGES),
         "stage_axes": {name: list(axes) for name, axes in STAGES.items()},
         "sentences": entries,
-        "texts": {key: value for key, value in texts.texts.items()
-                  if key.split(".")[0] in ("page", "mode", "stage")},
+        "texts": {**{key: value for key, value in texts.texts.items()
+                     if key.split(".")[0] in ("page", "mode", "stage")}, **page_texts()},
     }
 
 
@@ -132,5 +137,5 @@ def write_explainer(
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(html, encoding="utf-8")
     return ExplainerPage(path=out, size_bytes=len(html.encode("utf-8")),
-                         sentences=tuple(entry["text"] for entry in data["sentences"]),
+                         sentences=tuple(entry["text"] for entry in data["sentences"] if "model" not in entry),
                          head_options=tuple(data["head_options"]))

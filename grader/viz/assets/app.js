@@ -22,8 +22,17 @@ function text(key, fields = {}) {
     name in fields ? String(fields[name]) : match);
 }
 
+function currentEntry() {
+  return DATA.sentences[state.sentence];
+}
+
+// The trained model's entries offer only the head count it was trained with.
+function headOptions(entry = currentEntry()) {
+  return entry.head_options || DATA.head_options;
+}
+
 function currentTrace() {
-  return DATA.sentences[state.sentence].traces[String(state.heads)];
+  return currentEntry().traces[String(state.heads)];
 }
 
 function stageLimits(trace) {
@@ -36,7 +45,8 @@ function viewContext() {
   const trace = currentTrace();
   return {
     trace,
-    tokens: DATA.sentences[state.sentence].tokens,
+    entry: currentEntry(),
+    tokens: currentEntry().tokens,
     sizes: trace.sizes,
     axes: DATA.stage_axes,
     steps: DATA.stage_order,
@@ -53,6 +63,7 @@ function viewContext() {
 
 function update(patch) {
   Object.assign(state, patch);
+  if (!headOptions().includes(state.heads)) state.heads = headOptions()[0];
   const trace = currentTrace();
   state.local.head = Math.min(state.local.head, trace.sizes.H - 1);
   state.local.query = Math.min(state.local.query, trace.sizes.T - 1);
@@ -118,23 +129,40 @@ function renderChrome() {
   for (const button of document.querySelectorAll("button.language")) {
     button.setAttribute("aria-pressed", String(button.dataset.lang === state.lang));
   }
-  document.getElementById("sentence").value = String(state.sentence);
+  const entry = currentEntry();
+  const select = document.getElementById("sentence");
+  DATA.sentences.forEach((each, index) => {
+    if (each.label) select.options[index].textContent = each.label[state.lang] || each.label.en;
+  });
+  select.value = String(state.sentence);
   for (const input of document.querySelectorAll('input[name="heads"]')) {
     input.checked = Number(input.value) === state.heads;
+    input.disabled = !headOptions().includes(Number(input.value));
   }
-  const d = DATA.d_model;
-  const example = DATA.non_divisor_example;
-  document.getElementById("heads-why").textContent = text("page.heads_why", {
-    d_model: d, divisors: DATA.head_options.join(", "), example, fraction: (d / example).toFixed(2) });
-  document.getElementById("footer").textContent = text("page.footer", { seed: DATA.seed });
+  const trained = entry.model === "trained";
+  document.getElementById("intro").textContent = text(trained ? "trained.page.intro" : "page.intro");
+  if (trained) {
+    document.getElementById("heads-why").textContent = text("trained.page.heads_fixed", {
+      heads: state.heads, d_k: entry.d_model / state.heads, d_model: entry.d_model });
+    document.getElementById("footer").textContent = text("trained.page.footer", entry.training);
+  } else {
+    const d = DATA.d_model;
+    const example = DATA.non_divisor_example;
+    document.getElementById("heads-why").textContent = text("page.heads_why", {
+      d_model: d, divisors: DATA.head_options.join(", "), example, fraction: (d / example).toFixed(2) });
+    document.getElementById("footer").textContent = text("page.footer", { seed: DATA.seed });
+  }
 }
 
 function buildControls() {
   const select = document.getElementById("sentence");
-  DATA.sentences.forEach((entry, index) => select.append(element("option", { value: index, text: entry.text })));
+  DATA.sentences.forEach((entry, index) => select.append(element("option", { value: index, text: entry.text,
+    "data-model": entry.model || null })));
   select.addEventListener("change", () => update({ sentence: Number(select.value) }));
   const choices = document.getElementById("head-choices");
-  for (const count of DATA.head_options) {
+  const counts = new Set(DATA.head_options);
+  for (const entry of DATA.sentences) for (const count of entry.head_options || []) counts.add(count);
+  for (const count of [...counts].sort((a, b) => a - b)) {
     choices.append(element("label", {}, element("input", { type: "radio", name: "heads", value: count,
       "data-key": `heads-${count}`, onchange: () => update({ heads: count }) }), String(count)));
   }

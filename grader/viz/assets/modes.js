@@ -35,14 +35,23 @@ function stageMatrix(context, stage, head, cell, extra = {}) {
   });
 }
 
+// A trained head's role and its measure, in the page's language ("" for untrained heads).
+function roleLabel(context, head) {
+  const roles = context.trace.roles;
+  if (!roles) return "";
+  return roles[head].label[context.state.lang] || roles[head].label.en;
+}
+
 function headFigure(context, stage, head, cell, extra = {}) {
   const caption = [context.t("page.head", { head: head })];
   if (stage === "weights" && extra.entropy) {
     caption.push(context.t("page.entropy", { value: context.trace.entropy_bits[head].toFixed(2) }));
+    if (context.trace.roles) caption.push(roleLabel(context, head));
   }
   const tag = extra.onclick ? "button" : "figure";
   return element(tag, { class: "head-figure", type: extra.onclick ? "button" : null, "data-role": extra.role || null,
-    "data-head": head, onclick: extra.onclick || null,
+    "data-head": head, "data-head-role": context.trace.roles ? context.trace.roles[head].role : null,
+    onclick: extra.onclick || null,
     style: `border-top: 4px solid ${headColour(head)}` },
   stageMatrix(context, stage, head, cell, extra),
   element(extra.onclick ? "span" : "figcaption", { class: "caption", text: caption.join(" · ") }));
@@ -72,11 +81,13 @@ function renderGlobal(context) {
         onclick: () => context.update({ mode: "local", local: { head, query: context.state.local.query } }) },
         stageMatrix(context, stage, head, cell + 1, {}),
         element("span", { class: "caption", text: context.t("page.entropy",
-          { value: context.trace.entropy_bits[head].toFixed(2) }) }))
+          { value: context.trace.entropy_bits[head].toFixed(2) }) }),
+        context.trace.roles ? element("span", { class: "caption role", text: roleLabel(context, head) }) : null)
       : stageMatrix(context, stage, head, cell, {})))));
   return [
     element("h2", { text: context.t("mode.global.name") }),
     element("p", { class: "about", text: context.t("mode.global.about") }),
+    trainedNotes(context, "layer_inputs"),
     element("div", { class: "flow pipeline" },
       element("div", { class: "card" }, matrixBlock("inputs", null, true)), arrow(),
       element("div", { class: "card stack" }, matrixBlock("queries", weight("W_Q")),
@@ -88,6 +99,13 @@ function renderGlobal(context) {
     legend("unit", context.t("page.weight_scale")),
     legend("signed", context.t("page.signed_scale")),
   ];
+}
+
+// For the trained model's entries: what differs from the untrained pages (its layer's input, the mask).
+function trainedNotes(context, ...keys) {
+  if (context.entry.model !== "trained") return null;
+  return element("div", { class: "trained-notes" }, keys.map((key) => element("p", { class: "about",
+    "data-note": key, text: context.t(`trained.page.${key}`, { layer: context.entry.layer }) })));
 }
 
 function choiceGroup(name, label, count, current, text, onChoose) {
@@ -111,7 +129,8 @@ function renderLocal(context) {
   const rows = context.tokens.map((token, key) => element("tr", { "data-key-index": key },
     element("td", { text: token }),
     element("td", { "data-column": "score", text: formatNumber(scores[key]) }),
-    element("td", { "data-column": "scaled", text: formatNumber(scaled[key]) }),
+    element("td", { "data-column": "scaled", text: scaled[key] === null
+      ? `\u2212\u221e (${context.t("trained.page.masked")})` : formatNumber(scaled[key]) }),
     element("td", { "data-column": "weight" }, formatNumber(weights[key]),
       element("span", { class: "weight-bar", style: `width: ${(weights[key] * 4).toFixed(2)}rem` })),
     element("td", {}, vector(values[key]))));
@@ -119,6 +138,7 @@ function renderLocal(context) {
   return [
     element("h2", { text: context.t("mode.local.name") }),
     element("p", { class: "about", text: context.t("mode.local.about") }),
+    trainedNotes(context, "mask_note"),
     element("div", { class: "picker" },
       choiceGroup("local-head", context.t("mode.local.pick_head"), context.sizes.H, head,
         (index) => String(index), (index) => context.update({ local: { head: index, query } })),  // heads from 0
@@ -153,6 +173,8 @@ function renderDynamicStage(context, step) {
     element("h3", { id: "dynamic-stage-name", text: context.t(`stage.${stage}.name`) }),
     shapeLabel(context, stage),
     element("p", { class: "about", text: context.t(`stage.${stage}.about`) }),
+    stage === "inputs" ? trainedNotes(context, "layer_inputs") : null,
+    stage === "scaled_scores" || stage === "weights" ? trainedNotes(context, "mask_note") : null,
     PER_HEAD(context.axes[stage])
       ? element("div", { class: "heads-row" }, Array.from({ length: context.sizes.H },
         (_, head) => headFigure(context, stage, head, context.sizes.H > 4 ? 12 : 18,

@@ -12,6 +12,7 @@ const NEGATIVE = [84, 39, 136];
 const MIDDLE = [247, 247, 247];
 const POSITIVE = [179, 88, 6];
 // Okabe-Ito colours, to tell heads apart in bands and borders.
+const MASKED_COLOUR = "#bbbbbb";
 const HEAD_COLOURS = ["#0072b2", "#e69f00", "#009e73", "#cc79a7", "#56b4e9", "#d55e00", "#f0e442", "#000000"];
 
 function element(tag, attributes, ...children) {
@@ -115,10 +116,13 @@ function heatmap(matrix, options) {
     }
   }
   matrix.forEach((row, rowIndex) => row.forEach((value, columnIndex) => {
-    const fill = options.scale === "unit" ? unitColour(value) : signedColour(value, limit);
+    // null: a score the causal mask removed before the softmax (the trained model's pages).
+    const masked = value === null;
+    const fill = masked ? MASKED_COLOUR : options.scale === "unit" ? unitColour(value) : signedColour(value, limit);
     svg.append(svgElement("rect", { x: left + columnIndex * cell, y: top + rowIndex * cell,
-      width: cell, height: cell, fill }, svgElement("title", { text: formatNumber(value) })));
-    if (options.annotate) {
+      width: cell, height: cell, fill, "data-masked": masked || null },
+    svgElement("title", { text: masked ? "\u2212\u221e" : formatNumber(value) })));
+    if (options.annotate && !masked) {
       svg.append(svgElement("text", { x: left + (columnIndex + 0.5) * cell, y: top + (rowIndex + 0.5) * cell,
         "text-anchor": "middle", "dominant-baseline": "central", "font-size": Math.max(7, cell / 3.4).toFixed(1),
         fill: options.scale === "unit" ? unitTextColour(value) : "#000000",
