@@ -22,7 +22,8 @@ from grader.tinymodel.roles import (
     CHANCE_LOSS, PROBE_LENGTH, PROBE_SIZE, ROLE_THRESHOLD, Ablation, HeadRole, TaskScore, ablate_heads,
     head_roles, pattern_scores, probe_batch, task_score,
 )
-from grader.tinymodel.store import TrainedModel, shipped_model
+from grader.tinymodel.model import TinyTransformer
+from grader.tinymodel.store import shipped_model
 from grader.tinymodel.vocabulary import LETTERS, UnknownTokens, encode, tokens_of
 from grader.viz.maps import ALIKE_THRESHOLD, head_entropy, head_similarity
 from grader.viz.texts import VizTexts, load_viz_texts
@@ -117,11 +118,11 @@ class TrainedMaps:
                 "probe": {"sequences": PROBE_SIZE, "length": PROBE_LENGTH, "threshold": ROLE_THRESHOLD}}
 
 
-def trained_maps(sentence: str, *, lang: str = "en", trained: TrainedModel | None = None,
+def trained_maps(sentence: str, *, lang: str = "en", model: TinyTransformer | None = None,
                  limit: int | None = None) -> TrainedMaps:
-    """Run ``sentence`` through the trained model (default: the shipped one) and label its heads."""
+    """Run ``sentence`` through ``model`` (default: the shipped one) and label its heads."""
     tokens = trained_tokens(sentence, lang, limit=limit)
-    model = (trained or shipped_model()).model
+    model = model or shipped_model().model
     ids = encode(sentence)[None]  # (B=1, T)
     weights = model.forward(ids).weights  # (L, B=1, H, T, T)
     return TrainedMaps(tokens=tokens, weights=weights[:, 0], roles=head_roles(model),
@@ -191,9 +192,9 @@ def percent(share: float) -> str:
     return f"{100 * share:.0f}%"
 
 
-def ablation_report(trained: TrainedModel | None = None) -> AblationReport:
-    """Zero each head of the trained model in turn, then every alike pair and every whole layer."""
-    model = (trained or shipped_model()).model
+def ablation_report(model: TinyTransformer | None = None) -> AblationReport:
+    """Zero each head of ``model`` (default: the shipped one) in turn, then every alike pair and whole layer."""
+    model = model or shipped_model().model
     probe = probe_batch()
     roles = head_roles(model, probe)
     weights = model.forward(probe.ids).weights  # (L, B, H, T, T)

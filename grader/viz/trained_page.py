@@ -36,7 +36,7 @@ def trained_entries(*, lang: str, decimals: int, max_tokens: int, trained: Train
     entries = []
     for sentence in texts.presets:
         tokens = trained_tokens(sentence, lang, limit=max_tokens)
-        maps = trained_maps(sentence, lang=lang, trained=trained)
+        maps = trained_maps(sentence, lang=lang, model=model)
         forward = model.forward(encode(sentence)[None])
         for layer, result in enumerate(forward.layers):
             stages = {name: np.asarray(array) for name, array in result.stages.items()}

@@ -236,18 +236,18 @@ def _shown(figures: InlineFigures, warnings=()) -> InlineFigures:
     return figures
 
 
-def show_trained(sentence: str = DEFAULT_TRAINED_SENTENCE, *, lang: str = "en", trained=None) -> InlineFigures:
-    """Notebook helper: the trained model's heads on ``sentence``, one row per layer, with their roles."""
-    maps = trained_maps(sentence, lang=lang, trained=trained, limit=MAX_TOKENS)
+def show_trained(sentence: str = DEFAULT_TRAINED_SENTENCE, *, model=None, lang: str = "en") -> InlineFigures:
+    """Notebook helper: ``model``'s heads (default: the shipped model's) on ``sentence``, with their roles."""
+    maps = trained_maps(sentence, lang=lang, model=model, limit=MAX_TOKENS)
     figures, warnings = make_trained_figures(maps, None, lang=lang)
     return _shown(InlineFigures(figures[:1]), warnings)
 
 
-def show_ablation(*, lang: str = "en", trained=None) -> InlineFigures:
-    """Notebook helper: the ablation table, what it says, and the ablation figure."""
+def show_ablation(*, model=None, lang: str = "en") -> InlineFigures:
+    """Notebook helper: ``model``'s ablation table (default: the shipped model's), what it says, and its figure."""
     from grader.viz.trained_figures import draw_ablation
 
-    report = ablation_report(trained)
+    report = ablation_report(model)
     fonts, warnings = _fonts((), lang)
     figure = draw_ablation(report, fonts=fonts, texts=load_trained_texts(), lang=fonts.lang)
     return _shown(InlineFigures([figure], ablation_html(report, lang)), warnings)
@@ -272,6 +272,11 @@ class HeadWatch:
         return np.array([scores[role][layer].max() for scores in self.scores])
 
 
+def show_training(watch: HeadWatch, *, lang: str = "en") -> InlineFigures:
+    """Notebook helper: the curves of ``training_figure``, shown inline."""
+    return _shown(InlineFigures([training_figure(watch, lang=lang)]))
+
+
 def training_figure(watch: HeadWatch, *, lang: str = "en"):
     """The task loss and the best previous-token (layer 1) and induction (layer 2) scores over training."""
     from matplotlib import rc_context
@@ -287,6 +292,8 @@ def training_figure(watch: HeadWatch, *, lang: str = "en"):
         loss_axis = figure.subplots()
         loss_axis.plot(watch.steps, watch.task_losses, color="#333333",
                        label=texts.text("trained.ablation.loss", lang))
+        loss_axis.axhline(CHANCE_LOSS, color="#333333", linestyle=":", linewidth=1)
+        loss_axis.set_ylim(0, CHANCE_LOSS * 1.08)
         loss_axis.set_xlabel(texts.text("trained.figure.step", lang))
         loss_axis.set_ylabel(texts.text("trained.ablation.loss", lang))
         score_axis = loss_axis.twinx()

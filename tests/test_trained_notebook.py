@@ -1,0 +1,89 @@
+"""The trained-heads notebooks: generated from their content files, and they run on a real Jupyter kernel."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import pytest
+
+from conftest import PROJECT
+from grader.authoring.trained_notebook import build_notebook, load_content, notebook_path, notebook_text
+from grader.errors import ContentError
+
+LANGS = ("en", "zh")
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_notebook_files_are_exactly_what_the_generator_writes(lang):
+    on_disk = notebook_path(lang).read_text(encoding="utf-8")
+    assert on_disk == notebook_text(build_notebook(lang)), \
+        f"{notebook_path(lang)} drifted from its source; run `python -m grader.authoring.trained_notebook`"
+
+
+def test_both_languages_have_the_same_cells_and_chinese_prose_is_unwrapped():
+    english, chinese = (json.loads(notebook_path(lang).read_text(encoding="utf-8")) for lang in LANGS)
+    assert [cell["id"] for cell in english["cells"]] == [cell["id"] for cell in chinese["cells"]]
+    markdown = "".join("".join(cell["source"]) for cell in chinese["cells"] if cell["cell_type"] == "markdown")
+    assert "归纳头" in markdown and "注意力图不是解释" in markdown
+    assert not re.search(r"[\u4e00-\u9fff，。；：]\n[\u4e00-\u9fff]", markdown)
+    code = {cell["id"]: "".join(cell["source"]) for cell in chinese["cells"] if cell["cell_type"] == "code"}
+    assert 'lang="zh"' in code["demo-ablate"] and 'lang="zh"' in code["demo-look"]
+    english_markdown = "".join("".join(cell["source"]) for cell in english["cells"] if cell["cell_type"] == "markdown")
+    assert "Olsson et al." in english_markdown and "Attention is not Explanation" in english_markdown
+
+
+def test_content_errors_name_the_file_and_key(tmp_path):
+    folder = tmp_path / "trained_heads"
+    shutil.copytree(PROJECT / "grader" / "content" / "trained_heads", folder)
+    text = (folder / "zh.toml").read_text(encoding="utf-8")
+    (folder / "zh.toml").write_text(text.replace("together = '''", "together_again = '''", 1), encoding="utf-8")
+    load_content.cache_clear()
+    try:
+        with pytest.raises(ContentError, match=r"zh\.toml: missing key 'text\.together'"):
+            load_content(folder)
+    finally:
+        load_content.cache_clear()
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory):
+    from nbclient import NotebookClient
+
+    folder = tmp_path_factory.mktemp("kernel")
+    runs = {}
+    for lang in LANGS:
+        notebook = build_notebook(lang)
+        NotebookClient(notebook, timeout=600, kernel_name="python3", allow_errors=False,
+                       resources={"metadata": {"path": str(folder)}}).execute()
+        runs[lang] = {cell.id: cell for cell in notebook.cells if cell.cell_type == "code"}
+    return runs
+
+
+def printed(cell) -> str:
+    return "".join(output.get("text", "") for output in cell.outputs if output.output_type == "stream")
+
+
+def shown(cell, kind: str) -> list:
+    return [output.data[kind] for output in cell.outputs if kind in output.get("data", {})]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_notebook_trains_a_model_whose_heads_form_and_ablates_them(executed, lang):
+    cells = executed[lang]
+    assert "<s>" in printed(cells["demo-task"])
+    trained = printed(cells["demo-train"])
+    assert ("800 steps" if lang == "en" else "800 步") in trained
+    assert len(shown(cells["demo-train"], "image/png")) == 1
+    # both heads formed within the run: each score reached 0.5 at some logged step
+    when = printed(cells["demo-when"])
+    assert "None" not in when and len(re.findall(r"\b\d+\b", when)) >= 6, when
+    assert len(shown(cells["demo-look"], "image/png")) == 1
+    html = shown(cells["demo-ablate"], "text/html")
+    assert len(html) == 1 and len(shown(cells["demo-ablate"], "image/png")) == 1
+    assert ("carries the task" if lang == "en" else "承担") in html[0]
+    together = printed(cells["demo-together"])
+    assert together.count("%") == 3
+    assert len(shown(cells["demo-shipped"], "image/png")) == 2
