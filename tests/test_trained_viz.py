@@ -60,7 +60,7 @@ def test_roles_follow_the_weights_not_the_head_numbers():
     assert before[0] == "previous" and before[2] != "previous"
     swapped = [role.role for role in head_roles(swapped_heads(trained, 0, 0, 2).model)]
     assert swapped[2] == "previous" and swapped[0] == before[2]
-    maps = trained_maps(SENTENCE, trained=swapped_heads(trained, 0, 0, 2))
+    maps = trained_maps(SENTENCE, model=swapped_heads(trained, 0, 0, 2).model)
     assert maps.role(0, 2).role == "previous" and maps.here_score(0, 2) > 0.9
 
 
@@ -144,6 +144,16 @@ def test_chinese_figure_titles_and_the_ablation_report_in_both_languages():
     english = report.to_dict("en")["heads"][0]["says"]
     chinese = report.to_dict("zh")["heads"][0]["says"]
     assert "carries the task" in english and "承担" in chinese
+
+
+def test_a_sentence_without_repeats_has_no_induction_measure_here():
+    from grader.viz.trained_views import role_lines
+
+    maps = trained_maps("a b c d")
+    assert np.isnan(maps.here["induction"]).all() and np.isfinite(maps.here["previous"]).all()
+    lines = role_lines(maps, "en")
+    assert [line.endswith("(this sentence: -)") for line in lines] == [role.role == "induction" for role in maps.roles]
+    assert np.isnan(trained_maps("a").here["previous"]).all()  # too short to tell previous from first
 
 
 def test_empty_sentence_is_refused():

@@ -61,6 +61,8 @@ def pattern_scores(weights: np.ndarray, ids: np.ndarray) -> dict[str, np.ndarray
     """
     length = ids.shape[1]
     queries = np.arange(FIRST_MEASURED_QUERY, length)  # (T',) the measured query positions
+    if queries.size == 0:  # too short: "previous", "first" and "self" are still one key
+        return {role: np.full((weights.shape[0], weights.shape[2]), np.nan) for role in ROLES}
     scores = {}
     with np.errstate(invalid="ignore"):
         scores["previous"] = weights[..., queries, queries - 1].mean(axis=(1, -1))  # (L, H)

@@ -57,6 +57,7 @@ def draw_trained_weights(maps: TrainedMaps, *, sentence: str, fonts: FontChoice,
                             length=PROBE_LENGTH),
                  texts.text("trained.figure.causal_note", lang)]
         notes += [texts.text(f"trained.measure.{name}", lang, threshold=ROLE_THRESHOLD) for name in ROLE_COLOURS]
+        notes.append(texts.text("trained.ablation.limits", lang))
         _footer(figure, notes, lang)
     return figure
 

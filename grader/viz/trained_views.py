@@ -2,20 +2,19 @@
 
 ``draw_trained_attention`` is the core of ``mha viz --trained``;
 ``show_trained`` and ``show_ablation`` show the same figures and table in
-Jupyter; ``training_figure`` plots the curves of a training run watched with
-``watch_heads``.
+Jupyter (``grader.viz.training_curves`` draws a training run's curves).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from grader.errors import UsageError
-from grader.tinymodel.roles import CHANCE_LOSS, PROBE_LENGTH, PROBE_SIZE, pattern_scores, probe_batch
+from grader.tinymodel.roles import CHANCE_LOSS, PROBE_LENGTH, PROBE_SIZE
 from grader.viz.draw import FIGURE_SUFFIXES, MAX_TOKENS, similarity_path
 from grader.viz.texts import VizTexts
 from grader.viz.trained import (
@@ -43,7 +42,7 @@ def ablation_path(out: Path) -> Path:
     return out.with_name(f"{out.stem}-ablation{out.suffix}")
 
 
-def _fonts(tokens: tuple[str, ...], lang: str):
+def trained_fonts(tokens: tuple[str, ...], lang: str):
     from grader.viz.heatmaps import choose_fonts, find_cjk_font
 
     fonts = choose_fonts(tokens, lang, find_cjk_font() if lang == "zh" else None)
@@ -56,7 +55,7 @@ def make_trained_figures(maps: TrainedMaps, report: AblationReport | None, *, la
     from grader.viz.trained_figures import draw_ablation, draw_head_similarity, draw_trained_weights
 
     texts = load_trained_texts()
-    fonts, warnings = _fonts(maps.tokens, lang)
+    fonts, warnings = trained_fonts(maps.tokens, lang)
     shown = fonts.lang  # Chinese texts fall back to English without a CJK font
     figures = [draw_trained_weights(maps, sentence=" ".join(maps.tokens), fonts=fonts, texts=texts, lang=shown),
                draw_head_similarity(maps.similarity, [role.name for role in maps.roles],
@@ -201,7 +200,7 @@ class InlineFigures:
 
     def __init__(self, figures: list, html: str | None = None):
         self.figures, self.html = figures, html
-        self._shown = False
+        self.shown_inline = False
 
     def __iter__(self):
         return iter(self.figures)
@@ -217,14 +216,14 @@ class InlineFigures:
             buffer = io.BytesIO()
             figure.savefig(buffer, format="png", dpi=100)
             display(Image(data=buffer.getvalue(), format="png"))
-        self._shown = True
+        self.shown_inline = True
 
     def _ipython_display_(self) -> None:
-        if not self._shown:
+        if not self.shown_inline:
             self.show()
 
 
-def _shown(figures: InlineFigures, warnings=()) -> InlineFigures:
+def shown_inline(figures: InlineFigures, warnings=()) -> InlineFigures:
     for warning in warnings:
         print(warning)
     try:
@@ -240,7 +239,7 @@ def show_trained(sentence: str = DEFAULT_TRAINED_SENTENCE, *, model=None, lang: 
     """Notebook helper: ``model``'s heads (default: the shipped model's) on ``sentence``, with their roles."""
     maps = trained_maps(sentence, lang=lang, model=model, limit=MAX_TOKENS)
     figures, warnings = make_trained_figures(maps, None, lang=lang)
-    return _shown(InlineFigures(figures[:1]), warnings)
+    return shown_inline(InlineFigures(figures[:1]), warnings)
 
 
 def show_ablation(*, model=None, lang: str = "en") -> InlineFigures:
@@ -248,61 +247,6 @@ def show_ablation(*, model=None, lang: str = "en") -> InlineFigures:
     from grader.viz.trained_figures import draw_ablation
 
     report = ablation_report(model)
-    fonts, warnings = _fonts((), lang)
+    fonts, warnings = trained_fonts((), lang)
     figure = draw_ablation(report, fonts=fonts, texts=load_trained_texts(), lang=fonts.lang)
-    return _shown(InlineFigures([figure], ablation_html(report, lang)), warnings)
-
-
-@dataclass
-class HeadWatch:
-    """Scores of the heads logged during training: ``on_log`` for ``grader.tinymodel.train.train``."""
-
-    steps: list[int] = field(default_factory=list)
-    task_losses: list[float] = field(default_factory=list)
-    scores: list[dict[str, np.ndarray]] = field(default_factory=list)  # {role: (L, H)} at each log
-
-    def __call__(self, step: int, loss: float, task_loss: float, model) -> None:
-        probe = probe_batch(size=128)
-        self.steps.append(step)
-        self.task_losses.append(task_loss)
-        self.scores.append(pattern_scores(model.forward(probe.ids).weights, probe.ids))
-
-    def best(self, role: str, layer: int) -> np.ndarray:
-        """The highest ``role`` score among layer ``layer``'s heads (from 0) at each log."""
-        return np.array([scores[role][layer].max() for scores in self.scores])
-
-
-def show_training(watch: HeadWatch, *, lang: str = "en") -> InlineFigures:
-    """Notebook helper: the curves of ``training_figure``, shown inline."""
-    return _shown(InlineFigures([training_figure(watch, lang=lang)]))
-
-
-def training_figure(watch: HeadWatch, *, lang: str = "en"):
-    """The task loss and the best previous-token (layer 1) and induction (layer 2) scores over training."""
-    from matplotlib import rc_context
-    from matplotlib.figure import Figure
-
-    from grader.viz.trained_figures import ROLE_COLOURS
-
-    texts = load_trained_texts()
-    fonts, _ = _fonts((), lang)
-    lang = fonts.lang
-    with rc_context({"font.family": list(fonts.families)}):
-        figure = Figure(figsize=(9, 4), layout="constrained")
-        loss_axis = figure.subplots()
-        loss_axis.plot(watch.steps, watch.task_losses, color="#333333",
-                       label=texts.text("trained.ablation.loss", lang))
-        loss_axis.axhline(CHANCE_LOSS, color="#333333", linestyle=":", linewidth=1)
-        loss_axis.set_ylim(0, CHANCE_LOSS * 1.08)
-        loss_axis.set_xlabel(texts.text("trained.figure.step", lang))
-        loss_axis.set_ylabel(texts.text("trained.ablation.loss", lang))
-        score_axis = loss_axis.twinx()
-        for role, layer in (("previous", 0), ("induction", 1)):
-            score_axis.plot(watch.steps, watch.best(role, layer), color=ROLE_COLOURS[role],
-                            label=texts.text("trained.figure.best_score", lang, layer=layer + 1,
-                                             role=texts.text(f"trained.role.{role}", lang)))
-        score_axis.set_ylim(0, 1.02)
-        score_axis.set_ylabel(texts.text("trained.figure.score", lang))
-        lines = loss_axis.get_lines() + score_axis.get_lines()
-        loss_axis.legend(lines, [line.get_label() for line in lines], loc="center right", fontsize=8)
-    return figure
+    return shown_inline(InlineFigures([figure], ablation_html(report, lang)), warnings)
