@@ -202,9 +202,9 @@ def next_token_loss(logits: np.ndarray, ids: np.ndarray, counted: np.ndarray | N
     picked = np.take_along_axis(log_probabilities, targets[..., None], axis=-1)[..., 0]  # (B, T-1)
     count = max(int(counted.sum()), 1)
     loss = float(-picked[counted].sum() / count)
-    dpredicting = probabilities.copy()  # d(-log p_target)/dlogits = p - onehot(target)
-    np.put_along_axis(dpredicting, targets[..., None], np.take_along_axis(dpredicting, targets[..., None], -1) - 1, -1)
-    dpredicting *= counted[..., None] / count
+    # d(-log p_target)/dlogits = p - onehot(target), averaged over the counted predictions.
+    onehot = np.arange(probabilities.shape[-1]) == targets[..., None]  # (B, T-1, V)
+    dpredicting = (probabilities - onehot) * (counted[..., None] / count)  # (B, T-1, V)
     dlogits = np.zeros_like(logits)
     dlogits[:, :-1] = dpredicting
     return loss, dlogits

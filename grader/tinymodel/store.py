@@ -69,14 +69,14 @@ def load_trained(path: Path = WEIGHTS_FILE) -> TrainedModel:
             config = ModelConfig.from_dict(metadata["config"])
             parameters = {name: archive[f"parameter.{name}"] for name in parameter_shapes(config)}
             curves = {name: archive[name] for name in ("steps", "losses", "task_losses")}
-    except (KeyError, ValueError, OSError) as error:
+            settings, seconds = dict(metadata["settings"]), float(metadata["seconds"])
+    except (KeyError, TypeError, ValueError, OSError) as error:
         raise ConfigError(f"{path}: not a trained-model file ({error}); make one with `{REGENERATE}`") from error
     try:
         model = TinyTransformer(config, parameters)
     except ValueError as error:
         raise ConfigError(f"{path}: {error}; retrain with `{REGENERATE}`") from error
-    return TrainedModel(model=model, settings=metadata["settings"], seconds=float(metadata["seconds"]),
-                        path=path, **curves)
+    return TrainedModel(model=model, settings=settings, seconds=seconds, path=path, **curves)
 
 
 @functools.cache
