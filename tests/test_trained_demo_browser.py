@@ -91,7 +91,7 @@ PRESET = "a b c d e f a b c d e"
 
 
 def test_trained_preset_fixes_the_head_count_and_says_what_the_page_shows(page, python_data, screenshots):
-    entry = choose_entry(page, python_data, 2, PRESET)
+    entry = choose_entry(page, python_data, 1, PRESET)
     texts = load_trained_texts()
     assert js(page, "document.querySelector('#intro').textContent") == texts.text("trained.page.intro", "en")
     assert "docs/trained_model.md" in js(page, "document.querySelector('#intro').textContent")
@@ -102,7 +102,7 @@ def test_trained_preset_fixes_the_head_count_and_says_what_the_page_shows(page, 
     page.click("#tab-static")
     captions = texts_of(page, "#panel-static [data-role=heatmap] .caption")
     trace = entry["traces"]["4"]
-    assert captions == [f"head {head + 1} · entropy {bits:.2f} bits · {role['label']['en']}"
+    assert captions == [f"head {head} · entropy {bits:.2f} bits · {role['label']['en']}"
                         for head, (bits, role) in enumerate(zip(trace["entropy_bits"], trace["roles"]))]
     assert "induction" in js(page, "[...document.querySelectorAll('#panel-static [data-head-role]')]"
                                    ".map((n) => n.dataset.headRole)")
@@ -115,7 +115,7 @@ def test_trained_preset_fixes_the_head_count_and_says_what_the_page_shows(page, 
 
 
 def test_trained_local_view_shows_the_mask_and_the_python_numbers(page, python_data, screenshots):
-    entry = choose_entry(page, python_data, 2, PRESET)
+    entry = choose_entry(page, python_data, 1, PRESET)
     page.click("#tab-local")
     page.click('input[name="local-head"][value="1"]')
     page.click('input[name="local-query"][value="7"]')  # the second "a": its induction head looks at "b"
@@ -134,11 +134,11 @@ def test_trained_local_view_shows_the_mask_and_the_python_numbers(page, python_d
 
 
 def test_trained_global_and_dynamic_views_work_and_name_the_layer_input(page, python_data):
-    entry = choose_entry(page, python_data, 1, PRESET)
+    entry = choose_entry(page, python_data, 0, PRESET)
     trace = entry["traces"]["4"]
     shown = js(page, "document.querySelector('#panel-global .shape[data-stage=weights]').textContent")
     assert shown == "(B, H, T, S) = (1, 4, 12, 12)"
-    assert "Layer 1's input X" in js(page, "document.querySelector('[data-note=layer_inputs]').textContent")
+    assert "Layer 0's input X" in js(page, "document.querySelector('[data-note=layer_inputs]').textContent")
     captions = texts_of(page, "#panel-global .caption.role")
     assert captions == [role["label"]["en"] for role in trace["roles"]]
     page.click("#tab-dynamic")
@@ -151,20 +151,20 @@ def test_trained_global_and_dynamic_views_work_and_name_the_layer_input(page, py
 
 
 def test_trained_preset_in_chinese(page, python_data):
-    entry = choose_entry(page, python_data, 1, PRESET)
+    entry = choose_entry(page, python_data, 0, PRESET)
     page.click('button.language[data-lang="zh"]')
     option = js(page, "document.querySelector('#sentence').selectedOptions[0].textContent")
-    assert option == entry["label"]["zh"] == f"训练好的模型，第 1 层：{PRESET}"
+    assert option == entry["label"]["zh"] == f"训练好的模型，层 0：{PRESET}"
     page.click("#tab-static")
     captions = texts_of(page, "#panel-static [data-role=heatmap] .caption")
-    assert captions[0].startswith("头 1 · 熵 ") and entry["traces"]["4"]["roles"][0]["label"]["zh"] in captions[0]
+    assert captions[0].startswith("头 0 · 熵 ") and entry["traces"]["4"]["roles"][0]["label"]["zh"] in captions[0]
     assert "训练好的权重" in js(page, "document.querySelector('#footer').textContent")
 
 
 def test_trained_views_fit_a_phone(page, python_data):
     page.resize(375, 740, mobile=True)
     page.open(js(page, "location.href"))
-    choose_entry(page, python_data, 2, "x m a r k e t m a r k")
+    choose_entry(page, python_data, 1, "x m a r k e t m a r k")
     for mode in ("global", "local", "dynamic", "static"):
         page.click(f"#tab-{mode}")
         assert js(page, "document.documentElement.scrollWidth <= window.innerWidth"), mode

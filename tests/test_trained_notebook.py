@@ -87,3 +87,26 @@ def test_the_notebook_trains_a_model_whose_heads_form_and_ablates_them(executed,
     together = printed(cells["demo-together"])
     assert together.count("%") == 3
     assert len(shown(cells["demo-shipped"], "image/png")) == 2
+
+
+def test_notebook_prose_follows_the_glossary_and_the_chinese_typography():
+    from test_glossary import GLOSSARY, TYPOGRAPHY, prose, word_uses
+
+    english, chinese = (load_content().texts[lang] for lang in LANGS)
+    pairs = [(f"text.{key}", english["text"][key], chinese["text"][key]) for key in english["text"]
+             if english["text"][key] != chinese["text"][key]]  # the same in both (the references): not prose
+    pairs.append(("title", english["title"], chinese["title"]))
+    problems = []
+    for term in GLOSSARY["term"]:
+        if "only_in" in term:
+            continue  # terms of other files' meanings (points of a grade)
+        pattern = re.compile(term["en"], re.IGNORECASE)
+        for where, en, zh in pairs:
+            if word_uses(pattern, prose(en)) and not any(word in prose(zh) for word in term["zh"]):
+                problems.append(f"{where}: {term['concept']!r} has none of {term['zh']}")
+            problems += [f"{where}: {variant!r}" for variant in term.get("avoid", [])
+                         if word_uses(re.compile(variant), prose(zh))]
+    for rule, pattern in TYPOGRAPHY.items():
+        problems += [f"{where}: {rule}: {match.group(0)!r}" for where, _, zh in pairs
+                     for match in pattern.finditer(prose(zh))]
+    assert problems == []

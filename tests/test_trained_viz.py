@@ -48,9 +48,9 @@ def test_figure_has_one_row_per_layer_and_titles_from_the_measured_roles():
     for index, (axis, role) in enumerate(zip(axes, head_roles(shipped_model().model))):
         layer, head = divmod(index, 4)
         np.testing.assert_allclose(axis.images[0].get_array(), forward.weights[layer, 0, head])
-        assert axis.get_title().splitlines()[:2] == [f"head {layer + 1}.{head + 1}", role_text(role, texts, "en")]
+        assert axis.get_title().splitlines()[:2] == [f"head {layer}.{head}", role_text(role, texts, "en")]
         assert [label.get_text() for label in axis.get_xticklabels()] == ["<s>", *SENTENCE.split()]
-    assert axes[0].get_ylabel() == "layer 1" and axes[4].get_ylabel() == "layer 2"
+    assert axes[0].get_ylabel() == "layer 0" and axes[4].get_ylabel() == "layer 1"
     assert figures[1].axes[0].images[0].get_array().shape == (8, 8)
 
 
@@ -69,10 +69,10 @@ def test_cli_exports_tokens_and_one_weights_array_per_layer(tmp_path):
     result = CliRunner().invoke(root, ["viz", "--trained", "--sentence", "a b c d e f a b c d e f", "--lang", "en",
                                        "--out", str(tmp_path / "heads.png"), "--export", str(export)])
     assert result.exit_code == 0, result.output
-    assert "layer 1 head 1: previous token" in result.output
+    assert "layer 0 head 0: previous token" in result.output
     maps = json.loads(export.read_text(encoding="utf-8"))["maps"]
     assert maps["tokens"] == ["<s>", *"abcdefabcdef"]
-    assert [entry["layer"] for entry in maps["layers"]] == [1, 2]
+    assert [entry["layer"] for entry in maps["layers"]] == [0, 1]
     forward = shipped_model().model.forward(encode("a b c d e f a b c d e f")[None])
     for layer, entry in enumerate(maps["layers"]):
         weights = np.array(entry["weights"])
@@ -86,7 +86,7 @@ def test_cli_exports_tokens_and_one_weights_array_per_layer(tmp_path):
     npz = tmp_path / "maps.npz"
     result = CliRunner().invoke(root, ["viz", "--trained", "--out", str(tmp_path / "h.svg"), "--export", str(npz)])
     with np.load(npz, allow_pickle=False) as archive:
-        assert archive["maps.layers.2.weights"].shape == (4, 15, 15)
+        assert archive["maps.layers.1.weights"].shape == (4, 15, 15)
         assert list(archive["maps.tokens"]) == ["<s>", *SENTENCE.split()]
 
 
@@ -97,7 +97,7 @@ def test_ablation_json_and_table_say_which_head_carries_the_task(tmp_path):
     ablation = data["ablation"]
     heads = ablation["heads"]
     carrier = max(heads, key=lambda head: head["damage"])
-    assert (carrier["layer"], carrier["head"], carrier["role"], carrier["verdict"]) == (1, 1, "previous", "carries")
+    assert (carrier["layer"], carrier["head"], carrier["role"], carrier["verdict"]) == (0, 0, "previous", "carries")
     again = task_score(shipped_model().model, probe_batch(), ((0, 0),))
     assert carrier["zeroed"]["loss"] == pytest.approx(again.loss)
     assert carrier["damage"] == pytest.approx((again.loss - ablation["intact"]["loss"])
@@ -107,12 +107,12 @@ def test_ablation_json_and_table_say_which_head_carries_the_task(tmp_path):
     similarity = np.array(ablation["similarity"])
     assert similarity.shape == (8, 8) and np.allclose(np.diag(similarity), 1.0)
     whole_layer = [entry for entry in ablation["together"] if len(entry["heads"]) == 4]
-    assert [entry["heads"][0] for entry in whole_layer] == ["1.1", "2.1"]
+    assert [entry["heads"][0] for entry in whole_layer] == ["0.0", "1.0"]
     assert whole_layer[1]["damage"] > 0.9
     assert (tmp_path / "h-ablation.png").is_file()
     table = CliRunner().invoke(root, ["viz", "--trained", "--ablate", "--lang", "zh", "--out", str(tmp_path / "z.png")])
     assert table.exit_code == 0
-    assert "承担了这项任务" in table.output and "局限" in table.output and "1.1" in table.output
+    assert "承担了这项任务" in table.output and "局限" in table.output and "0.0" in table.output
 
 
 @pytest.mark.parametrize("arguments, message", [
@@ -136,11 +136,11 @@ def test_chinese_figure_titles_and_the_ablation_report_in_both_languages():
     report = ablation_report()
     figures, warnings = make_trained_figures(maps, report, lang="zh")
     if find_cjk_font() is None:
-        assert warnings and heatmap_axes(figures[0])[0].get_title().startswith("head 1.1")
+        assert warnings and heatmap_axes(figures[0])[0].get_title().startswith("head 0.0")
         return
     assert warnings == ()
     title = heatmap_axes(figures[0])[0].get_title()
-    assert title.startswith("头 1.1") and "前一个词元" in title
+    assert title.startswith("头 0.0") and "前一个词元" in title
     english = report.to_dict("en")["heads"][0]["says"]
     chinese = report.to_dict("zh")["heads"][0]["says"]
     assert "carries the task" in english and "承担" in chinese
@@ -172,7 +172,7 @@ def test_explainer_gets_one_trained_entry_per_preset_and_layer(tmp_path):
     data = explainer_data(sentences=["the cat sat"], d_model=8, heads=2)
     trained = [entry for entry in data["sentences"] if entry.get("model") == "trained"]
     presets = load_trained_texts().presets
-    assert [(entry["sentence"], entry["layer"]) for entry in trained] == [(s, layer) for s in presets for layer in (1, 2)]
+    assert [(entry["sentence"], entry["layer"]) for entry in trained] == [(s, layer) for s in presets for layer in (0, 1)]
     entry = trained[1]
     trace = entry["traces"]["4"]
     assert entry["head_options"] == [4] and trace["masked"] is True and entry["tokens"][0] == "<s>"

@@ -91,8 +91,8 @@ def _relative_entropy(rows: np.ndarray, queries: np.ndarray) -> np.ndarray:
 class HeadRole:
     """One head's role, the score behind it, and every pattern's score."""
 
-    layer: int  # from 0
-    head: int  # from 0
+    layer: int  # numbered from 0
+    head: int  # numbered from 0
     role: str  # one of ROLES
     score: float  # the role's own measure
     scores: dict[str, float]
@@ -105,11 +105,11 @@ class HeadRole:
 
     @property
     def name(self) -> str:
-        """``"1.2"``: layer 1, head 2, numbered from 1 as in the pictures."""
-        return f"{self.layer + 1}.{self.head + 1}"
+        """``"1.2"``: layer 1, head 2, both numbered from 0 as everywhere in the project."""
+        return f"{self.layer}.{self.head}"
 
     def to_dict(self) -> dict:
-        return {"layer": self.layer + 1, "head": self.head + 1, "role": self.role, "score": self.score,
+        return {"layer": self.layer, "head": self.head, "role": self.role, "score": self.score,
                 "also": list(self.also), "scores": dict(self.scores)}
 
 

@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> None:
     path = save_run(run, arguments.out)
     print(f"{run.seconds:.0f} s of training; wrote {path} ({path.stat().st_size / 1024:.1f} KiB)")
     for role in head_roles(run.model, probe_batch()):
-        print(f"layer {role.layer + 1} head {role.head + 1}: {role.role} {role.score:.2f}")
+        print(f"layer {role.layer} head {role.head}: {role.role} {role.score:.2f}")
 
 
 if __name__ == "__main__":

@@ -109,7 +109,7 @@ class TrainedMaps:
                 role = self.role(layer, head)
                 heads.append({**role.to_dict(), "here": {name: plain(values[layer, head])
                                                          for name, values in self.here.items()}})
-            layers.append({"layer": layer + 1, "weights": self.weights[layer].tolist(),
+            layers.append({"layer": layer, "weights": self.weights[layer].tolist(),
                            "entropy_bits": head_entropy(self.weights[layer]).tolist(), "heads": heads})
         return {"tokens": list(self.tokens), "source": "trained", "num_layers": self.num_layers,
                 "num_heads": self.num_heads, "layers": layers,

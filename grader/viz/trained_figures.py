@@ -42,7 +42,7 @@ def draw_trained_weights(maps: TrainedMaps, *, sentence: str, fonts: FontChoice,
             axis.tick_params(labelfontfamily=list(fonts.families))
             axis.set_xlabel(texts.text("figure.key", lang), fontsize=8)
             if head == 0:
-                axis.set_ylabel(f"{texts.text('trained.figure.layer', lang, layer=layer + 1)}", fontsize=11,
+                axis.set_ylabel(f"{texts.text('trained.figure.layer', lang, layer=layer)}", fontsize=11,
                                 fontweight="bold")
             here = maps.here_score(layer, head)
             title = "\n".join([texts.text("trained.figure.head", lang, name=role.name), role_text(role, texts, lang),
@@ -103,7 +103,7 @@ def draw_ablation(report: AblationReport, *, fonts: FontChoice, texts: VizTexts,
         names = [role.name for role in report.roles]
         losses = report.ablation.losses.reshape(-1)
         colours = [ROLE_COLOURS[role.role] for role in report.roles]
-        positions = np.arange(len(names))[::-1]  # head 1.1 on top
+        positions = np.arange(len(names))[::-1]  # head 0.0 on top
         bars.barh(positions, losses, color=colours)
         bars.set_yticks(positions, [f"{role.name}  {role_text(role, texts, lang)}" for role in report.roles],
                         fontsize=9)

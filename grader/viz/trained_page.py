@@ -28,7 +28,7 @@ def page_texts() -> dict[str, dict[str, str]]:
 
 
 def trained_entries(*, lang: str, decimals: int, max_tokens: int, trained: TrainedModel | None = None) -> list[dict]:
-    """One page entry per preset sentence and layer, layer 1 first."""
+    """One page entry per preset sentence and layer, layer 0 first."""
     trained = trained or shipped_model()
     texts = load_trained_texts()
     model = trained.model
@@ -47,7 +47,7 @@ def trained_entries(*, lang: str, decimals: int, max_tokens: int, trained: Train
             for head in range(config.num_heads):
                 role = maps.role(layer, head)
                 roles.append({**role.to_dict(), "label": {code: role_text(role, texts, code) for code in LANGUAGES}})
-            label = {code: texts.text("trained.page.option", code, layer=layer + 1, sentence=sentence)
+            label = {code: texts.text("trained.page.option", code, layer=layer, sentence=sentence)
                      for code in LANGUAGES}
             trace = {
                 "sizes": {"B": 1, "H": config.num_heads, "T": len(tokens), "S": len(tokens),
@@ -59,7 +59,7 @@ def trained_entries(*, lang: str, decimals: int, max_tokens: int, trained: Train
                 "roles": roles,
             }
             entries.append({"text": label[lang], "label": label, "sentence": sentence, "tokens": list(tokens),
-                            "model": "trained", "layer": layer + 1, "d_model": config.d_model,
+                            "model": "trained", "layer": layer, "d_model": config.d_model,
                             "head_options": [config.num_heads], "traces": {str(config.num_heads): trace},
                             "training": {"seed": trained.settings["seed"], "steps": trained.settings["steps"],
                                          "count": PROBE_SIZE}})

@@ -91,7 +91,7 @@ def _export(path: Path, maps: TrainedMaps, report: AblationReport | None, lang: 
     path.parent.mkdir(parents=True, exist_ok=True)
     data = {"maps": maps.to_dict(), "ablation": report.to_dict(lang) if report is not None else None}
     if path.suffix == ".npz":
-        arrays = {f"maps.layers.{layer + 1}.weights": maps.weights[layer] for layer in range(maps.num_layers)}
+        arrays = {f"maps.layers.{layer}.weights": maps.weights[layer] for layer in range(maps.num_layers)}
         layers = [{key: value for key, value in entry.items() if key != "weights"} for entry in data["maps"]["layers"]]
         metadata = {**data, "maps": {**data["maps"], "layers": layers}}
         np.savez(path, **{"maps.tokens": np.array(maps.tokens), "maps.similarity": maps.similarity,
@@ -108,7 +108,7 @@ def role_lines(maps: TrainedMaps, lang: str) -> list[str]:
     lines = []
     for role in maps.roles:
         here = maps.here_score(role.layer, role.head)
-        lines.append(texts.text("trained.message.roles", lang, layer=role.layer + 1, head=role.head + 1,
+        lines.append(texts.text("trained.message.roles", lang, layer=role.layer, head=role.head,
                                 role=role_text(role, texts, lang), here=f"{here:.2f}" if np.isfinite(here) else "-"))
     return lines
 

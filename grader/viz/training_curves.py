@@ -41,7 +41,7 @@ def show_training(watch: HeadWatch, *, lang: str = "en") -> InlineFigures:
 
 
 def training_figure(watch: HeadWatch, *, lang: str = "en"):
-    """The task loss and the best previous-token (layer 1) and induction (layer 2) scores over training."""
+    """The task loss and the best previous-token (layer 0) and induction (layer 1) scores over training."""
     from matplotlib import rc_context
     from matplotlib.figure import Figure
 
@@ -62,7 +62,7 @@ def training_figure(watch: HeadWatch, *, lang: str = "en"):
         score_axis = loss_axis.twinx()
         for role, layer in (("previous", 0), ("induction", 1)):
             score_axis.plot(watch.steps, watch.best(role, layer), color=ROLE_COLOURS[role],
-                            label=texts.text("trained.figure.best_score", lang, layer=layer + 1,
+                            label=texts.text("trained.figure.best_score", lang, layer=layer,
                                              role=texts.text(f"trained.role.{role}", lang)))
         score_axis.set_ylim(0, 1.02)
         score_axis.set_ylabel(texts.text("trained.figure.score", lang))
