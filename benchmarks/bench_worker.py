@@ -90,11 +90,11 @@ class Stopwatch:
 
 
 def step_costs(phases: list[tuple]) -> dict[str, float]:
-    """Median seconds of each step of starting a worker, from consecutive marks."""
+    """Median seconds of each step of starting a worker, from consecutive marks (negative: before the request)."""
     steps: dict[str, list[float]] = defaultdict(list)
     for marks in phases:
         ordered = sorted(marks, key=lambda mark: mark[1])
-        previous = 0.0
+        previous = min(0.0, ordered[0][1]) if ordered else 0.0
         for name, at in ordered:
             steps[name].append(at - previous)
             previous = at
@@ -102,46 +102,52 @@ def step_costs(phases: list[tuple]) -> dict[str, float]:
 
 
 def in_one_process(rounds: int) -> dict:
+    """Alternating rounds: unsandboxed, through a server with a spare worker (the default), through one without."""
     sys.path.insert(0, str(BENCHMARKS))
     from in_process import grade_in_process
 
     from grader.grading.grade import grade_submission
     from grader.sandbox.client import start_server
 
-    server = start_server()
-    floor, sandboxed, per_round = [], [], defaultdict(list)
+    servers = {"warm": start_server(), "cold": start_server(without=("spares",))}
+    floor, times = [], defaultdict(list)
+    spans = {kind: defaultdict(list) for kind in servers}
+    phases: dict[str, list] = {kind: [] for kind in servers}
     isolation = ""
     try:
         with Stopwatch() as watch:
             for warm in range(3):  # first calls load parts of NumPy and the suites
                 grade_in_process(REFERENCE, student=f"warm{warm}")
-                grade_submission(path=REFERENCE, visibility="all", server=server, student=f"warm{warm}")
-            watch.reset()
+                for server in servers.values():
+                    grade_submission(path=REFERENCE, visibility="all", server=server, student=f"warm{warm}")
             for number in range(rounds):
                 student = f"student{number}"
                 started = time.perf_counter()
                 unsandboxed = grade_in_process(REFERENCE, student=student)
                 floor.append(time.perf_counter() - started)
-                before = {label: sum(values) for label, values in watch.spans.items()}
-                started = time.perf_counter()
-                result = grade_submission(path=REFERENCE, visibility="all", server=server, student=student)
-                sandboxed.append(time.perf_counter() - started)
-                for label, values in watch.spans.items():
-                    per_round[label].append(sum(values) - before.get(label, 0.0))
-                assert result.score == unsandboxed.score == result.max_score, (result.score, unsandboxed.score)
-                isolation = result.isolation
-            steps = step_costs(watch.phases)
-            exchanges = len(watch.spans["call exchanges"]) / rounds
-            calls = sum(watch.spans["calls"]) / rounds
+                for kind, server in servers.items():
+                    watch.reset()
+                    started = time.perf_counter()
+                    result = grade_submission(path=REFERENCE, visibility="all", server=server, student=student)
+                    times[kind].append(time.perf_counter() - started)
+                    for label, values in watch.spans.items():
+                        spans[kind][label].append(sum(values))
+                    phases[kind] += watch.phases
+                    assert result.score == unsandboxed.score == result.max_score, (result.score, unsandboxed.score)
+                    isolation = result.isolation
     finally:
-        server.stop()
-    per_round.pop("calls", None)
-    spans = {label: statistics.median(values) for label, values in per_round.items()}
-    spans["trusted side (the floor's work, and the rest)"] = (
-        statistics.median(sandboxed) - sum(spans.values()))
-    return {"rounds": rounds, "floor": statistics.median(floor), "sandboxed": statistics.median(sandboxed),
-            "ratio": statistics.median(sandboxed) / statistics.median(floor), "spans": spans, "steps": steps,
-            "exchanges_per_submission": exchanges, "calls_per_submission": calls, "isolation": isolation}
+        for server in servers.values():
+            server.stop()
+    figures = {"rounds": rounds, "floor": statistics.median(floor), "isolation": isolation}
+    for kind in servers:
+        calls = spans[kind].pop("calls", [0])
+        median = {label: statistics.median(values) for label, values in spans[kind].items()}
+        median["trusted side (the floor's work, and the rest)"] = statistics.median(times[kind]) - sum(median.values())
+        figures[kind] = {"sandboxed": statistics.median(times[kind]),
+                         "ratio": statistics.median(times[kind]) / figures["floor"], "spans": median,
+                         "steps": step_costs(phases[kind]), "calls_per_submission": statistics.median(calls),
+                         "exchanges_per_submission": len(watch.spans.get("call exchanges", ())) or None}
+    return figures
 
 
 def through_the_cli(count: int) -> dict:
@@ -183,16 +189,17 @@ def main() -> None:
     one = figures["one_process"]
     print(f"isolation: {one['isolation']}\n")
     print(f"per submission (median of {one['rounds']} alternating rounds, reference, public + hidden checks):")
-    print(f"  unsandboxed floor       {1000 * one['floor']:7.2f} ms")
-    print(f"  through the sandbox     {1000 * one['sandboxed']:7.2f} ms   = {one['ratio']:.2f}x the floor")
-    print("  where the sandboxed time goes:")
-    for label, seconds in one["spans"].items():
-        print(f"    {label:<44} {1000 * seconds:7.2f} ms")
-    print(f"    ({one['exchanges_per_submission']:.1f} exchanges of calls per submission, "
-          f"{one['calls_per_submission']:.0f} calls in all)")
-    print("  starting one worker, step by step (from the request; the worker's own marks):")
-    for name, seconds in one["steps"].items():
-        print(f"    {name:<44} {1000 * seconds:7.2f} ms")
+    print(f"  unsandboxed floor                  {1000 * one['floor']:7.2f} ms")
+    for kind, title in (("warm", "with a spare worker (the default)"), ("cold", "a worker made per request")):
+        print(f"  sandboxed, {title:<24}{1000 * one[kind]['sandboxed']:7.2f} ms = {one[kind]['ratio']:.2f}x the floor")
+    for kind in ("cold", "warm"):
+        print(f"\n  {kind}: where the sandboxed time goes")
+        for label, seconds in one[kind]["spans"].items():
+            print(f"    {label:<48} {1000 * seconds:7.2f} ms")
+        print(f"  {kind}: starting one worker, step by step (each mark's time after the one before; "
+              "negative: made before the request)")
+        for name, seconds in one[kind]["steps"].items():
+            print(f"    {name:<48} {1000 * seconds:7.2f} ms")
     if options.cli:
         cli = figures["cli"] = through_the_cli(options.cli)
         print(f"\nmha grade --jobs 1, {cli['count']} copies of the reference: {1000 * cli['per_submission']:.2f} ms "

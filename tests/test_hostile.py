@@ -344,7 +344,24 @@ def ipc_objects() -> set[tuple[str, int]]:
 
 
 def worker_cgroups() -> list[str]:
-    """Cgroups of workers left below this process's own cgroups (none should outlive its worker)."""
+    """Cgroups of workers that outlived them below this process's own cgroups (a spare's holds its waiting
+    worker: it is not left over). Cleaning up after a worker takes the keeper a moment: look for 2 s."""
+    deadline = time.monotonic() + 2
+    while True:
+        left = [folder for folder in _worker_cgroup_folders() if not _processes_in(folder)]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
+
+
+def _processes_in(folder: str) -> str:
+    try:
+        return Path(folder, "cgroup.procs").read_text().strip()
+    except OSError:
+        return "gone"  # removed while looking: not left over
+
+
+def _worker_cgroup_folders() -> list[str]:
     left = []
     for line in Path("/proc/self/cgroup").read_text().splitlines():
         _, names, path = line.split(":", 2)

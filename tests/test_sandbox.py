@@ -18,6 +18,7 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import warnings
@@ -207,10 +208,11 @@ def test_worker_runs_under_its_limits_in_its_scratch_folder(server):
     limits = Limits(memory_mb=900, cpu_seconds=7, max_processes=33, file_size_mb=3, open_files=48)
     with Sandbox.open(source=source(PROBE), limits=limits, server=server) as box:
         report = ast.literal_eval(box.call("probe", []).value)
-        scratch = str(box.scratch)
+        scratch = box.worker_folder  # the host's own folder (box.scratch) when no tree of its own is in force
     assert report["limits"] == {"RLIMIT_AS": 900 << 20, "RLIMIT_CPU": 7, "RLIMIT_NPROC": 33,
                                 "RLIMIT_FSIZE": 3 << 20, "RLIMIT_NOFILE": 48}
     assert report["cwd"] == scratch and report["home"] == scratch
+    assert Path(scratch).parent == Path(tempfile.gettempdir()).resolve() and Path(scratch).name.startswith("mha-worker-")
     assert set(report["environment"]) <= {"PATH", "HOME", "TMPDIR", "LANG", "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                                           "MKL_NUM_THREADS", "PYTHONHASHSEED", "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"}
     assert "MHA_COURSE_KEY" not in report["environment"]

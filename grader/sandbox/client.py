@@ -107,13 +107,15 @@ class LoadReport:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-def start_server(*, hidden=(), packages=STUDENT_PACKAGES, without=()) -> ForkServer:
+def start_server(*, hidden=(), packages=STUDENT_PACKAGES, without=(), spares: int = 1) -> ForkServer:
     """A fork server for many submissions; ``hidden`` folders (e.g. the output folder) are masked too.
 
     Student code may import the standard library, NumPy and ``packages``.
-    ``without`` ("landlock", "namespaces") leaves a layer out, to check the fallbacks.
+    ``without`` ("landlock", "namespaces", "cgroups", "spares") leaves a layer
+    out, to check the fallbacks. ``spares``: workers kept made ahead of
+    requests, each for one request (e.g. the number of submissions graded at once).
     """
-    return ForkServer.start(hidden=(*default_hidden(), *hidden), packages=packages, without=without)
+    return ForkServer.start(hidden=(*default_hidden(), *hidden), packages=packages, without=without, spares=spares)
 
 
 def default_hidden() -> tuple[str, ...]:
@@ -138,7 +140,8 @@ class Sandbox:
         self.server = ForkServer.attach(server, {}) if isinstance(server, str) else server
         self._own_server: ForkServer | None = None
         self.worker: WorkerLink | None = None
-        self.scratch: Path | None = None  # the last worker's folder (kept until close, for its output)
+        self.scratch: Path | None = None  # the last worker's folder here (kept until close, for its output)
+        self.worker_folder = ""  # the folder the worker itself works in (in its own tree: not the one above)
         self.restarts = -1
         self.spent = 0.0
         self.load_report: LoadReport | None = None
@@ -295,6 +298,7 @@ class Sandbox:
             return LoadReport(ok=False, error=CallError("SandboxError", f"the worker refused to start: {reason}"))
         self.startup_seconds = time.monotonic() - started
         self.isolation = describe_isolation(hello)
+        self.worker_folder = str(hello.get("cwd", ""))[:300]
         self.phases = _phases(started, self.worker.marks, hello.get("phases"), ("hello", time.monotonic()))
         header = {"op": "load", "mode": self.source.mode, "reply_limit": self.limits.max_reply_mb << 20,
                   "cells": [cell.__dict__ for cell in self.source.cells]}

@@ -2,10 +2,11 @@
 
 Everything a worker sends is untrusted bytes, whatever the worker was meant to
 do: replies are plain JSON trees of bounded depth; arrays are ``.npy`` bytes
-whose header (version, dtype, shape, size) is checked before they are read
-with ``allow_pickle=False``; anything else the worker describes is a
-``ForeignObject``. Every malformed reply becomes ``BadReply``, never an
-exception of another kind.
+whose header (version, dtype, shape, size) is checked before the data is
+read, and then read as raw numbers (``numpy.frombuffer``, which has no way to
+unpickle anything, where ``numpy.load`` would need ``allow_pickle=False``);
+anything else the worker describes is a ``ForeignObject``. Every malformed
+reply becomes ``BadReply``, never an exception of another kind.
 """
 
 from __future__ import annotations
@@ -15,9 +16,12 @@ import io
 
 import numpy as np
 
+from grader.sandbox.worker.arrays import NpyCodec
+
 ALLOWED_KINDS = "biuf"  # bool, signed and unsigned integers, floats
 SCALAR_DTYPES = {"float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8", "bool"}
 MAX_DEPTH = 8  # tuples of arrays nest one or two deep; anything deeper is not an answer
+_NPY = NpyCodec(np)  # writes requests' arrays (headers built once per dtype and shape)
 
 
 class BadReply(ValueError):
@@ -44,9 +48,9 @@ def encode_request(value, blobs: list[bytes], sent: dict | None = None):
     if isinstance(value, np.ndarray):
         if sent is not None and id(value) in sent:
             return {"__array__": sent[id(value)]}
-        buffer = io.BytesIO()
-        np.save(buffer, value, allow_pickle=False)
-        blobs.append(buffer.getvalue())
+        if value.dtype.hasobject:
+            raise TypeError("only plain numeric arrays are sent to a worker")
+        blobs.append(_NPY.encode(value))
         if sent is not None:
             sent[id(value)] = len(blobs) - 1
         return {"__array__": len(blobs) - 1}
@@ -114,27 +118,20 @@ def _header_end(blob: bytes) -> int:
 @functools.lru_cache(maxsize=512)
 def _checked_header(header: bytes):
     """Version, shape, order and dtype of a ``.npy`` header (cached: replies repeat few headers)."""
-    stream = io.BytesIO(header)
+    if header[6:8] not in (b"\x01\x00", b"\x02\x00"):
+        raise BadReply(f".npy version {tuple(header[6:8])} is not accepted")
     try:
-        version = np.lib.format.read_magic(stream)
-        if version not in ((1, 0), (2, 0)):
-            raise BadReply(f".npy version {version} is not accepted")
-        read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
-                       else np.lib.format.read_array_header_2_0)
-        shape, fortran_order, dtype = read_header(stream)
-    except BadReply:
-        raise
+        dtype, shape, fortran_order, _ = _NPY.header(header)  # a strict pattern first, then numpy's own reader
     except Exception as bad:  # noqa: BLE001 - any malformed header is a bad reply
         raise BadReply(f"malformed array in reply: {bad}") from None
-    if stream.tell() != len(header):
-        raise BadReply("malformed array in reply: header length")
+    if not isinstance(shape, tuple) or not all(type(extent) is int and extent >= 0 for extent in shape):
+        raise BadReply("malformed array in reply: shape")
     return shape, fortran_order, dtype, len(header)
 
 
 def load_checked_array(blob: bytes, max_bytes: int) -> np.ndarray:
     """Load ``.npy`` bytes after checking version, dtype, shape and size in the header."""
     shape, fortran_order, dtype, data_start = _checked_header(bytes(blob[:_header_end(blob)]))
-    stream = io.BytesIO(blob)
     if dtype.hasobject or dtype.kind not in ALLOWED_KINDS or dtype.fields is not None or dtype.subdtype is not None:
         raise BadReply(f"array of dtype {dtype} is not plain numeric data")
     count = 1
@@ -143,9 +140,9 @@ def load_checked_array(blob: bytes, max_bytes: int) -> np.ndarray:
     size = count * dtype.itemsize
     if size > max_bytes or size != len(blob) - data_start:
         raise BadReply(f"array of shape {shape} does not match its {len(blob)} bytes")
-    stream.seek(0)
     try:
-        array = np.lib.format.read_array(stream, allow_pickle=False)
+        flat = np.frombuffer(blob, dtype=dtype, count=count, offset=data_start)
+        array = flat.reshape(shape, order="F" if fortran_order else "C").copy(order="K")  # its own, writable
     except Exception as bad:  # noqa: BLE001
         raise BadReply(f"unreadable array in reply: {bad}") from None
     if type(array) is not np.ndarray or array.shape != tuple(shape) or array.dtype != dtype:

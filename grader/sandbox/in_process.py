@@ -15,7 +15,7 @@ import numpy as np
 
 from grader.sandbox.client import CallError, CallOutcome
 from grader.sandbox.codec import ForeignObject
-from grader.sandbox.worker.recording import CallRecorder, own_functions
+from grader.sandbox.worker.recording import Recorder
 
 
 class InProcessBox:
@@ -26,7 +26,8 @@ class InProcessBox:
     def __init__(self, module):
         self.module = module
         filename = getattr(module, "__file__", None)
-        self.own_functions = own_functions(vars(module), {filename} if filename else set())
+        self.recorder = Recorder()
+        self.recorder.instrument(vars(module), {filename} if filename else set())
 
     @classmethod
     def load(cls, path: Path) -> InProcessBox:
@@ -75,13 +76,13 @@ class InProcessBox:
 
     def _run(self, function, args) -> CallOutcome:
         arguments = tuple(copy.deepcopy(a) for a in args)
-        recorder = CallRecorder(self.own_functions)
-        try:
-            with np.errstate(all="ignore"), recorder:
-                value = function(arguments)
-        except Exception as error:  # noqa: BLE001 - reported like the worker does
-            return CallOutcome(error=CallError(type(error).__name__, str(error)), reached=tuple(recorder.reached))
-        return CallOutcome(value=_plain(value), args_after=arguments, reached=tuple(recorder.reached))
+        with self.recorder.call() as reached:
+            try:
+                with np.errstate(all="ignore"):
+                    value = function(arguments)
+            except Exception as error:  # noqa: BLE001 - reported like the worker does
+                return CallOutcome(error=CallError(type(error).__name__, str(error)), reached=tuple(reached))
+        return CallOutcome(value=_plain(value), args_after=arguments, reached=tuple(reached))
 
 
 def _plain(value):

@@ -44,14 +44,16 @@ class ForkServer:
         self.address, self.info, self.process = address, info, process
 
     @classmethod
-    def start(cls, *, hidden=(), packages=(), without=(), timeout: float = 30.0) -> ForkServer:
+    def start(cls, *, hidden=(), packages=(), without=(), spares: int = 1, timeout: float = 30.0) -> ForkServer:
         """Start a server (it imports NumPy: the one start-up cost); ``hidden`` folders are masked for workers.
 
         ``packages`` (e.g. ``("scipy",)``) are installed packages besides NumPy
         that student code may import; their folders become readable.
 
-        ``without`` ("landlock", "namespaces") leaves a layer out, to see the
-        fallbacks at work on a machine that has everything.
+        ``without`` ("landlock", "namespaces", "cgroups", "spares") leaves a
+        layer out, to see the fallbacks at work on a machine that has
+        everything. ``spares`` is how many workers the server keeps made
+        ahead of requests (each serves one request only).
         """
         import numpy
 
@@ -65,6 +67,7 @@ class ForkServer:
             command += ["--package", str(name)]
         for layer in without:
             command += ["--without", str(layer)]
+        command += ["--spares", str(int(spares))]
         environment = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1",
                        "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
         with open(os.path.join(folder, "server.log"), "wb") as log:

@@ -3,20 +3,17 @@
 Three kinds of process, standard library and NumPy only (the server runs as
 ``python -I -S forkserver.py``, without the grader package):
 
-- the **server** listens on a UNIX socket in a private folder. Each request
-  (a connection) carries the worker's pipes and output file as descriptors,
-  its scratch folder, limits and environment; the server forks a keeper and
-  goes back to listening. It ends when the process that started it closes
-  its stdin (or dies).
-- the **keeper** (root: in new pid, network and mount namespaces; always a
-  child subreaper) forks the worker, tells the client the worker's pid over
-  the connection, kills it when the client asks or goes away, kills
-  everything it left behind, and reports its exit status.
-- the **worker** confines itself before any student code exists in it:
-  new session, fixed descriptors, scratch folder as cwd, scrubbed environment,
-  resource limits, Landlock, then uid ``nobody``; then it serves
-  ``worker_main``'s protocol, first sending a ``hello`` that says what is in
-  force.
+- the **server** imports NumPy, decides what workers may read and, as root,
+  builds the read-only tree they will see (``layout``) in a mount namespace
+  of its own; it finds where worker cgroups can go (``cgroups``). It listens
+  on a UNIX socket in a private folder. Each request (a connection) carries
+  the worker's pipes and output file as descriptors, the client's folder for
+  it, limits and environment; the server hands it to a keeper it forked
+  ahead of time (a spare; or a fresh one) and forks the next spare. It ends
+  when the process that started it closes its stdin (or dies).
+- the **keeper** and the **worker** are ``keeper``'s: namespaces, scratch
+  tmpfs and cgroups of their own, made ahead of the request; then one
+  request, watched, killed, cleaned up, reported.
 
 The trusted side's handle on this program is ``grader.sandbox.link.ForkServer``.
 This file is run as a script; it loads its siblings as the package
@@ -25,23 +22,20 @@ This file is run as a script; it loads its siblings as the package
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import select
-import shutil
 import signal
 import socket
 import struct
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 PACKAGE = "mha_worker"
 REQUEST_LIMIT = 1 << 16
 LIMITS = ("memory_mb", "cpu_seconds", "max_processes", "file_size_mb", "open_files", "scratch_mb")
-WATCH_INTERVAL = 0.05  # seconds between two looks of a watchdog
+DEFAULT_SCRATCH_MB = 64  # what a spare's scratch tmpfs holds until its request says otherwise
 
 
 def _load(name: str):
@@ -58,7 +52,7 @@ def _load(name: str):
 
 
 def serve(address: str, numpy_dir: str, scratch_root: str, hidden: list[str], packages: list[str],
-          without: list[str]) -> None:
+          without: list[str], spares: int = 1) -> None:
     confinement, landlock, worker_main = _load("confinement"), _load("landlock"), _load("worker_main")
     layout, cgroups = _load("layout"), _load("cgroups")
     site = os.path.dirname(numpy_dir)
@@ -67,6 +61,10 @@ def serve(address: str, numpy_dir: str, scratch_root: str, hidden: list[str], pa
 
     worker_main.warm_up(numpy)
     sys.path.remove(site)
+    import gc
+
+    gc.collect()
+    gc.freeze()  # what exists now is never scanned in a worker: its pages stay shared with the server
     scratch_root = os.path.realpath(scratch_root)
     policy = confinement.read_policy(numpy_dir, hidden, packages)
     as_root = os.geteuid() == 0
@@ -95,19 +93,24 @@ def serve(address: str, numpy_dir: str, scratch_root: str, hidden: list[str], pa
                "uid": confinement.NOBODY if as_root else None, "tree": tree, "cgroup_setup": cgroup_setup,
                "landlock_abi": 0 if "landlock" in without else landlock.abi_version(),
                "namespaces": namespaces, "scratch_root": scratch_root, "warnings": warnings,
+               "default_scratch_mb": DEFAULT_SCRATCH_MB,
                # in the tree, the masks hide what a granted folder must not show: Landlock grants them whole
                "readable": tuple(policy.binds) if tree is not None else policy.readable,
                "grants": {"python": policy.sys_path[0], "numpy": os.path.realpath(numpy_dir),
                           **{name: folder for name, folder in policy.packages}}}
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # keepers are reaped by the kernel
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    keepers = Keepers(listener, context, 0 if "spares" in without else spares)
+    keepers.refill()
     ready = {"pid": os.getpid(), "root": as_root, "uid": context["uid"], "landlock_abi": context["landlock_abi"],
-             "tree": tree is not None, "cgroups": cgroup_setup.describe(), "warnings": warnings}
+             "tree": tree is not None, "cgroups": cgroup_setup.describe(), "warnings": warnings,
+             "spares": keepers.count}
     sys.stdout.write(json.dumps(ready) + "\n")
     sys.stdout.flush()
     while True:
         readable, _, _ = select.select([listener, sys.stdin], [], [])
         if sys.stdin in readable and not os.read(sys.stdin.fileno(), 4096):
+            keepers.close()
             if tree is not None:
                 layout.dismantle(tree)
             _remove_socket(address)  # also when the process that started it was killed
@@ -115,11 +118,53 @@ def serve(address: str, numpy_dir: str, scratch_root: str, hidden: list[str], pa
         if listener in readable:
             connection, _ = listener.accept()
             try:
-                _handle(connection, listener, context)
+                _handle(connection, keepers, context)
             except Exception as failed:  # noqa: BLE001 - one bad request never ends the server
                 print(f"request failed: {failed!r}", file=sys.stderr, flush=True)
             finally:
-                connection.close()
+                connection.close()  # before the next spare is forked: only its keeper holds it
+            keepers.refill()
+
+
+class Keepers:
+    """Keepers forked ahead of requests (``count`` spares), each already prepared for a worker of its own."""
+
+    def __init__(self, listener: socket.socket, context: dict, count: int):
+        self.listener, self.context, self.count = listener, context, count
+        self.ready: list[socket.socket] = []  # the server's ends of the spares' control sockets
+
+    def hand(self, request: bytes, fds: list[int]) -> None:
+        """Give a request to a spare (or, if none is ready or alive, to a fresh keeper)."""
+        while True:
+            control = self.ready.pop(0) if self.ready else self._start()
+            try:
+                socket.send_fds(control, [request], fds)
+                return
+            except OSError:
+                if not self.ready:
+                    raise
+            finally:
+                control.close()
+
+    def refill(self) -> None:
+        while len(self.ready) < self.count:
+            self.ready.append(self._start())
+
+    def close(self) -> None:
+        for control in self.ready:
+            control.close()  # each spare kills its worker and ends
+        self.ready = []
+
+    def _start(self) -> socket.socket:
+        server_end, keeper_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            server_end.close()
+            for control in self.ready:  # other spares' ends: only the server may hold them
+                control.close()
+            _load("keeper").run(keeper_end, self.listener, self.context)  # never returns
+        keeper_end.close()
+        return server_end
 
 
 def _remove_socket(address: str) -> None:
@@ -135,7 +180,7 @@ def _remove_socket(address: str) -> None:
         pass
 
 
-def _handle(connection: socket.socket, listener: socket.socket, context: dict) -> None:
+def _handle(connection: socket.socket, keepers: Keepers, context: dict) -> None:
     connection.settimeout(5)
     _, peer_uid, _ = struct.unpack("3i", connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
     message, fds, _, _ = socket.recv_fds(connection, REQUEST_LIMIT, 3)
@@ -143,15 +188,12 @@ def _handle(connection: socket.socket, listener: socket.socket, context: dict) -
         request = json.loads(message)
         if peer_uid != os.geteuid():
             raise ValueError(f"uid {peer_uid} may not ask for workers")
-        scratch = request["scratch"]
-        if len(fds) != 3 or not _is_scratch(scratch, context["scratch_root"]):
+        if len(fds) != 3 or not _is_scratch(request["scratch"], context["scratch_root"]):
             raise ValueError("a request needs three descriptors and a scratch folder of its own")
         limits = request["limits"]
         if not all(type(limits.get(name)) is int and limits[name] > 0 for name in LIMITS):
             raise ValueError(f"a request needs the limits {', '.join(LIMITS)} as positive whole numbers")
-        pid = os.fork()
-        if pid == 0:
-            _keeper(connection, listener, request, fds, context)  # never returns
+        keepers.hand(json.dumps(request).encode(), [*fds, connection.fileno()])
     except (ValueError, KeyError, TypeError, AttributeError) as bad:
         connection.send(json.dumps({"error": str(bad)}).encode())
     finally:
@@ -166,181 +208,16 @@ def _is_scratch(path: str, root: str) -> bool:
             and os.path.basename(real).startswith("mha-worker-"))
 
 
-def _keeper(connection: socket.socket, listener: socket.socket, request: dict, fds: list[int], context: dict) -> None:
-    code = 1
-    marks = [("keeper forked", time.monotonic())]  # when each step of making a worker ended, for the hello
-    cgroup = None
-    try:
-        listener.close()
-        os.close(sys.stdin.fileno())
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        connection.settimeout(None)
-        confinement, layout, cgroups = context["confinement"], context["layout"], context["cgroups"]
-        limits, scratch, tree = request["limits"], request["scratch"], context["tree"]
-        namespaces, warnings, private = [], list(context["warnings"]), False
-        scratch_parent = os.open(os.path.dirname(scratch), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-        if context["namespaces"]:
-            namespaces = confinement.enter_namespaces()
-            marks.append(("namespaces", time.monotonic()))
-            if tree is not None and "mount" in namespaces:
-                layout.private_scratch(tree, scratch, limits["scratch_mb"], context["uid"])
-                private = True
-                marks.append(("scratch tmpfs", time.monotonic()))
-        if context["uid"] is not None and not private:
-            blocked = sorted(confinement.blocked_folders(context["policy"].readable, context["uid"]))
-            if blocked:
-                warnings.append(f"uid {context['uid']} cannot enter {', '.join(blocked)} without a mount namespace: "
-                                "student code can import only the modules the fork server preloaded")
-        setup = context["cgroup_setup"]
-        if setup.hierarchies:
-            try:
-                cgroup = cgroups.WorkerCgroup(setup, os.path.basename(scratch), limits)
-            except OSError as failed:
-                warnings.append(f"no cgroup for this worker ({failed}): a watchdog sums its memory instead")
-            marks.append(("cgroups", time.monotonic()))
-        memory_watched = cgroup is None or not setup.provides("memory")
-        watchdog = None
-        if memory_watched or not private:  # what no cgroup or tmpfs bounds, the keeper watches
-            watchdog = cgroups.Watchdog(limits["memory_mb"] if memory_watched else None,
-                                        None if private else scratch, limits["scratch_mb"])
-        confinement.become_subreaper()
-        worker = os.fork()
-        if worker == 0:
-            _worker(request, fds, context, namespaces, warnings, marks,
-                    {"cgroup": cgroup, "memory_watched": memory_watched, "private": private})  # never returns
-        for fd in fds:
-            os.close(fd)
-        connection.send(json.dumps({"pid": worker}).encode())
-        status, client_gone, reason = _watch(connection, worker, watchdog)
-        confinement.kill_descendants()
-        if cgroup is not None:
-            if not reason and cgroup.out_of_memory():
-                reason = f"its processes needed more than {limits['memory_mb']} MiB together"
-            cgroup.remove()
-        if client_gone:  # the grader died: nobody else will clear the scratch folder (the host's)
-            shutil.rmtree(os.path.basename(scratch), dir_fd=scratch_parent, ignore_errors=True)
-        else:
-            connection.send(json.dumps({"status": status, "reason": reason}).encode())
-        code = 0
-    finally:
-        if cgroup is not None:
-            cgroup.remove()
-        os._exit(code)
-
-
-def _watch(connection: socket.socket, worker: int, watchdog) -> tuple[int, bool, str]:
-    """Wait for the worker to end; kill it (and its session) when the client asks or disappears, or the
-    ``watchdog`` finds it over a limit.
-
-    Returns the worker's exit code, whether the client went away, and why the keeper killed it (if it did
-    for a limit).
-    """
-    watched, client_gone, reason = [connection], False, ""
-    try:
-        ended = os.pidfd_open(worker)
-    except (AttributeError, OSError):
-        ended = None
-    interval = WATCH_INTERVAL if watchdog is not None else None if ended is not None else 0.01
-    while True:
-        pid, status = os.waitpid(worker, os.WNOHANG)
-        if pid:
-            return os.waitstatus_to_exitcode(status), client_gone, reason
-        readable, _, _ = select.select(watched + ([ended] if ended is not None else []), [], [], interval)
-        stop = False
-        if connection in readable:
-            try:
-                client_gone = not connection.recv(64)
-            except OSError:
-                client_gone = True
-            watched, stop = [], True  # any word or the end of the connection means the same: stop
-        if watchdog is not None and not stop and not reason:
-            reason = watchdog.over() or ""
-            stop = bool(reason)
-        if stop:
-            for kill in (lambda: os.killpg(worker, signal.SIGKILL), lambda: os.kill(worker, signal.SIGKILL)):
-                try:
-                    kill()
-                except OSError:
-                    pass
-
-
-def _worker(request: dict, fds: list[int], context: dict, namespaces: list[str], warnings: list[str],
-            marks: list, resources: dict) -> None:
-    """Confine this fresh process, then serve calls; student code runs only after all of it."""
-    confinement, landlock = context["confinement"], context["landlock"]
-    hello: dict = {"op": "hello", "ok": False}
-    marks.append(("worker forked", time.monotonic()))
-    try:
-        os.setsid()
-        if resources["cgroup"] is not None:
-            resources["cgroup"].join()  # before anything else: all it starts is counted with it
-            marks.append(("joined cgroups", time.monotonic()))
-        to_worker, from_worker, output = (fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) for fd in fds)  # clear of 0-4
-        os.dup2(os.open("/dev/null", os.O_RDONLY), 0)
-        os.dup2(output, 1)
-        os.dup2(output, 2)
-        os.dup2(to_worker, 3)
-        os.dup2(from_worker, 4)
-        os.closerange(5, 1 << 16)
-        sys.stdout = open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)
-        sys.stderr = open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False, buffering=1)
-        scratch = request["scratch"]
-        if resources["private"]:
-            context["layout"].enter(context["tree"], scratch)
-        else:
-            os.chdir(scratch)
-        os.environ.clear()
-        os.environ.update({str(key): str(value) for key, value in request.get("environment", {}).items()})
-        marks.append(("descriptors, root, environment", time.monotonic()))
-        confinement.apply_limits(request["limits"])
-        marks.append(("rlimits", time.monotonic()))
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # over-long output fails a write, not the worker
-        for number in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
-            signal.signal(number, signal.SIG_DFL)
-        enforced = landlock.restrict_self(readable=context["readable"], writable=[scratch],
-                                          abi=context["landlock_abi"])
-        marks.append(("landlock", time.monotonic()))
-        if context["uid"] is not None:
-            confinement.drop_privileges(context["uid"])
-        marks.append(("uid change", time.monotonic()))
-        confinement.set_parent_death_signal()  # after the uid change, which clears it
-        sys.path[:] = context["policy"].sys_path
-        if context["policy"].packages:
-            sys.meta_path.append(context["confinement"].PackageFinder(context["policy"].packages))
-        sys.argv[:] = ["worker"]
-        setup = context["cgroup_setup"]
-        hello = {"op": "hello", "ok": True, "landlock": enforced.describe(), "landlock_abi": enforced.abi,
-                 "namespaces": namespaces, "uid": os.getuid(), "session": os.getsid(0) == os.getpid(),
-                 "rlimits": sorted(request["limits"]), "warnings": warnings,
-                 "tree": resources["private"], "grants": context["grants"],
-                 "cgroup": setup.describe() if resources["cgroup"] is not None else "",
-                 "memory_watched": resources["memory_watched"], "cgroup_missing": setup.missing,
-                 "scratch": (f"tmpfs of {request['limits']['scratch_mb']} MiB" if resources["private"]
-                             else f"host folder, watched ({request['limits']['scratch_mb']} MiB)"),
-                 "phases": [[name, at] for name, at in marks]}
-    except BaseException as failed:  # noqa: BLE001 - refuse to run student code half-confined
-        hello = {"op": "hello", "ok": False, "error": f"{type(failed).__name__}: {failed}"}
-    code = 70
-    try:
-        if hello["ok"]:
-            context["worker_main"].serve(3, 4, context["numpy"], hello=hello)
-            code = 0
-        else:
-            context["protocol"].write_message(os.fdopen(4, "wb"), hello)
-    finally:
-        os._exit(code)
-
-
 def main(argv: list[str]) -> None:
     arguments = {"--socket": None, "--numpy-dir": None, "--scratch-root": "/tmp", "--hide": [], "--package": [],
-                 "--without": []}
+                 "--without": [], "--spares": "1"}
     for flag, value in zip(argv[::2], argv[1::2]):
         if isinstance(arguments[flag], list):
             arguments[flag].append(value)
         else:
             arguments[flag] = value
     serve(arguments["--socket"], arguments["--numpy-dir"], arguments["--scratch-root"], arguments["--hide"],
-          arguments["--package"], arguments["--without"])
+          arguments["--package"], arguments["--without"], int(arguments["--spares"]))
 
 
 if __name__ == "__main__":

@@ -152,6 +152,12 @@ def private_scratch(layout: Layout, scratch: str, size_mb: int, uid: int | None)
         os.chown(folder, uid, uid)
 
 
+def resize_scratch(layout: Layout, size_mb: int) -> None:
+    """Give this keeper's scratch tmpfs another size (before its worker wrote anything)."""
+    _mount(_libc(), None, layout.root + layout.scratch_root, None, MS_REMOUNT | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+           f"size={size_mb}m")
+
+
 def enter(layout: Layout, scratch: str) -> None:
     """Make the tree this process's whole filesystem (it then holds no descriptor of a folder outside)."""
     os.chroot(layout.root)

@@ -13,7 +13,6 @@ anything that is not plain data ``{"__object__": "<description>"}``.
 
 import builtins
 import contextlib
-import io
 import linecache
 import os
 import sys
@@ -21,50 +20,43 @@ import tracemalloc
 import traceback
 import types
 
-from . import protocol, recording
+from . import arrays, protocol, recording
 
 MESSAGE_LIMIT = protocol.MESSAGE_LIMIT
 
 TEXT_LIMIT = 2000
 
 
-def encode(value, blobs, numpy, limit=MESSAGE_LIMIT):
+def encode(value, blobs, codec, limit=MESSAGE_LIMIT):
     """Turn a value into a JSON tree, appending array bytes to ``blobs`` (at most ``limit`` bytes in all)."""
     if value is None or isinstance(value, (bool, int, float, str)) and type(value) in (bool, int, float, str):
         if isinstance(value, str):
             return value[:TEXT_LIMIT]
         return value
-    if type(value) is numpy.ndarray:
+    if type(value) is codec.ndarray:
         if value.dtype.kind not in "biuf":
             return {"__object__": f"array of dtype {value.dtype}"}
         if value.nbytes + sum(len(blob) for blob in blobs) > limit:
             return {"__object__": f"array of shape {value.shape}, {value.nbytes:,} bytes: more than a reply may hold"}
-        buffer = io.BytesIO()
-        numpy.save(buffer, numpy.ascontiguousarray(value), allow_pickle=False)
-        blobs.append(buffer.getvalue())
+        blobs.append(codec.encode(value))
         return {"__array__": len(blobs) - 1}
-    if isinstance(value, numpy.generic) and type(value).__module__ == "numpy" and value.dtype.kind in "biuf":
+    if isinstance(value, codec.generic) and type(value).__module__ == "numpy" and value.dtype.kind in "biuf":
         return {"__scalar__": value.item(), "dtype": str(value.dtype)}
     if type(value) in (tuple, list) and len(value) <= 16:
-        items = [encode(item, blobs, numpy, limit) for item in value]
+        items = [encode(item, blobs, codec, limit) for item in value]
         return {"__tuple__": items} if type(value) is tuple else items
-    return {"__object__": _describe(value)}
+    return {"__object__": _describe(value, codec)}
 
 
-def _describe(value):
+def _describe(value, codec):
     kind = type(value)
     name = f"{kind.__module__}.{kind.__qualname__}"
-    try:
-        import numpy
-
-        if isinstance(value, numpy.ndarray):
-            return f"an ndarray subclass ({name})"
-    except Exception:  # the student may have broken numpy; the name is enough
-        pass
+    if isinstance(value, codec.ndarray):
+        return f"an ndarray subclass ({name})"
     return name
 
 
-def decode(tree, blobs, numpy, cache=None):
+def decode(tree, blobs, codec, cache=None):
     """Inverse of ``encode`` for what the trusted side sends (plain data only).
 
     ``cache`` (blob index -> array) parses an array sent once for several
@@ -75,15 +67,15 @@ def decode(tree, blobs, numpy, cache=None):
         if "__array__" in tree:
             index = tree["__array__"]
             if cache is None:
-                return numpy.load(io.BytesIO(blobs[index]), allow_pickle=False)
+                return codec.decode(blobs[index])
             if index not in cache:
-                cache[index] = numpy.load(io.BytesIO(blobs[index]), allow_pickle=False)
+                cache[index] = codec.decode(blobs[index])
             return cache[index].copy()
         if "__tuple__" in tree:
-            return tuple(decode(item, blobs, numpy, cache) for item in tree["__tuple__"])
-        return {key: decode(item, blobs, numpy, cache) for key, item in tree.items()}
+            return tuple(decode(item, blobs, codec, cache) for item in tree["__tuple__"])
+        return {key: decode(item, blobs, codec, cache) for key, item in tree.items()}
     if isinstance(tree, list):
-        return [decode(item, blobs, numpy, cache) for item in tree]
+        return [decode(item, blobs, codec, cache) for item in tree]
     return tree
 
 
@@ -122,16 +114,18 @@ class BuiltinsGuard:
 
     def __init__(self):
         self.original = dict(builtins.__dict__)
-        self.student = dict(self.original)
+        self.student = None  # the student's builtins, once they differ from the original ones
 
     @contextlib.contextmanager
     def student_side(self):
-        _swap(self.student)
+        if self.student is not None:
+            _swap(self.student)
         try:
             yield
         finally:
-            self.student = _copy(builtins.__dict__)
-            _swap(self.original)
+            if self.student is not None or _changed(self.original):
+                self.student = _copy(builtins.__dict__)
+                _swap(self.original)
 
 
 def _swap(state, _namespace=builtins.__dict__, _list=list, _copy_state=dict.copy):
@@ -145,24 +139,33 @@ def _swap(state, _namespace=builtins.__dict__, _list=list, _copy_state=dict.copy
 _copy = dict.copy
 
 
+def _changed(original, _namespace=builtins.__dict__):
+    """Whether student code rebound a builtin (dict equality: values that are the same object compare
+    equal without being asked)."""
+    try:
+        return _namespace != original
+    except BaseException:  # noqa: BLE001 - a hostile __eq__ on something put into builtins
+        return True
+
+
 class Worker:
     def __init__(self, numpy):
         self.numpy = numpy
+        self.codec = arrays.NpyCodec(numpy)
         self.reply_limit = MESSAGE_LIMIT
         self.module = types.ModuleType("submission")
         self.filenames = set()
         self.builtins = BuiltinsGuard()
-        self.own_functions = {}  # code object -> name, for recording which of them a call entered
+        self.recorder = recording.Recorder()  # which of the submission's functions each call enters
         self.stream = None  # where each newly entered name is announced during a single call
         self._announcements = {}
 
-    def _record(self, stream_names):
-        """A recorder for one call; with ``stream_names``, each first entry is also announced at once."""
-        notify = None
-        if stream_names and self.stream is not None:
-            announce, fd, write = self._announcements, self.stream, os.write
-            notify = lambda name: write(fd, announce[name])  # noqa: E731 - bound before student code runs
-        return recording.CallRecorder(self.own_functions, notify)
+    def _notify(self, stream_names):
+        """What tells the trusted side, during a single call, of each function it newly enters (or None)."""
+        if not stream_names or self.stream is None:
+            return None
+        announce, fd, write = self._announcements, self.stream, os.write
+        return lambda name: write(fd, announce[name])  # bound before student code runs
 
     def load(self, request):
         namespace = self.module.__dict__
@@ -187,18 +190,17 @@ class Worker:
                 if request.get("mode") == "module":
                     return {"ok": False, "error": described}
                 cell_errors.append(described)
-        self._index_own_functions()
+        self._instrument()
         names = sorted(name for name in namespace if not name.startswith("__"))[:500]
         return {"ok": True, "names": names, "cell_errors": cell_errors}
 
-    def _index_own_functions(self):
-        """The submission's functions and methods as loading left them (a hostile class may break this)."""
+    def _instrument(self):
+        """Wrap the submission's functions and methods as loading left them (a hostile class may refuse)."""
         try:
-            self.own_functions = recording.own_functions(self.module.__dict__, self.filenames)
+            names = self.recorder.instrument(self.module.__dict__, self.filenames)
         except BaseException:  # noqa: BLE001 - recording is a hint; a broken class only loses it
-            self.own_functions = {}
-        self._announcements = {name: protocol.frame({"op": "entered", "name": name})
-                               for name in set(self.own_functions.values())}
+            names = []
+        self._announcements = {name: protocol.frame({"op": "entered", "name": name}) for name in names}
 
     def call(self, request, blobs, cache=None, stream_names=False):
         """Run one call; return (reply, reply blobs). ``cache`` is shared by the calls of one batch.
@@ -208,29 +210,27 @@ class Worker:
         entered (an ``entered`` message), so a call that never returns still
         tells the trusted side where it went.
         """
-        numpy = self.numpy
-        args = list(decode(request.get("args", []), blobs, numpy, cache))
-        kwargs = decode(request.get("kwargs", {}), blobs, numpy, cache)
+        codec = self.codec
+        args = list(decode(request.get("args", []), blobs, codec, cache))
+        kwargs = decode(request.get("kwargs", {}), blobs, codec, cache)
         target = request["target"]
         namespace = self.module.__dict__
         error = value = None
         measure = bool(request.get("measure_peak_memory"))  # optional: the peak the call allocates, in bytes
         if measure:
             tracemalloc.start()
-        init = decode(target.get("init", []), blobs, numpy, cache)  # decoded here: student code may have patched builtins
-        attributes = decode(target.get("attributes", {}), blobs, numpy, cache)
+        init = decode(target.get("init", []), blobs, codec, cache)  # decoded here: student code may have patched builtins
+        attributes = decode(target.get("attributes", {}), blobs, codec, cache)
         steps = None
         if target.get("calls") is not None:
             steps = [(str(path).split("."), step_args, step_kwargs)
-                     for path, step_args, step_kwargs in decode(target["calls"], blobs, numpy, cache)]
-        recorder = self._record(stream_names)
-        with self.builtins.student_side():
+                     for path, step_args, step_kwargs in decode(target["calls"], blobs, codec, cache)]
+        with self.builtins.student_side(), self.recorder.call(self._notify(stream_names)) as entered:
             try:
-                with recorder:
-                    value = self._run(target, namespace, args, kwargs, init, attributes, steps)
+                value = self._run(target, namespace, args, kwargs, init, attributes, steps)
             except BaseException as raised:  # noqa: BLE001 - any failure is the student's to read
                 error = raised
-        reached = list(recorder.reached)
+        reached = list(entered)
         peak = tracemalloc.get_traced_memory()[1] if measure and tracemalloc.is_tracing() else None
         tracemalloc.stop()
         if isinstance(error, KeyboardInterrupt):
@@ -243,8 +243,8 @@ class Worker:
             return {"ok": False, "error": describe_error(error, self.filenames), "reached": reached}, []
         out_blobs = []
         try:
-            encoded = encode(value, out_blobs, numpy, self.reply_limit)
-            after = [encode(arg, out_blobs, numpy, self.reply_limit) for arg in args]
+            encoded = encode(value, out_blobs, codec, self.reply_limit)
+            after = [encode(arg, out_blobs, codec, self.reply_limit) for arg in args]
         except BaseException as error:  # noqa: BLE001 - a hostile object may fail to encode
             return {"ok": False, "error": {"type": "UnencodableResult", "message": repr(type(error))},
                     "reached": reached}, []
@@ -255,13 +255,14 @@ class Worker:
 
     def batch(self, request, blobs):
         """Run several independent calls in one exchange; each reply names its slice of the blobs."""
-        replies, out_blobs, cache = [], [], {}
+        replies, out_blobs, cache, size = [], [], {}, 0
         for call in request.get("calls", [])[:1000]:
             reply, reply_blobs = self.call(call, blobs, cache)
             reply["blob_offset"], reply["blob_count"] = len(out_blobs), len(reply_blobs)
             replies.append(reply)
             out_blobs.extend(reply_blobs)
-            if sum(len(blob) for blob in out_blobs) > self.reply_limit:
+            size += sum(len(blob) for blob in reply_blobs)
+            if size > self.reply_limit:
                 break  # the rest are asked for one by one
         return {"ok": True, "replies": replies}, out_blobs
 
@@ -290,8 +291,8 @@ def warm_up(numpy):
     on first use (the .npy format, einsum, linalg, errstate), and every worker
     would otherwise pay for that again after its fork."""
     x = numpy.linspace(-1.0, 1.0, 24).reshape(2, 3, 4)
-    blobs = []
-    decode(encode((x, x.astype(numpy.float32)), blobs, numpy), blobs, numpy, {})
+    blobs, codec = [], arrays.NpyCodec(numpy)
+    decode(encode((x, x.astype(numpy.float32)), blobs, codec), blobs, codec, {})
     with numpy.errstate(all="ignore"):
         y = numpy.exp(x - x.max(axis=-1, keepdims=True)) / numpy.sum(x, axis=-1, keepdims=True)
     numpy.einsum("bij,bkj->bik", x, x), numpy.tensordot(x, x, axes=([2], [2])), numpy.swapaxes(y, -1, -2) @ x
