@@ -36,7 +36,7 @@ WATCH_INTERVAL = 0.05  # seconds between two looks of a watchdog
 
 def run(control: socket.socket, listener: socket.socket, context: dict) -> None:
     """The keeper's whole life (in a process just forked by the server); never returns."""
-    code, cgroup = 1, None
+    code, cgroup, worker = 1, None, None
     marks = [("keeper forked", time.monotonic())]  # when each step of making a worker ended, for the hello
     try:
         listener.close()
@@ -45,21 +45,25 @@ def run(control: socket.socket, listener: socket.socket, context: dict) -> None:
         plan = _prepare(context, marks)
         cgroup = plan["cgroup"]
         context["confinement"].become_subreaper()
-        to_worker, worker_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        channel, worker_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         worker = os.fork()
         if worker == 0:
             control.close()
-            to_worker.close()
+            channel.close()
             _worker(worker_end, context, plan, marks)  # never returns
         worker_end.close()
         assignment = _receive(control)
-        if assignment is not None:
-            _serve(assignment, worker, to_worker, context, plan, marks)
-        else:  # the server ended before it needed this spare
-            os.kill(worker, signal.SIGKILL)
-        context["confinement"].kill_descendants()
+        if assignment is not None:  # else the server ended before it needed this spare
+            _serve(assignment, worker, channel, context, plan, marks)
         code = 0
     finally:
+        if worker:  # whatever happened, nothing of the worker outlives its keeper, nor its cgroups
+            try:
+                if os.waitpid(worker, os.WNOHANG) == (0, 0):  # not reaped yet: the pid is still the worker's
+                    os.kill(worker, signal.SIGKILL)
+            except OSError:  # reaped already (its pid may be another process's now)
+                pass
+            context["confinement"].kill_descendants()
         if cgroup is not None:
             cgroup.remove()
         os._exit(code)
@@ -106,7 +110,7 @@ def _receive(control: socket.socket):
     return json.loads(message), fds[:3], socket.socket(fileno=fds[3])
 
 
-def _serve(assignment, worker: int, to_worker: socket.socket, context: dict, plan: dict, marks: list) -> None:
+def _serve(assignment, worker: int, channel: socket.socket, context: dict, plan: dict, marks: list) -> None:
     """Give the worker its request, tell the client its pid, watch it, clean up, report."""
     request, fds, client = assignment
     limits, cgroup, cgroups = request["limits"], plan["cgroup"], context["cgroups"]
@@ -123,18 +127,18 @@ def _serve(assignment, worker: int, to_worker: socket.socket, context: dict, pla
     marks.append(("assigned", time.monotonic()))
     started = {"request": request, "marks": marks, "memory_watched": memory_watched}
     try:
-        socket.send_fds(to_worker, [json.dumps(started).encode()], fds)
+        socket.send_fds(channel, [json.dumps(started).encode()], fds)
     finally:
         for fd in fds:
             os.close(fd)
-        to_worker.close()
+        channel.close()
     client.send(json.dumps({"pid": worker}).encode())
     status, client_gone, reason = _watch(client, worker, watchdog)
     context["confinement"].kill_descendants()
     if cgroup is not None:
         if not reason and cgroup.out_of_memory():
             reason = f"its processes needed more than {limits['memory_mb']} MiB together"
-        cgroup.remove()
+        cgroup.remove()  # before the report: once the client hears of the end, nothing of the worker is left
     if client_gone:  # the grader died: nobody else will clear its folder for this worker (the host's)
         shutil.rmtree(os.path.basename(request["scratch"]), dir_fd=client_folder, ignore_errors=True)
     else:
