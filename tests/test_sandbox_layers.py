@@ -358,12 +358,14 @@ def _link_or_copy(source: str, target: str) -> str:
 
 # ---- start-up ----------------------------------------------------------------------------------------------
 def test_a_worker_reports_when_each_step_of_its_start_ended(server):
-    """Seconds after the request: a spare made its namespaces and confined itself before (negative)."""
+    """Seconds after Sandbox.open began; negative for what was made before: a spare keeper and its worker
+    confine themselves ahead of any request, and the worker a submission uses was asked for while the one
+    before was graded."""
     with opened("x = 1", server) as box:
         steps = dict(box.phases)
     assert {"keeper forked", "worker forked", "landlock", "ready", "request", "hello", "loaded"} <= set(steps), steps
-    assert 0 <= steps["request"] < steps["hello"] < steps["loaded"] < 30
-    assert -600 < steps["keeper forked"] < steps["worker forked"] < steps["ready"]
+    assert -600 < steps["keeper forked"] < steps["worker forked"] < steps["ready"] < steps["hello"]
+    assert steps["request"] < steps["hello"] < steps["loaded"] < 30
 
 
 def test_concurrent_workers_start_and_stop_cleanly(server):
@@ -383,3 +385,51 @@ def test_concurrent_workers_start_and_stop_cleanly(server):
     for thread in threads:
         thread.join()
     assert not errors, errors
+
+
+# ---- where cgroups can go: v1 and v2, read from /proc --------------------------------------------------
+def fake_proc(tmp_path: Path, cgroup: str, mountinfo: str) -> str:
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    (proc / "cgroup").write_text(cgroup)
+    (proc / "mountinfo").write_text(mountinfo)
+    return str(proc)
+
+
+def test_cgroup_v2_is_used_only_where_the_graders_cgroup_hands_memory_and_pids_down(tmp_path):
+    from grader.sandbox.worker import cgroups
+
+    mount = tmp_path / "unified"
+    (mount / "grader.slice").mkdir(parents=True)
+    line = f"30 25 0:26 / {mount} rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n"
+    proc = fake_proc(tmp_path, "0::/grader.slice\n", line)
+    (mount / "grader.slice" / "cgroup.subtree_control").write_text("cpu io\n")
+    refused = cgroups.discover(proc)
+    assert not refused.hierarchies
+    assert "does not hand memory" in refused.missing and "does not hand pids" in refused.missing
+    (mount / "grader.slice" / "cgroup.subtree_control").write_text("cpu io memory pids\n")
+    delegated = cgroups.discover(proc)
+    assert delegated.hierarchies == (cgroups.Hierarchy(2, str(mount / "grader.slice"), ("memory", "pids")),)
+    assert delegated.describe() == "cgroup per worker (v2 memory+pids)"
+    worker = cgroups.WorkerCgroup(delegated, "mha-worker-test")
+    worker.limit({"memory_mb": 100, "max_processes": 7})
+    folder = mount / "grader.slice" / "mha-worker-test"
+    assert (folder / "memory.max").read_text() == str(100 << 20) and (folder / "pids.max").read_text() == "7"
+    for name in ("memory.max", "pids.max"):  # a real cgroup's files go with it; these are plain ones
+        (folder / name).unlink()
+    assert worker.remove() and not folder.exists()
+
+
+def test_cgroup_v1_hierarchies_are_found_by_controller(tmp_path):
+    from grader.sandbox.worker import cgroups
+
+    memory, pids = tmp_path / "memory", tmp_path / "pids"
+    (memory / "jobs" / "grader").mkdir(parents=True)
+    pids.mkdir()
+    mountinfo = (f"35 25 0:30 / {memory} rw - cgroup cgroup rw,memory\n"
+                 f"36 25 0:31 / {pids} rw - cgroup cgroup rw,pids\n")
+    proc = fake_proc(tmp_path, "4:memory:/jobs/grader\n8:pids:/\n0::/\n", mountinfo)
+    found = cgroups.discover(proc)
+    assert found.hierarchies == (cgroups.Hierarchy(1, str(memory / "jobs" / "grader"), ("memory",)),
+                                 cgroups.Hierarchy(1, str(pids), ("pids",)))
+    assert found.provides("memory") and found.provides("pids") and not found.missing

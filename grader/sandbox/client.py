@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from grader.sandbox.codec import BadReply, decode_reply, encode_request
-from grader.sandbox.link import ForkServer, ForkServerError, WorkerGone, WorkerLink
+from grader.sandbox.link import ForkServer, ForkServerError, WorkerGone, WorkerLink, reserve, take_reserved
 from grader.sandbox.source import SubmissionSource, read_submission
 from grader.sandbox.worker import protocol
 from grader.sandbox.worker.confinement import NOBODY
@@ -284,34 +284,48 @@ class Sandbox:
 
     # ---- process management ------------------------------------------------------
     def _start(self) -> LoadReport:
+        """A confined worker with the submission loaded in it (``self.worker``), or why there is none."""
         self.restarts += 1
         started = time.monotonic()
-        try:
-            self._spawn()
-            hello, _ = self.worker.receive(started + self.limits.start_timeout, self.limits.max_reply_mb << 20)
-        except (ForkServerError, WorkerGone) as failed:
-            self._kill()
-            return LoadReport(ok=False, error=CallError("SandboxError", f"no confined worker could be started: {failed}"))
+        limit = self.limits.max_reply_mb << 20
+        load = protocol.frame({"op": "load", "mode": self.source.mode, "reply_limit": limit,
+                               "cells": [cell.__dict__ for cell in self.source.cells]})
+        for attempt in range(2):
+            reserved = False
+            try:  # the load is sent at once: the worker reads it right after its hello, one round trip fewer
+                reserved = self._spawn()
+                self.worker.send(load, started + self.limits.start_timeout)
+                hello, _ = self.worker.receive(started + self.limits.start_timeout, limit)
+                break
+            except (ForkServerError, WorkerGone) as failed:
+                self._kill()
+                if not (reserved and attempt == 0):  # a reserved worker that died meanwhile: ask for a new one
+                    return LoadReport(ok=False, error=CallError("SandboxError",
+                                                                f"no confined worker could be started: {failed}"))
         if hello.get("op") != "hello" or not hello.get("ok"):
             self._kill()
             reason = str(hello.get("error", "the worker did not report its confinement"))[:500]
             return LoadReport(ok=False, error=CallError("SandboxError", f"the worker refused to start: {reason}"))
-        self.startup_seconds = time.monotonic() - started
+        said_hello = time.monotonic()
+        self.startup_seconds = said_hello - started
         self.isolation = describe_isolation(hello)
         self.worker_folder = str(hello.get("cwd", ""))[:300]
-        self.phases = _phases(started, self.worker.marks, hello.get("phases"), ("hello", time.monotonic()))
-        header = {"op": "load", "mode": self.source.mode, "reply_limit": self.limits.max_reply_mb << 20,
-                  "cells": [cell.__dict__ for cell in self.source.cells]}
+        self.phases = _phases(started, self.worker.marks, hello.get("phases"), ("hello", said_hello))
         try:
-            reply, _ = self._exchange(header, [], timeout=self.limits.call_timeout * 2)
+            deadline = said_hello + min(self.limits.call_timeout * 2, self.limits.submission_timeout - self.spent)
+            reply, _ = self.worker.receive(deadline, limit)
         except WorkerGone as gone:
             self._kill()
             reason = "loading took too long (code at the top level of the file runs forever?)" if gone.timed_out else str(gone)
             return LoadReport(ok=False, error=CallError("Timeout" if gone.timed_out else "WorkerGone", reason))
+        finally:
+            self.spent += time.monotonic() - said_hello
         self.phases += (("loaded", time.monotonic() - started),)
         if not reply.get("ok"):
             self._kill()
             return LoadReport(ok=False, error=_call_error(reply.get("error")))
+        if self.server is not None and self.server.info.get("spares", 1):  # the next one is made meanwhile
+            reserve(self.server, asdict(self.limits), timeout=self.limits.start_timeout)
         names, cell_errors = reply.get("names", ()), reply.get("cell_errors", ())
         return LoadReport(
             ok=True, names=tuple(str(name)[:100] for name in names[:500]) if isinstance(names, list) else (),
@@ -320,14 +334,19 @@ class Sandbox:
             notes=self.source.notes,
         )
 
-    def _spawn(self) -> None:
+    def _spawn(self) -> bool:
+        """A new worker (its hello not yet read); True when it is one reserved while the last was graded."""
         if self.server is None and self._own_server is None:
             self._own_server = start_server()
         if self.scratch is not None:  # a restart: the previous worker's files go
             shutil.rmtree(self.scratch, ignore_errors=True)
-        self.worker = WorkerLink.spawn(self.server or self._own_server, asdict(self.limits),
-                                       timeout=self.limits.start_timeout)
+        server, limits = self.server or self._own_server, asdict(self.limits)
+        self.worker = take_reserved(server, limits) if self.server is not None else None
+        reserved = self.worker is not None
+        if self.worker is None:
+            self.worker = WorkerLink.spawn(server, limits, timeout=self.limits.start_timeout)
         self.scratch = self.worker.scratch
+        return reserved
 
     def _exchange(self, header: dict, blobs: list[bytes], *, timeout: float) -> tuple[dict, list[bytes]]:
         remaining_budget = self.limits.submission_timeout - self.spent

@@ -101,13 +101,21 @@ class ForkServer:
     def __reduce__(self):
         return (ForkServer.attach, (self.address, self.info))
 
-    def spawn(self, request: dict, fds: list[int], *, timeout: float = 10.0) -> tuple[socket.socket, int]:
-        """Ask for one worker; return the connection to its keeper and the worker's pid."""
+    def spawn(self, request: dict, fds: list[int], *, timeout: float = 10.0,
+              wait: bool = True) -> tuple[socket.socket, int | None]:
+        """Ask for one worker; return the connection to its keeper and the worker's pid.
+
+        With ``wait`` false, return at once (pid None): the keeper's answer is
+        read later from the connection (``WorkerLink.pid``), while the worker
+        is being made.
+        """
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         connection.settimeout(timeout)
         try:
             connection.connect(self.address)
             socket.send_fds(connection, [json.dumps(request).encode()], fds)
+            if not wait:
+                return connection, None
             reply = json.loads(connection.recv(REQUEST_LIMIT) or b"{}")
         except (OSError, ValueError) as failed:
             connection.close()
@@ -118,6 +126,7 @@ class ForkServer:
         return connection, reply["pid"]
 
     def stop(self) -> None:
+        release_reserved(self.address)
         if self.process is not None:
             self.process.stdin.close()  # the server ends at end of input
             try:
@@ -145,25 +154,14 @@ def _remove_folder(address: str) -> None:
             pass
 
 
-def stop_worker(connection: socket.socket, *, timeout: float = 10.0) -> tuple[int | None, str]:
-    """Ask the keeper to kill its worker (and all it started); return its report (see ``worker_status``)."""
-    try:
-        connection.send(b"kill")
-    except OSError:
-        pass
-    return worker_status(connection, timeout=timeout)
-
-
-def worker_status(connection: socket.socket, *, timeout: float) -> tuple[int | None, str]:
-    """Wait for the keeper's report: the exit code (negative: the signal; None if no report came) and,
-    when the keeper killed the worker for a limit, which."""
-    connection.settimeout(timeout)
-    try:
-        reply = json.loads(connection.recv(REQUEST_LIMIT) or b"{}")
-    except (OSError, ValueError):
-        return None, ""
+def _report(reply) -> tuple[int | None, str] | None:
+    """(exit code, the limit it was killed for) from a keeper's report; None for its other message (the pid)."""
     if not isinstance(reply, dict):
         return None, ""
+    if "error" in reply:
+        return None, f"the fork server refused: {str(reply['error'])[:200]}"
+    if "status" not in reply:
+        return None
     status, reason = reply.get("status"), reply.get("reason")
     return (status if isinstance(status, int) else None), (str(reason)[:200] if reason else "")
 
@@ -179,8 +177,8 @@ class WorkerGone(Exception):
 class WorkerLink:
     """A confined worker: ``spawn`` one, ``send``/``receive`` messages, ``kill`` it with all it started."""
 
-    def __init__(self, scratch: Path, connection, pid: int, to_worker: int, from_worker: int):
-        self.scratch, self.connection, self.pid = scratch, connection, pid
+    def __init__(self, scratch: Path, connection, pid: int | None, to_worker: int, from_worker: int):
+        self.scratch, self.connection, self._pid = scratch, connection, pid
         self.to_worker, self.from_worker = to_worker, from_worker
         self.status: int | None = None  # the exit code, once the keeper has reported it
         self.reason = ""  # the limit the keeper killed it for, if it did
@@ -202,7 +200,8 @@ class WorkerLink:
                    "limits": {key: limits[key] for key in WORKER_LIMITS}}
         marks.append(("scratch folder, pipes", time.monotonic()))
         try:
-            connection, pid = server.spawn(request, [to_worker_read, from_worker_write, output], timeout=timeout)
+            connection, pid = server.spawn(request, [to_worker_read, from_worker_write, output], timeout=timeout,
+                                           wait=False)
         except ForkServerError:
             for fd in (to_worker_write, from_worker_read):
                 os.close(fd)
@@ -213,8 +212,39 @@ class WorkerLink:
                 os.close(fd)
         os.set_blocking(to_worker_write, False)
         link = cls(scratch, connection, pid, to_worker_write, from_worker_read)
-        link.marks = marks + [("worker pid received", time.monotonic())]
+        link.marks = marks + [("request sent", time.monotonic())]
+        link.limits = request["limits"]
         return link
+
+    @property
+    def pid(self) -> int:
+        """The worker's pid (as the keeper reports it once the worker exists)."""
+        if self._pid is None:
+            try:
+                self.connection.settimeout(10.0)
+                reply = json.loads(self.connection.recv(REQUEST_LIMIT) or b"{}")
+            except (OSError, ValueError) as failed:
+                raise ForkServerError(f"the fork server did not answer: {failed}") from None
+            if not isinstance(reply, dict) or type(reply.get("pid")) is not int:
+                raise ForkServerError(f"the fork server refused: {reply.get('error', 'no reason given')}")
+            self._pid = reply["pid"]
+        return self._pid
+
+    def report(self, *, timeout: float) -> tuple[int | None, str]:
+        """Wait for the keeper's report: the exit code (negative: the signal; None if no report came) and,
+        when the keeper killed the worker for a limit, which."""
+        deadline = time.monotonic() + timeout
+        while True:
+            self.connection.settimeout(max(0.0, deadline - time.monotonic()))
+            try:
+                reply = json.loads(self.connection.recv(REQUEST_LIMIT) or b"{}")
+            except (OSError, ValueError):
+                return None, ""
+            found = _report(reply)
+            if found is not None:
+                return found
+            if type(reply.get("pid")) is int:
+                self._pid = reply["pid"]
 
     def send(self, data: bytes, deadline: float) -> None:
         """Send without ever blocking past ``deadline`` (a worker may stop reading)."""
@@ -246,7 +276,7 @@ class WorkerLink:
     def death_reason(self, error: Exception | None) -> str:
         """Why the worker stopped answering; waits briefly for its own exit status."""
         if self.status is None:
-            self.status, self.reason = worker_status(self.connection, timeout=STATUS_WAIT)
+            self.status, self.reason = self.report(timeout=STATUS_WAIT)
         return describe_death(self.status, error, self.reason)
 
     def kill(self, *, timeout: float) -> None:
@@ -255,7 +285,11 @@ class WorkerLink:
             return
         self.alive = False
         if self.status is None:
-            self.status, self.reason = stop_worker(self.connection, timeout=timeout)
+            try:
+                self.connection.send(b"kill")
+            except OSError:
+                pass
+            self.status, self.reason = self.report(timeout=timeout)
         for closing in (self.connection.close, lambda: os.close(self.to_worker), lambda: os.close(self.from_worker)):
             try:
                 closing()
@@ -284,6 +318,8 @@ class _DeadlineReader:
 
 
 def describe_death(code: int | None, error: Exception | None, reason: str = "") -> str:
+    if reason.startswith("the fork server refused"):
+        return reason
     if reason:
         return f"the worker was killed: {reason}"
     if code is not None and code < 0:
@@ -303,3 +339,39 @@ def scrubbed_environment(scratch: Path) -> dict[str, str]:
             keep[name] = os.environ[name]
     keep.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONHASHSEED="0")
     return keep
+
+
+# ---- a worker made ahead for the next submission ----------------------------------------------------
+_RESERVED: dict[str, tuple[int, dict, WorkerLink]] = {}  # server address -> (owning process, limits, link)
+
+
+def reserve(server: ForkServer, limits: dict, *, timeout: float) -> None:
+    """Ask now for the worker the next submission graded by this process will use (made while this one is
+    graded). Each worker still serves one submission only; a different ``limits`` later discards it."""
+    release_reserved(server.address)
+    try:
+        link = WorkerLink.spawn(server, limits, timeout=timeout)
+    except ForkServerError:
+        return
+    _RESERVED[server.address] = (os.getpid(), link.limits, link)
+
+
+def take_reserved(server: ForkServer, limits: dict) -> WorkerLink | None:
+    """The worker reserved for ``server`` if it suits ``limits`` (and this process asked for it)."""
+    owner, wanted, link = _RESERVED.pop(server.address, (None, None, None))
+    if link is None:
+        return None
+    if owner == os.getpid() and wanted == {key: limits[key] for key in WORKER_LIMITS}:
+        return link
+    if owner == os.getpid():
+        link.kill(timeout=5)
+        link.remove_scratch()
+    return None
+
+
+def release_reserved(address: str) -> None:
+    """Kill the worker reserved for the server at ``address``, if this process has one."""
+    owner, _, link = _RESERVED.pop(address, (None, None, None))
+    if link is not None and owner == os.getpid():
+        link.kill(timeout=5)
+        link.remove_scratch()
