@@ -19,15 +19,14 @@ from __future__ import annotations
 
 import shutil
 import time
-import warnings
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from grader.sandbox.codec import BadReply, decode_reply, encode_request
+from grader.sandbox.isolation import SandboxWarning, describe_isolation
 from grader.sandbox.link import ForkServer, ForkServerError, WorkerGone, WorkerLink, reserve, take_reserved
 from grader.sandbox.source import SubmissionSource, read_submission
 from grader.sandbox.worker import protocol
-from grader.sandbox.worker.confinement import NOBODY
 
 __all__ = ["CallError", "CallOutcome", "ForkServer", "ForkServerError", "Limits", "LoadReport", "Sandbox",
            "SandboxWarning", "WorkerGone", "describe_isolation", "start_server"]
@@ -35,7 +34,6 @@ __all__ = ["CallError", "CallOutcome", "ForkServer", "ForkServerError", "Limits"
 
 MAX_NAMES = 100  # names of entered functions kept per call
 MAX_CELL_ERRORS = 20  # errors of notebook cells reported per submission
-NAMESPACES = ("pid", "net", "ipc", "uts", "mount")
 STUDENT_PACKAGES = ("scipy",)  # besides NumPy, where installed: e.g. scipy.special.softmax in a correct variant
 
 
@@ -92,10 +90,6 @@ class CallOutcome:
     @property
     def ok(self) -> bool:
         return self.error is None
-
-
-class SandboxWarning(UserWarning):
-    """Part of the confinement is missing on this machine."""
 
 
 @dataclass
@@ -316,7 +310,8 @@ class Sandbox:
             reply, _ = self.worker.receive(deadline, limit)
         except WorkerGone as gone:
             self._kill()
-            reason = "loading took too long (code at the top level of the file runs forever?)" if gone.timed_out else str(gone)
+            reason = ("loading took too long (code at the top level of the file runs forever?)" if gone.timed_out
+                      else str(gone))
             return LoadReport(ok=False, error=CallError("Timeout" if gone.timed_out else "WorkerGone", reason))
         finally:
             self.spent += time.monotonic() - said_hello
@@ -387,57 +382,6 @@ class Sandbox:
         if self._own_server is not None:
             self._own_server.stop()
             self._own_server = None
-
-
-_WARNED: set[str] = set()
-
-
-def describe_isolation(hello: dict) -> str:
-    """One line saying what confined the worker, from its own report; warns once about what is missing."""
-    parts = [str(hello.get("landlock", "no landlock"))[:80]]
-    namespaces = [str(name) for name in hello.get("namespaces", ()) if str(name) in NAMESPACES]
-    if namespaces:
-        parts.append(f"{'/'.join(namespaces)} namespaces")
-    grants = hello.get("grants") if isinstance(hello.get("grants"), dict) else {}
-    where = ", ".join(f"{str(name)[:20]} from {str(folder)[:120]}" for name, folder in list(grants.items())[:4])
-    if hello.get("tree"):
-        parts.append(f"read-only tree of its own ({where})" if where else "read-only tree of its own")
-    elif where:
-        parts.append(f"reads {where}")
-    if hello.get("cgroup"):
-        parts.append(str(hello["cgroup"])[:80])
-    if hello.get("memory_watched"):
-        parts.append("memory watchdog over the worker's processes")
-    parts.append("rlimits (cpu, memory, processes, file size, open files)")
-    if hello.get("session"):
-        parts.append("new session")
-    uid = hello.get("uid")
-    parts.append("uid nobody" if uid == NOBODY else f"uid {uid}")
-    scratch = str(hello.get("scratch", "folder"))[:60]
-    parts.append(f"scratch {scratch}, scrubbed environment")
-    missing = []
-    if not str(hello.get("landlock", "")).startswith("landlock"):
-        missing.append("Landlock is not available in this kernel: the worker can read any file its user can read"
-                       + ("" if "net" in namespaces else " and reach the network"))
-    elif "net" not in str(hello.get("landlock")) and "net" not in namespaces:
-        missing.append("this kernel's Landlock cannot deny TCP and no network namespace is in force")
-    if uid == 0:
-        missing.append("the worker runs as root: process limits do not bind it")
-    if hello.get("memory_watched") or ("cgroup" in hello and not hello.get("cgroup")):
-        reason = str(hello.get("cgroup_missing") or "none could be made")[:200]
-        missing.append(f"no cgroup per worker ({reason}): the keeper sums the memory of the worker's processes "
-                       "every 50 ms, and processes are counted per user")
-    if "ipc" not in namespaces:
-        missing.append("no IPC namespace: workers graded at once share System V IPC and POSIX message queues")
-    if not hello.get("tree") and "unix" not in str(hello.get("landlock")):
-        missing.append("no read-only tree of its own: the worker can connect to UNIX sockets of the host "
-                       "(this kernel's Landlock cannot deny them)")
-    missing += [str(text)[:200] for text in hello.get("warnings", ())[:5]]
-    for text in missing:
-        if text not in _WARNED:
-            _WARNED.add(text)
-            warnings.warn(text, SandboxWarning, stacklevel=3)
-    return ", ".join(parts) + "".join(f"; WARNING: {text}" for text in missing)
 
 
 def _phases(started: float, *parts) -> tuple[tuple[str, float], ...]:

@@ -12,7 +12,6 @@ reply becomes ``BadReply``, never an exception of another kind.
 from __future__ import annotations
 
 import functools
-import io
 
 import numpy as np
 

@@ -155,7 +155,8 @@ class WorkerCgroup:
         """Whether the kernel killed a process of this worker for going over the memory limit."""
         for hierarchy, folder in self.folders:
             if "memory" in hierarchy.controllers:
-                events = _read(os.path.join(folder, "memory.events" if hierarchy.version == 2 else "memory.oom_control"))
+                name = "memory.events" if hierarchy.version == 2 else "memory.oom_control"
+                events = _read(os.path.join(folder, name))
                 for line in events.splitlines():
                     name, _, count = line.partition(" ")
                     if name == "oom_kill" and count.strip() not in ("", "0"):

@@ -44,7 +44,8 @@ def _load(name: str):
     import importlib.util
 
     if PACKAGE not in sys.modules:
-        spec = importlib.util.spec_from_file_location(PACKAGE, HERE / "__init__.py", submodule_search_locations=[str(HERE)])
+        spec = importlib.util.spec_from_file_location(PACKAGE, HERE / "__init__.py",
+                                                      submodule_search_locations=[str(HERE)])
         package = importlib.util.module_from_spec(spec)
         sys.modules[PACKAGE] = package
         spec.loader.exec_module(package)

@@ -219,7 +219,7 @@ class Worker:
         measure = bool(request.get("measure_peak_memory"))  # optional: the peak the call allocates, in bytes
         if measure:
             tracemalloc.start()
-        init = decode(target.get("init", []), blobs, codec, cache)  # decoded here: student code may have patched builtins
+        init = decode(target.get("init", []), blobs, codec, cache)  # here: student code may have patched builtins
         attributes = decode(target.get("attributes", {}), blobs, codec, cache)
         steps = None
         if target.get("calls") is not None:
@@ -239,7 +239,8 @@ class Worker:
             value = tuple(value)
         if error is not None:
             if isinstance(error, KeyError) and not error.__traceback__.tb_next.tb_next:
-                return {"ok": False, "error": {"type": "MissingName", "message": str(error)[:200]}, "reached": reached}, []
+                missing = {"type": "MissingName", "message": str(error)[:200]}
+                return {"ok": False, "error": missing, "reached": reached}, []
             return {"ok": False, "error": describe_error(error, self.filenames), "reached": reached}, []
         out_blobs = []
         try:
