@@ -16,6 +16,7 @@ import sys
 import sysconfig
 import textwrap
 import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -433,3 +434,34 @@ def test_cgroup_v1_hierarchies_are_found_by_controller(tmp_path):
     assert found.hierarchies == (cgroups.Hierarchy(1, str(memory / "jobs" / "grader"), ("memory",)),
                                  cgroups.Hierarchy(1, str(pids), ("pids",)))
     assert found.provides("memory") and found.provides("pids") and not found.missing
+
+
+# ---- workers made ahead: each still for one submission ----------------------------------------------------
+def test_workers_made_ahead_serve_one_submission_each_and_go_with_their_server():
+    code = "import os\ndef where():\n    return os.getpid(), os.getcwd()\n"
+    shared = start_server()
+    try:
+        seen = []
+        for limits in (FAST, FAST, Limits(memory_mb=900)):  # the last one: the reserved worker does not suit
+            with opened(code, shared, limits) as box:
+                seen.append((box.worker.pid, box.worker_folder, box.call("where").value))
+        assert len({pid for pid, _, _ in seen}) == 3 and len({folder for _, folder, _ in seen}) == 3
+        assert all(reported[1] == folder for _, folder, reported in seen)
+    finally:
+        shared.stop()
+    deadline = time.monotonic() + 3  # a spare ends on its own once its server has gone
+    while processes_of(shared.address) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert processes_of(shared.address) == [], "keepers of a stopped server (its spare, a reserved worker) remain"
+
+
+def processes_of(address: str) -> list[str]:
+    """Processes forked from the fork server at ``address`` (they keep its command line)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and address.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                found.append(entry)
+        except OSError:
+            pass
+    return found
