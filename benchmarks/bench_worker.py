@@ -8,12 +8,17 @@ Each round grades the reference once unsandboxed (``in_process.py``: the same
 suites, cases and diagnosis, the submission imported into this process) and
 once through a shared fork server (``grade_submission``, every check public
 and hidden), alternately, so that both see the same load on the machine; the
-ratio of the two medians is the sandbox's cost. The sandboxed rounds are
-timed from the inside too: the worker's own marks (the keeper's fork, its
-namespaces, mounts and cgroups, the worker's fork, descriptors, rlimits,
-Landlock, the uid change, its hello), the load, every exchange of calls and
-the close, each as a median over the rounds; what is left is the trusted
-side's own work (cases, comparisons, results), which the floor does too.
+ratio of the two medians is the sandbox's cost. Two sandboxed rounds each
+time: through a default server (its keepers and workers made ahead of the
+requests, and each grading process asking for its next worker while it
+grades) and through one that makes each worker on request (``without=
+("spares",)``). They are timed from the inside too: the worker's own marks
+(the keeper's fork, its namespaces, scratch tmpfs and cgroups, the worker's
+fork, joining its cgroups, Landlock, the uid change, the request, its
+hello), the load, every exchange of calls and the close, each as a median
+over the rounds; what is left is the trusted side's own work (cases,
+comparisons, results), which the floor does too. As root it also times each
+namespace alone.
 
 With ``--cli N`` (default 40) it also runs ``mha grade --jobs 1`` over N and
 over 4 copies of the reference and gives the marginal cost per submission
@@ -152,6 +157,42 @@ def in_one_process(rounds: int) -> dict:
     return figures
 
 
+def namespace_costs(rounds: int = 20) -> dict[str, float]:
+    """Median seconds to unshare each namespace a keeper enters, alone and all together (root only), in
+    children forked from this process (the pid namespace's cost includes forking its first process)."""
+    import ctypes
+
+    from grader.sandbox.worker.confinement import NAMESPACES
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    kinds = [(name, flag) for name, flag in NAMESPACES] + [("all five", sum(flag for _, flag in NAMESPACES))]
+    costs = {}
+    for name, flag in kinds:
+        times = []
+        for _ in range(rounds):
+            reader, writer = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                started = time.perf_counter()
+                failed = libc.unshare(flag)
+                if not failed and flag & 0x20000000:  # CLONE_NEWPID: the namespace exists once it has a process
+                    child = os.fork()
+                    if child == 0:
+                        os._exit(0)
+                    os.waitpid(child, 0)
+                os.write(writer, f"{failed} {time.perf_counter() - started}".encode())
+                os._exit(0)
+            os.close(writer)
+            failed, seconds = os.read(reader, 64).split()
+            os.close(reader)
+            os.waitpid(pid, 0)
+            if failed == b"0":
+                times.append(float(seconds))
+        if times:
+            costs[name] = statistics.median(times)
+    return costs
+
+
 def through_the_cli(count: int) -> dict:
     """Marginal seconds per submission of ``mha grade --jobs 1`` (the runs over ``count`` and over 4 copies)."""
     sys.path.insert(0, str(BENCHMARKS))
@@ -188,6 +229,8 @@ def main() -> None:
     os.environ["MHA_COURSE_KEY"] = KEY
     os.environ.setdefault("MHA_CONFIG_DIR", tempfile.mkdtemp(prefix="mha-bench-config-"))
     figures = {"one_process": in_one_process(options.rounds)}
+    if os.geteuid() == 0:
+        figures["namespaces"] = namespace_costs()
     one = figures["one_process"]
     print(f"isolation: {one['isolation']}\n")
     print(f"per submission (median of {one['rounds']} alternating rounds, reference, public + hidden checks):")
@@ -201,6 +244,10 @@ def main() -> None:
         print(f"  {kind}: starting one worker, step by step (each mark's time after the one before; "
               "negative: made before the request)")
         for name, seconds in one[kind]["steps"].items():
+            print(f"    {name:<48} {1000 * seconds:7.2f} ms")
+    if figures.get("namespaces"):
+        print("\n  each namespace, unshared in a process forked from this one (pid: with its first process):")
+        for name, seconds in figures["namespaces"].items():
             print(f"    {name:<48} {1000 * seconds:7.2f} ms")
     if options.cli:
         cli = figures["cli"] = through_the_cli(options.cli)
