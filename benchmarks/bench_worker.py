@@ -51,6 +51,7 @@ class Stopwatch:
     def __init__(self):
         self.spans: dict[str, list[float]] = defaultdict(list)
         self.phases: list[tuple] = []
+        self.endings: list[tuple] = []
         self._originals = []
 
     def __enter__(self) -> Stopwatch:
@@ -67,9 +68,10 @@ class Stopwatch:
 
     def _wrap(self, owner, name: str, label: str) -> None:
         original = getattr(owner, name)
-        spans, phases = self.spans, self.phases
+        spans, phases, endings = self.spans, self.phases, self.endings
 
         def timed(box, *args, **kwargs):
+            before = getattr(box, "worker_seconds", 0.0)
             started = time.perf_counter()
             try:
                 return original(box, *args, **kwargs)
@@ -83,8 +85,15 @@ class Stopwatch:
                     phases.append(getattr(box, "phases", ()))
                 elif name == "_exchange" and args[0].get("op") == "load":
                     pass  # an older sandbox loads through an exchange, inside _start: counted there
+                elif name == "_exchange":
+                    spans[label].append(spent)
+                    inside = getattr(box, "worker_seconds", 0.0) - before
+                    spans["  of which the worker's own work (decode, run, encode)"].append(inside)
+                    spans["  of which the trip (pipes, waking each side)"].append(spent - inside)
                 else:
                     spans[label].append(spent)
+                    if name == "close":
+                        endings.append(getattr(box, "ending", ()))
                 if name == "_exchange" and args[0].get("op") != "load":
                     spans["calls"].append(len(args[0].get("calls", [None])))
 
@@ -94,6 +103,7 @@ class Stopwatch:
     def reset(self) -> None:
         self.spans.clear()
         self.phases.clear()
+        self.endings.clear()
 
 
 def step_costs(phases: list[tuple]) -> dict[str, float]:
@@ -120,6 +130,7 @@ def in_one_process(rounds: int) -> dict:
     floor, times = [], defaultdict(list)
     spans = {kind: defaultdict(list) for kind in servers}
     phases: dict[str, list] = {kind: [] for kind in servers}
+    endings: dict[str, list] = {kind: [] for kind in servers}
     isolation = ""
     try:
         with Stopwatch() as watch:
@@ -140,6 +151,7 @@ def in_one_process(rounds: int) -> dict:
                     for label, values in watch.spans.items():
                         spans[kind][label].append(sum(values))
                     phases[kind] += watch.phases
+                    endings[kind] += watch.endings
                     assert result.score == unsandboxed.score == result.max_score, (result.score, unsandboxed.score)
                     isolation = result.isolation
     finally:
@@ -149,10 +161,12 @@ def in_one_process(rounds: int) -> dict:
     for kind in servers:
         calls = spans[kind].pop("calls", [0])
         median = {label: statistics.median(values) for label, values in spans[kind].items()}
-        median["trusted side (the floor's work, and the rest)"] = statistics.median(times[kind]) - sum(median.values())
+        median["trusted side (the floor's work, and the rest)"] = statistics.median(times[kind]) - sum(
+            seconds for label, seconds in median.items() if not label.startswith(" "))
         figures[kind] = {"sandboxed": statistics.median(times[kind]),
                          "ratio": statistics.median(times[kind]) / figures["floor"], "spans": median,
-                         "steps": step_costs(phases[kind]), "calls_per_submission": statistics.median(calls),
+                         "steps": step_costs(phases[kind]), "ending": step_costs(endings[kind]),
+                         "calls_per_submission": statistics.median(calls),
                          "exchanges_per_submission": len(watch.spans.get("call exchanges", ())) or None}
     return figures
 
@@ -244,6 +258,9 @@ def main() -> None:
         print(f"  {kind}: starting one worker, step by step (each mark's time after the one before; "
               "negative: made before the request)")
         for name, seconds in one[kind]["steps"].items():
+            print(f"    {name:<48} {1000 * seconds:7.2f} ms")
+        print(f"  {kind}: the close, step by step")
+        for name, seconds in one[kind]["ending"].items():
             print(f"    {name:<48} {1000 * seconds:7.2f} ms")
     if figures.get("namespaces"):
         print("\n  each namespace, unshared in a process forked from this one (pid: with its first process):")

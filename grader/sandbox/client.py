@@ -143,6 +143,8 @@ class Sandbox:
         self.startup_seconds = 0.0  # what the last worker cost to get, up to its hello
         self.phases: tuple[tuple[str, float], ...] = ()  # (step, seconds after the request) of the last worker
         self._entered: list[str] = []  # names the current call announced as it entered them
+        self.worker_seconds = 0.0  # what the worker itself said it spent on the exchanges of calls (untrusted)
+        self.ending: tuple[tuple[str, float], ...] = ()  # (step, seconds after asking) of the last worker's end
 
     @classmethod
     def open(cls, *, path: Path | None = None, source: SubmissionSource | None = None,
@@ -355,6 +357,8 @@ class Sandbox:
             while True:
                 reply, reply_blobs = self.worker.receive(deadline, self.limits.max_reply_mb << 20)
                 if reply.get("op") != "entered":
+                    took = reply.get("worker_seconds")
+                    self.worker_seconds += took if type(took) is float and 0 <= took < 3600 else 0.0
                     return reply, reply_blobs
                 name = reply.get("name")  # a call announcing a function it entered, before its reply
                 if type(name) is str and len(self._entered) < MAX_NAMES and name[:100] not in self._entered:
@@ -373,7 +377,9 @@ class Sandbox:
         """Kill the worker and everything it started; wait until its keeper says they are gone."""
         worker, self.worker = self.worker, None
         if worker is not None:
+            asked = time.monotonic()
             worker.kill(timeout=self.limits.start_timeout)
+            self.ending = tuple((name, at - asked) for name, at in [*worker.ending, ("reported", time.monotonic())])
 
     def close(self) -> None:
         self._kill()

@@ -184,6 +184,7 @@ class WorkerLink:
         self.reason = ""  # the limit the keeper killed it for, if it did
         self.alive = True
         self.marks: list[tuple[str, float]] = []  # when the steps on this side ended (time.monotonic)
+        self.ending: list[tuple[str, float]] = []  # when the keeper killed, reaped, cleaned up (its report)
 
     @classmethod
     def spawn(cls, server: ForkServer, limits: dict, *, timeout: float) -> WorkerLink:
@@ -242,6 +243,9 @@ class WorkerLink:
                 return None, ""
             found = _report(reply)
             if found is not None:
+                if isinstance(reply.get("phases"), list):
+                    self.ending = [(str(item[0])[:40], float(item[1])) for item in reply["phases"][:8]
+                                   if isinstance(item, list) and len(item) == 2 and type(item[1]) is float]
                 return found
             if type(reply.get("pid")) is int:
                 self._pid = reply["pid"]
@@ -285,6 +289,7 @@ class WorkerLink:
             return
         self.alive = False
         if self.status is None:
+            self.ending = [("asked to stop", time.monotonic())]
             try:
                 self.connection.send(b"kill")
             except OSError:

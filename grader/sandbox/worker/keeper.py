@@ -133,19 +133,22 @@ def _serve(assignment, worker: int, channel: socket.socket, context: dict, plan:
             os.close(fd)
         channel.close()
     client.send(json.dumps({"pid": worker}).encode())
-    status, client_gone, reason = _watch(client, worker, watchdog)
+    ending: list = []  # when each step of the end came (time.monotonic), for measuring
+    status, client_gone, reason = _watch(client, worker, watchdog, ending)
+    ending.append(("worker reaped", time.monotonic()))
     context["confinement"].kill_descendants()
     if cgroup is not None:
         if not reason and cgroup.out_of_memory():
             reason = f"its processes needed more than {limits['memory_mb']} MiB together"
         cgroup.remove()  # before the report: once the client hears of the end, nothing of the worker is left
+        ending.append(("cgroups removed", time.monotonic()))
     if client_gone:  # the grader died: nobody else will clear its folder for this worker (the host's)
         shutil.rmtree(os.path.basename(request["scratch"]), dir_fd=client_folder, ignore_errors=True)
     else:
-        client.send(json.dumps({"status": status, "reason": reason}).encode())
+        client.send(json.dumps({"status": status, "reason": reason, "phases": ending}).encode())
 
 
-def _watch(connection: socket.socket, worker: int, watchdog) -> tuple[int, bool, str]:
+def _watch(connection: socket.socket, worker: int, watchdog, ending: list) -> tuple[int, bool, str]:
     """Wait for the worker to end; kill it (and its session) when the client asks or disappears, or the
     ``watchdog`` finds it over a limit.
 
@@ -173,6 +176,7 @@ def _watch(connection: socket.socket, worker: int, watchdog) -> tuple[int, bool,
             reason = watchdog.over() or ""
             stop = bool(reason)
         if stop:
+            ending.append(("kill sent", time.monotonic()))
             for kill in (lambda: os.killpg(worker, signal.SIGKILL), lambda: os.kill(worker, signal.SIGKILL)):
                 try:
                     kill()
