@@ -41,10 +41,13 @@ class TestResult:
     root_cause: str | None = None  # the function where the mistake really is
     # ``message`` as data, for renderers in any language: parts {"key", "params"} or {"plain"}
     messages: tuple = ()
+    # further mistakes the same check shows, each by its own evidence (``misconception`` is the first)
+    additional_misconceptions: tuple = ()
 
     def to_dict(self) -> dict:
         data = asdict(self)
         data["messages"] = list(self.messages)
+        data["additional_misconceptions"] = list(self.additional_misconceptions)
         return data
 
     @classmethod
@@ -52,6 +55,7 @@ class TestResult:
         known = {f.name for f in fields(cls)}
         values = {key: value for key, value in data.items() if key in known}
         values["messages"] = tuple(values.get("messages", ()))
+        values["additional_misconceptions"] = tuple(values.get("additional_misconceptions", ()))
         return cls(**values)
 
 
@@ -111,7 +115,8 @@ def summarize(
     **extra,
 ) -> SubmissionResult:
     """Build a graded result: scores add up, misconceptions sorted and unique."""
-    found = sorted({t.misconception for t in tests if t.misconception in catalog_ids})
+    named = {t.misconception for t in tests} | {extra for t in tests for extra in t.additional_misconceptions}
+    found = sorted(named & catalog_ids)
     return SubmissionResult(
         student=student,
         status="graded",

@@ -70,34 +70,70 @@ def run_tests(tests: list[SuiteTest], *, fixtures: dict[str, dict], assignment: 
                 Message("worker_gone", {"function": test.function, "reason": f"the check itself failed: {bug!r}"}),
                 misconception="error", outcome="error")))
     failed = {test.function for test, failure in outcomes if failure is not None}
-    return [_result(test, failure, failed, assignment, lang) for test, failure in outcomes]
+    order = {name: position for position, name in enumerate(assignment.functions)}
+    chosen = {id(failure): _confirmed(failure, failed - {test.function, "__init__"}, order)
+              for test, failure in outcomes if failure is not None}
+    own = _own_findings(outcomes, chosen)
+    return [_result(test, failure, chosen.get(id(failure)), failed, own, order, lang) for test, failure in outcomes]
 
 
-def _confirmed(failure: CheckFailure, failed: set[str]) -> CheckFailure:
-    """Among mistakes that explain the same value, prefer one whose function fails its own checks."""
-    for alternative in failure.alternatives:
-        if alternative.root_cause in failed:
-            return alternative
-    return failure
+def _confirmed(failure: CheckFailure, elsewhere: set[str], order: dict) -> CheckFailure:
+    """Among mistakes that explain the same evidence, prefer one in a function that fails its own checks
+    and that the call entered (when the worker recorded it), the furthest upstream first: a softmax that
+    fails its checks explains attention's weights better than attention itself does."""
+    candidates = [alternative for alternative in failure.alternatives if alternative.root_cause in elsewhere
+                  and (not failure.reached or alternative.root_cause in failure.reached)]
+    return min(candidates, key=lambda alternative: order.get(alternative.root_cause, 99)) if candidates else failure
 
 
-def _result(test: SuiteTest, failure: CheckFailure | None, failed: set[str], assignment: Assignment,
-            lang: str) -> TestResult:
+def _own_findings(outcomes, chosen: dict) -> dict[str, set[str]]:
+    """Per function, the catalogued mistakes its own checks found in its own code."""
+    found: dict[str, set[str]] = {}
+    for test, failure in outcomes:
+        if failure is None:
+            continue
+        for part in (chosen[id(failure)], *failure.others):
+            if part.misconception not in UNEXPLAINED and part.root_cause in (None, test.function):
+                found.setdefault(test.function, set()).add(part.misconception)
+    return found
+
+
+def _result(test: SuiteTest, failure: CheckFailure | None, chosen: CheckFailure | None, failed: set[str],
+            own: dict[str, set[str]], order: dict, lang: str) -> TestResult:
     if failure is None:
         return TestResult(name=test.name, function=test.function, outcome="passed", score=test.points,
                           max_score=test.points, visibility=test.visibility)
-    failure = _confirmed(failure, failed - {test.function})
-    messages = list(failure.messages)
-    root = failure.root_cause
-    if failure.misconception in UNEXPLAINED:
-        broken = [name for name in assignment.upstream.get(test.function, ()) if name in failed]
+    # a failing constructor check (no divisibility check) changes no value another function computes
+    elsewhere = failed - {test.function, "__init__"}
+    parts_of_finding = [chosen, *(_confirmed(other, elsewhere, order) for other in failure.others)]
+    kept, messages, root, upstream = [], [], None, None
+    for part in parts_of_finding:
+        cause = part.root_cause if part.root_cause and part.root_cause != test.function else None
+        if cause and own.get(cause) and part.misconception not in own[cause]:
+            # the values point at a mistake in ``cause`` that its own checks do not find: trust those
+            upstream = upstream or cause
+            continue
+        kept.append(part)
+        messages += part.messages
+        if cause:
+            messages.append(Message("root_cause", {"root": cause, "function": test.function}))
+        root = root or cause
+    misconception = kept[0].misconception if kept else ("error" if chosen.outcome == "error" else "numeric-mismatch")
+    if misconception in UNEXPLAINED:
+        # "fix Y first" only for a Y this very call entered and that fails its own checks
+        broken = [name for name in failure.reached if name in elsewhere] or ([upstream] if upstream else [])
         if broken:
             root = broken[0]
             messages.append(Message("upstream_failed", {"function": test.function, "root": root}))
+    if not messages:
+        messages = list(chosen.messages)
+    messages += failure.detail
     spaced = [part for position, message in enumerate(messages) for part in ((" ", message) if position else (message,))]
     parts = parts_of(*spaced)
+    additional = tuple(dict.fromkeys(part.misconception for part in kept[1:] if part.misconception != misconception))
     return TestResult(
-        name=test.name, function=test.function, outcome=failure.outcome, score=0.0, max_score=test.points,
-        misconception=failure.misconception, message=render_parts(parts, lang), messages=parts,
-        visibility=test.visibility, root_cause=root if root != test.function else None,
+        name=test.name, function=test.function, outcome=chosen.outcome, score=0.0, max_score=test.points,
+        misconception=misconception, message=render_parts(parts, lang), messages=parts,
+        visibility=test.visibility, root_cause=root if root and root != test.function else None,
+        additional_misconceptions=additional,
     )
