@@ -43,6 +43,7 @@ class TestResult:
     messages: tuple = ()
     # further mistakes the same check shows, each by its own evidence (``misconception`` is the first)
     additional_misconceptions: tuple = ()
+    output: str = ""  # what the student's code printed during this check's calls (truncated)
 
     def to_dict(self) -> dict:
         data = asdict(self)

@@ -301,6 +301,8 @@ def _case(prefix: str, name: str, function: str, args: tuple, sizes: Sizes, *, k
         structure_mistake="mha-wrong-weights-returned" if function == "forward" else None,
         signatures=SIGNATURES[function], companion=companion,
         names_mistakes=name.split("/")[1] not in SIZES_OF_ONE, inline_ids=INLINE_IDS.get(function),
+        output_names=("out", "weights") if returns_weights or function == ATTENTION else
+        ("out",) if function == "forward" else None,
     )
     if function == "forward" and returns_weights:
         case.evidence = _projected_heads(case)

@@ -128,6 +128,7 @@ class Case:
     # a mistake of another function found in this function's own code (the call never entered that
     # function): the id it has here, e.g. softmax-wrong-axis written inline in attention
     inline_ids: dict | None = None
+    output_names: tuple | None = None  # how feedback names the value's items, e.g. ("out", "weights")
     companion_case: "Case | None" = field(default=None, repr=False, compare=False)
     twin_builder: Callable | None = field(default=None, repr=False, compare=False)
 

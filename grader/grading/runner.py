@@ -9,6 +9,7 @@ starting a pytest session costs more per submission than grading it does.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 from dataclasses import dataclass
@@ -19,6 +20,10 @@ from grader.grading.checks import CheckFailure
 from grader.grading.marker import read_marker
 from grader.content.messages import Message, parts_of, render_parts
 from grader.results import UNEXPLAINED, TestResult
+from grader.text_safety import clean_text
+
+
+OUTPUT_SHOWN = 600  # characters of a check's printed output kept in its result
 
 
 @dataclass(frozen=True)
@@ -57,9 +62,14 @@ def run_tests(tests: list[SuiteTest], *, fixtures: dict[str, dict], assignment: 
               lang: str) -> list[TestResult]:
     """Run each check; ``fixtures[visibility]`` maps fixture names to values."""
     outcomes: list[tuple[SuiteTest, CheckFailure | None]] = []
+    printed: dict[int, str] = {}
     for test in tests:
         available = fixtures[test.visibility]
         wanted = {name: available[name] for name in inspect.signature(test.run).parameters}
+        student = available.get("student")
+        listening = hasattr(student, "begin_check")
+        if listening:
+            student.begin_check()
         try:
             test.run(**wanted)
             outcomes.append((test, None))
@@ -69,12 +79,22 @@ def run_tests(tests: list[SuiteTest], *, fixtures: dict[str, dict], assignment: 
             outcomes.append((test, CheckFailure(
                 Message("worker_gone", {"function": test.function, "reason": f"the check itself failed: {bug!r}"}),
                 misconception="error", outcome="error")))
+        if listening:
+            printed[len(outcomes) - 1] = student.end_check()
     failed = {test.function for test, failure in outcomes if failure is not None}
     order = {name: position for position, name in enumerate(assignment.functions)}
     chosen = {id(failure): _confirmed(failure, failed - {test.function, "__init__"}, order)
               for test, failure in outcomes if failure is not None}
     own = _own_findings(outcomes, chosen)
-    return [_result(test, failure, chosen.get(id(failure)), failed, own, order, lang) for test, failure in outcomes]
+    return [dataclasses.replace(_result(test, failure, chosen.get(id(failure)), failed, own, order, lang),
+                                output=_truncated(printed.get(position, "")))
+            for position, (test, failure) in enumerate(outcomes)]
+
+
+def _truncated(text: str, limit: int = OUTPUT_SHOWN) -> str:
+    """A check's printed output as feedback shows it (made safe): its start, and how much more there was."""
+    text = clean_text(text)
+    return text if len(text) <= limit else f"{text[:limit]}\n[... {len(text) - limit} more characters]"
 
 
 def _confirmed(failure: CheckFailure, elsewhere: set[str], order: dict) -> CheckFailure:
@@ -113,11 +133,12 @@ def _result(test: SuiteTest, failure: CheckFailure | None, chosen: CheckFailure 
             # the values point at a mistake in ``cause`` that its own checks do not find: trust those
             upstream = upstream or cause
             continue
+        if not kept:
+            root = cause  # the check's root cause is its first finding's
         kept.append(part)
         messages += part.messages
         if cause:
             messages.append(Message("root_cause", {"root": cause, "function": test.function}))
-        root = root or cause
     misconception = kept[0].misconception if kept else ("error" if chosen.outcome == "error" else "numeric-mismatch")
     if misconception in UNEXPLAINED:
         # "fix Y first" only for a Y this very call entered and that fails its own checks

@@ -14,7 +14,7 @@ import numpy as np
 from grader.content.messages import Message
 from grader.grading.case import Case, same_value
 
-SHOWN_ENTRIES = 8  # entries of a row quoted at most
+SHOWN_ENTRIES = 6  # entries of a row quoted at most
 
 
 def hidden(case: Case) -> bool:
@@ -41,7 +41,7 @@ def value_detail(case: Case, got) -> tuple[Message, ...]:
     if hidden(case):
         return ()
     shown = [message for message in (input_sizes(case),) if message is not None]
-    pair = _first_differing(case.expected, got, case.call_text or case.function)
+    pair = _first_differing(case.expected, got, case.call_text or case.function, case.output_names)
     if pair is None:
         return tuple(shown)
     what, expected, value = pair
@@ -64,15 +64,18 @@ def value_detail(case: Case, got) -> tuple[Message, ...]:
         "expected_row": _numbers(expected_row, start), "got_row": _numbers(got_row, start)}))
 
 
-def _first_differing(expected, got, what: str):
+def _first_differing(expected, got, what: str, names: tuple | None = None):
     """``(what, expected array, got array)`` of the first item (of a tuple) that differs, same shapes only."""
     if isinstance(expected, tuple):
         if not isinstance(got, tuple) or len(got) != len(expected):
             return None
         for position, (expected_item, got_item) in enumerate(zip(expected, got)):
             if not same_value(got_item, expected_item):
-                return _first_differing(expected_item, got_item, f"{what}[{position}]")
+                name = names[position] if names and position < len(names) else f"{what}[{position}]"
+                return _first_differing(expected_item, got_item, name)
         return None
+    if names and len(names) == 1:
+        what = names[0]
     if isinstance(expected, np.ndarray) and isinstance(got, np.ndarray) and got.shape == expected.shape \
             and got.dtype.kind in "biuf":
         return what, expected, got

@@ -19,7 +19,7 @@ SCHEMA_VERSION = 2
 # Case fields stored when set; the rest of a case is its inputs, expected value and twins.
 OPTIONAL_FIELDS = ("class_name", "init", "calls", "call_text", "legend", "argument_names", "mutation_id",
                    "error_rules", "overflow_ids", "structure_mistake", "signatures", "evidence", "companion",
-                   "shows_values", "names_mistakes", "inline_ids")
+                   "shows_values", "names_mistakes", "inline_ids", "output_names")
 
 
 def save_cases(cases: dict[str, Case], path: Path) -> None:
