@@ -63,7 +63,8 @@ class CheckFailure(AssertionError):
         from grader.i18n import resolve_language
 
         lang = resolve_language(None)
-        return " ".join(message.render(lang) for message in self.parts())
+        named = f"[{self.misconception}] " if self.misconception else ""
+        return named + " ".join(message.render(lang) for message in self.parts())
 
 
 def expect_value(student: StudentCode, case: Case):
@@ -140,6 +141,11 @@ def failure_from_error(function: str, outcome: CallOutcome, case: Case | None = 
                             misconception="error", outcome="error", function=function, reached=reached)
     if error.type == "MissingName":
         return CheckFailure(Message("missing_name", {"name": error.message.strip("'\"")}),
+                            misconception="not-implemented", outcome="error", function=function, reached=reached)
+    if error.type == "AttributeError" and error.line is None and case is not None and case.class_name \
+            and f"attribute '{_short(function)}'" in error.message:
+        # the grader's own lookup of the method failed: the class has no method of that name
+        return CheckFailure(Message("missing_name", {"name": f"{case.class_name}.{_short(function)}"}),
                             misconception="not-implemented", outcome="error", function=function, reached=reached)
     if error.type == "NotImplementedError":
         inside = error.function
