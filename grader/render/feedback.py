@@ -46,13 +46,26 @@ class Mistake:
 
 
 def mistakes_of(result: SubmissionResult, lang: str) -> list[Mistake]:
-    """Every catalogued mistake (or generic outcome) behind a failed check, in the order first met."""
+    """Every catalogued mistake (or generic outcome) behind a failed check, in the order first met.
+
+    A generic outcome gets no entry of its own where a specific mistake explains it: its check names a
+    root cause, or its function's checks found a catalogued mistake.
+    """
     catalog = load_catalog()
+    specific = {test.function for test in result.tests if test.outcome != "passed" for key in
+                (test.misconception, *test.additional_misconceptions)
+                if key in catalog and catalog[key].function is not None}
     seen: dict[str, list[str]] = {}
     for test in result.tests:
-        if test.outcome != "passed" and test.misconception in catalog:
-            where = seen.setdefault(test.misconception, [])
-            function = test.root_cause or test.function
+        if test.outcome == "passed":
+            continue
+        for key in (test.misconception, *test.additional_misconceptions):
+            if key not in catalog:
+                continue
+            if catalog[key].function is None and (test.root_cause or test.function in specific):
+                continue
+            where = seen.setdefault(key, [])
+            function = test.root_cause or test.function if key == test.misconception else catalog[key].function
             if function not in where:
                 where.append(function)
     return [Mistake(key, catalog[key].text("title", lang), catalog[key].text("explanation", lang),
