@@ -168,7 +168,7 @@ def test_a_fresh_stub_takes_one_line_per_function_and_ends_with_the_next_step():
 
 
 def test_failed_shows_only_the_failing_checks_and_a_public_failure_shows_the_case():
-    path = FIXTURES / "mutants_variants" / "attention_transpose_by_reshape.py"
+    path = MUTANTS / "multihead_attention" / "mistakes" / "attention_transpose_by_reshape.py"
     result = CliRunner().invoke(root, ["check", str(path), "--failed"], env={"COLUMNS": "200"})
     assert result.exit_code == 1
     assert "softmax gives the right values" not in result.output  # a check that passes
@@ -179,7 +179,7 @@ def test_failed_shows_only_the_failing_checks_and_a_public_failure_shows_the_cas
 
 
 def test_a_hidden_failure_shows_no_input_and_no_expected_value():
-    path = FIXTURES / "mutants_variants" / "attention_transpose_by_reshape.py"
+    path = MUTANTS / "multihead_attention" / "mistakes" / "attention_transpose_by_reshape.py"
     _, result = check_json(path, "--all")
     hidden = [test for test in result["tests"] if test["visibility"] == "hidden" and test["outcome"] != "passed"]
     assert hidden and all("Inputs:" not in test["message"] and "expected" not in test["message"] for test in hidden)

@@ -24,7 +24,7 @@ def test_plain_pytest_and_the_runner_agree_on_a_buggy_module(tmp_path):
 
 
 def test_under_plain_pytest_a_failure_reads_as_the_diagnosis():
-    path = FIXTURES / "mutants_variants" / "attention_transpose_by_reshape.py"
+    path = MUTANTS / "multihead_attention" / "mistakes" / "attention_transpose_by_reshape.py"
     suites = PROJECT / "grader" / "suites" / "multihead_attention" / "public" / "test_attention.py"
     done = subprocess.run([sys.executable, "-m", "pytest", str(suites), "-q", "-p", "no:cacheprovider",
                            "--submission", str(path)], capture_output=True, text=True, cwd=PROJECT)

@@ -155,7 +155,7 @@ def failure_from_error(function: str, outcome: CallOutcome, case: Case | None = 
         return CheckFailure(message, misconception="not-implemented", function=function, reached=reached)
     raised = Message("raised", {"function": function, "type": error.type, "message": error.message,
                                 "location": _location(error)})
-    detail = tuple(message for message in (showing.input_sizes(case),) if message) if case else ()
+    detail = tuple(Message(*text) for text in (showing.input_sizes(case),) if text) if case else ()
     named = case is not None and case.names_mistakes
     matches = [(misconception, label) for misconception, label, value in (case.known_twins() if named else ())
                if isinstance(value, Raised) and value.type == error.type and value.message == error.message]
@@ -187,7 +187,7 @@ def failure_from_value(case: Case, got, *, student: StudentCode | None = None, r
         findings = (_companion_findings(case, student) or signatures.explain(case, got)) if case.names_mistakes else []
         failure = _from_findings(case, findings, reached) if findings else generic_failure(case, got)
     failure.function, failure.reached = case.function, reached
-    failure.detail = showing.value_detail(case, got)
+    failure.detail = tuple(Message(*text) for text in showing.value_detail(case, got))
     return failure
 
 
@@ -206,7 +206,8 @@ def _from_findings(case: Case, findings: list[signatures.Finding], reached: tupl
     ordered = sorted(findings, key=lambda finding: finding.function != case.function)
     failures = []
     for position, finding in enumerate(ordered):
-        messages = (first, finding.evidence) if first is not None and position == 0 else (finding.evidence,)
+        evidence = Message(*finding.evidence)
+        messages = (first, evidence) if first is not None and position == 0 else (evidence,)
         root = _root(finding.function, case, reached)
         own = CheckFailure(*messages, misconception=_inline(finding.misconception, finding.function, root, case),
                            root_cause=root, function=case.function)
@@ -247,8 +248,8 @@ def _companion_findings(case: Case, student: StudentCode | None, *, raised: bool
         named |= {finding.misconception for finding in signatures.explain(companion, outcome.value)}
         if not named or named & LENGTH_LIKE:
             return []
-    evidence = Message("sig_query_length", {"what": _what(case), "T": companion.args[0].shape[-2],
-                                            "S": case.args[1].shape[-2]})
+    evidence = ("sig_query_length", {"what": _what(case), "T": companion.args[0].shape[-2],
+                                     "S": case.args[1].shape[-2]})
     upstream = (("mha-kv-uses-query-length", "scaled_dot_product_attention"),) if case.function == "forward" else ()
     return [signatures.Finding("mha-kv-uses-query-length", case.function, evidence, alternatives=upstream)]
 

@@ -20,7 +20,6 @@ from grader.grading.checks import CheckFailure
 from grader.grading.marker import read_marker
 from grader.content.messages import Message, parts_of, render_parts
 from grader.results import UNEXPLAINED, TestResult
-from grader.text_safety import clean_text
 
 
 OUTPUT_SHOWN = 600  # characters of a check's printed output kept in its result
@@ -92,8 +91,8 @@ def run_tests(tests: list[SuiteTest], *, fixtures: dict[str, dict], assignment: 
 
 
 def _truncated(text: str, limit: int = OUTPUT_SHOWN) -> str:
-    """A check's printed output as feedback shows it (made safe): its start, and how much more there was."""
-    text = clean_text(text)
+    """A check's printed output as feedback shows it: its start, and how much more there was (every
+    renderer and the batch make student text safe, as they do exception messages)."""
     return text if len(text) <= limit else f"{text[:limit]}\n[... {len(text) - limit} more characters]"
 
 

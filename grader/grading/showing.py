@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.content.messages import Message
 from grader.grading.case import Case, same_value
+from grader.grading.signatures import message_data
 
 SHOWN_ENTRIES = 6  # entries of a row quoted at most
 
@@ -21,7 +21,7 @@ def hidden(case: Case) -> bool:
     return case.id.startswith("hidden:")
 
 
-def input_sizes(case: Case) -> Message | None:
+def input_sizes(case: Case) -> tuple | None:
     """``Q (2, 3, 5, 4), K (2, 3, 7, 4), V (2, 3, 7, 4)`` for a visible case."""
     if hidden(case):
         return None
@@ -33,10 +33,10 @@ def input_sizes(case: Case) -> Message | None:
         parts.append(f"{name} {tuple(shape)}" if shape is not None else f"{name} = {value!r}")
     if case.class_name and case.init:
         parts.insert(0, f"{case.class_name}({', '.join(str(item) for item in case.init)})")
-    return Message("case_inputs", {"sizes": ", ".join(parts)}) if parts else None
+    return message_data("case_inputs", {"sizes": ", ".join(parts)}) if parts else None
 
 
-def value_detail(case: Case, got) -> tuple[Message, ...]:
+def value_detail(case: Case, got) -> tuple[tuple, ...]:
     """The input sizes and where ``got`` first differs from the expected value (with values when allowed)."""
     if hidden(case):
         return ()
@@ -52,12 +52,12 @@ def value_detail(case: Case, got) -> tuple[Message, ...]:
     index = tuple(int(i) for i in np.argwhere(difference)[0])
     where = f"{what}[{', '.join(str(i) for i in index)}]" if index else what
     if not case.shows_values:
-        return (*shown, Message("case_differs_at", {"where": where}))
+        return (*shown, message_data("case_differs_at", {"where": where}))
     row_index, column = index[:-1], index[-1] if index else 0
     expected_row = np.atleast_1d(expected[row_index]) if index else np.atleast_1d(expected)
     got_row = np.atleast_1d(value[row_index]) if index else np.atleast_1d(value)
     start = max(0, min(column - 2, got_row.size - SHOWN_ENTRIES))
-    return (*shown, Message("case_first_difference", {
+    return (*shown, message_data("case_first_difference", {
         "where": where, "expected": _number(expected[index] if index else expected),
         "got": _number(value[index] if index else value),
         "row": f"{what}[{', '.join(str(i) for i in row_index)}{', ' if row_index else ''}{_span(start, got_row.size)}]",

@@ -33,11 +33,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.content.messages import Message
 from grader.grading.case import Case, same_value
 
 FIT_TOLERANCE = 1e-4  # relative residual of a fit: float32 weights fit to about 1e-7
 SUM_TOLERANCE = 1e-4
+
+
+def message_data(key: str, params: dict) -> tuple[str, dict]:
+    """A message as data, ``(key, params)``: ``grader.grading.checks`` makes it a Message."""
+    return key, params
 
 
 @dataclass(frozen=True)
@@ -46,7 +50,7 @@ class Finding:
 
     misconception: str
     function: str
-    evidence: Message
+    evidence: tuple  # (message key, params): what in the values shows it
     # the same evidence explained by a mistake in another function: ((misconception, function), ...)
     alternatives: tuple = ()
 
@@ -116,7 +120,7 @@ def softmax_normalizer(case: Case, got) -> list[Finding]:
     for axes in _axis_sets(values.ndim):
         if axes != (last,) and _sums_to_one(values, axes):
             return [Finding("softmax-wrong-axis", case.function,
-                            Message("sig_normalized_over", {"what": case.call_text or case.function,
+                            message_data("sig_normalized_over", {"what": case.call_text or case.function,
                                                             "axes": axes_code(axes, values.ndim)}))]
     return []
 
@@ -219,15 +223,15 @@ def weights_findings(Q: np.ndarray, K: np.ndarray, weights, *, function: str, si
         if returned is None:
             return None
         label, alpha, _ = returned
-        findings = [Finding("attention-returns-scores", function, Message("sig_weights_are_scores", {}))]
+        findings = [Finding("attention-returns-scores", function, message_data("sig_weights_are_scores", {}))]
         if label != "right":
             findings.append(Finding("attention-wrong-transpose", function,
-                                    Message("sig_keys_arranged", {"arrangement": label})))
+                                    message_data("sig_keys_arranged", {"arrangement": label})))
         return findings
     findings = []
     if fit.arrangement != "right":
         findings.append(Finding("attention-wrong-transpose", function,
-                                Message("sig_keys_arranged", {"arrangement": fit.arrangement})))
+                                message_data("sig_keys_arranged", {"arrangement": fit.arrangement})))
     values = weights.astype(np.float64)
     last = values.ndim - 1
     rescaled = None
@@ -246,18 +250,18 @@ def weights_findings(Q: np.ndarray, K: np.ndarray, weights, *, function: str, si
     else:
         return findings or None
     if rescaled is not None:
-        findings.append(Finding("attention-wrong-scale", function, Message("sig_weights_rescaled", {
+        findings.append(Finding("attention-wrong-scale", function, message_data("sig_weights_rescaled", {
             "total": f"{rescaled:.4g}"})))
     if not abs(fit.alpha - right) <= 1e-3 * right and not (rescaled is not None and abs(fit.alpha - 1) <= 1e-3):
         if abs(fit.alpha - 1.0) <= 1e-3:
-            findings.append(Finding("attention-no-scale", function, Message("sig_scores_unscaled", {
+            findings.append(Finding("attention-no-scale", function, message_data("sig_scores_unscaled", {
                 "right": f"{np.sqrt(d_k):.4g}"})))
         else:
-            findings.append(Finding("attention-wrong-scale", function, Message("sig_scores_scaled", {
+            findings.append(Finding("attention-wrong-scale", function, message_data("sig_scores_scaled", {
                 "divisor": _divisor_text(fit.alpha, sizes), "right": f"{np.sqrt(d_k):.4g}"})))
     if over is not None:
         findings.append(Finding("attention-softmax-wrong-axis", function,
-                                Message("sig_weights_normalized_over", {
+                                message_data("sig_weights_normalized_over", {
                                     "axes": axes_code(over, values.ndim, axis_letters)}),
                                 alternatives=(("softmax-wrong-axis", "softmax"),)))
     return findings
@@ -279,14 +283,14 @@ def _output_findings(Q, K, V, weights, out, *, weights_right: bool, function: st
         _, alpha, raw = returned  # the weights are the scores: the output shows how the student scaled them
         right = 1.0 / np.sqrt(Q.shape[-1])
         for factor, finding in ((right, None), (1.0, Finding("attention-no-scale", function,
-                                                             Message("sig_output_unscaled", {}))),
-                                (alpha, Finding("attention-wrong-scale", function, Message("sig_scores_scaled", {
+                                                             message_data("sig_output_unscaled", {}))),
+                                (alpha, Finding("attention-wrong-scale", function, message_data("sig_scores_scaled", {
                                     "divisor": _divisor_text(alpha, _attention_sizes(Q, K)),
                                     "right": f"{np.sqrt(Q.shape[-1]):.4g}"})))):
             if same_value(out, _exponential_rows(factor * raw) @ V):
                 return [finding] if finding is not None else []
     key = "sig_output_not_weights_times_values" if weights_right else "sig_output_not_own_weights_times_values"
-    return [Finding("attention-wrong-value-product", function, Message(key, {}))]
+    return [Finding("attention-wrong-value-product", function, message_data(key, {}))]
 
 
 def attention(case: Case, got) -> list[Finding]:
@@ -329,7 +333,7 @@ def heads_layout(case: Case, got) -> list[Finding]:
                         f"x.reshape(B, T, d_k, H), axes {order}", dealt.transpose(order)))
     for misconceptions, label, layout in layouts:
         if layout.shape == got.shape and not same_value(layout, expected) and same_value(got, layout):
-            return [Finding(misconception, case.function, Message("sig_layout", {
+            return [Finding(misconception, case.function, message_data("sig_layout", {
                 "what": case.call_text or case.function, "layout": label})) for misconception in misconceptions]
     return []
 
@@ -352,7 +356,7 @@ def features_layout(case: Case, got) -> list[Finding]:
                         reordered.transpose(0, 2, 3, 1).reshape(B, T, width)))
     for misconception, label, layout in layouts:
         if not same_value(layout, expected) and same_value(got, layout):
-            return [Finding(misconception, case.function, Message("sig_layout", {
+            return [Finding(misconception, case.function, message_data("sig_layout", {
                 "what": case.call_text or case.function, "layout": label}))]
     return []
 
@@ -403,7 +407,7 @@ def _tail(evidence: dict, weights: np.ndarray, out: np.ndarray, W_O: np.ndarray)
             options.append(("mha-wrong-projection", "sig_projected_with", {"projection": label}, heads, W_O))
     for misconception, key, params, heads, matrix in options:
         if same_value(out, _through_heads(weights, heads, matrix)):
-            return Finding(misconception, "forward", Message(key, params))
+            return Finding(misconception, "forward", message_data(key, params))
     return None
 
 
@@ -424,7 +428,7 @@ def _projections_of_weights(evidence: dict, weights: np.ndarray) -> list[Finding
         if fitted is not None and fitted[1] < FIT_TOLERANCE and abs(fitted[0] - right) <= 1e-3 * right:
             wrong = [label for label, default in ((query_label, "Q @ W_Q"), (key_label, "K @ W_K")) if label != default]
             return [Finding("mha-wrong-projection", "forward",
-                            Message("sig_projected_with", {"projection": ", ".join(wrong)}))]
+                            message_data("sig_projected_with", {"projection": ", ".join(wrong)}))]
     return None
 
 
