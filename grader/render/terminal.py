@@ -97,7 +97,7 @@ def print_result(result: SubmissionResult, *, file: str, lang: str, console: Con
     console.print(f"[bold {style}]{escape(total)}[/]")
     step = next_step(result, lang)
     if step:
-        hanging(console, "", escape(step))
+        console.print(escape(step))  # the grader's own text, with the function's and the check's names
 
 
 def _card(console: Console, entry, test, explained: set, say, lang: str, linked_question) -> None:
