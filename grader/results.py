@@ -44,11 +44,16 @@ class TestResult:
     # further mistakes the same check shows, each by its own evidence (``misconception`` is the first)
     additional_misconceptions: tuple = ()
     output: str = ""  # what the student's code printed during this check's calls (truncated)
+    # the concrete case of a failure, apart from its explanation: the input sizes, where the value first
+    # differs and (for shipped public fixtures) a slice of expected against got; lines of text, and as data
+    case: str = ""
+    case_messages: tuple = ()
 
     def to_dict(self) -> dict:
         data = asdict(self)
         data["messages"] = list(self.messages)
         data["additional_misconceptions"] = list(self.additional_misconceptions)
+        data["case_messages"] = list(self.case_messages)
         return data
 
     @classmethod
@@ -57,6 +62,7 @@ class TestResult:
         values = {key: value for key, value in data.items() if key in known}
         values["messages"] = tuple(values.get("messages", ()))
         values["additional_misconceptions"] = tuple(values.get("additional_misconceptions", ()))
+        values["case_messages"] = tuple(values.get("case_messages", ()))
         return cls(**values)
 
 

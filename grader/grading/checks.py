@@ -47,9 +47,6 @@ class CheckFailure(AssertionError):
         self.reached = reached  # the student's functions the failing call entered (worker's record)
         self.detail = detail  # the concrete case: sizes, expected against got
 
-    def parts(self) -> list[Message]:
-        """Every message of the explanation in order: each finding with its root cause, then the case."""
-        return [*self._finding_parts(), *self.detail]
 
     def _finding_parts(self) -> list[Message]:
         parts = list(self.messages)
@@ -64,7 +61,8 @@ class CheckFailure(AssertionError):
 
         lang = resolve_language(None)
         named = f"[{self.misconception}] " if self.misconception else ""
-        return named + " ".join(message.render(lang) for message in self.parts())
+        return "\n".join([named + " ".join(message.render(lang) for message in self._finding_parts()),
+                          *(message.render(lang) for message in self.detail)])
 
 
 def expect_value(student: StudentCode, case: Case):

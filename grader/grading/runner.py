@@ -147,13 +147,16 @@ def _result(test: SuiteTest, failure: CheckFailure | None, chosen: CheckFailure 
             messages.append(Message("upstream_failed", {"function": test.function, "root": root}))
     if not messages:
         messages = list(chosen.messages)
-    messages += failure.detail
-    spaced = [part for position, message in enumerate(messages) for part in ((" ", message) if position else (message,))]
-    parts = parts_of(*spaced)
+    parts = parts_of(*_joined(messages, " "))
+    case = parts_of(*_joined(failure.detail, "\n"))
     additional = tuple(dict.fromkeys(part.misconception for part in kept[1:] if part.misconception != misconception))
     return TestResult(
         name=test.name, function=test.function, outcome=chosen.outcome, score=0.0, max_score=test.points,
         misconception=misconception, message=render_parts(parts, lang), messages=parts,
         visibility=test.visibility, root_cause=root if root and root != test.function else None,
-        additional_misconceptions=additional,
+        additional_misconceptions=additional, case=render_parts(case, lang), case_messages=case,
     )
+
+
+def _joined(messages, separator: str) -> list:
+    return [part for position, message in enumerate(messages) for part in ((separator, message) if position else (message,))]

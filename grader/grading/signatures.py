@@ -215,8 +215,8 @@ def weights_findings(Q: np.ndarray, K: np.ndarray, weights, *, function: str, si
     An empty list means the weights are explained and right in every respect
     the rules see.
     """
-    d_k = Q.shape[-1]
-    right = 1.0 / np.sqrt(d_k)
+    width = Q.shape[-1]  # d_k
+    right = 1.0 / np.sqrt(width)
     fit = fit_weights(Q, K, weights)
     if fit is None:
         returned = returned_scores(Q, K, weights)
@@ -255,10 +255,10 @@ def weights_findings(Q: np.ndarray, K: np.ndarray, weights, *, function: str, si
     if not abs(fit.alpha - right) <= 1e-3 * right and not (rescaled is not None and abs(fit.alpha - 1) <= 1e-3):
         if abs(fit.alpha - 1.0) <= 1e-3:
             findings.append(Finding("attention-no-scale", function, message_data("sig_scores_unscaled", {
-                "right": f"{np.sqrt(d_k):.4g}"})))
+                "right": f"{np.sqrt(width):.4g}"})))
         else:
             findings.append(Finding("attention-wrong-scale", function, message_data("sig_scores_scaled", {
-                "divisor": _divisor_text(fit.alpha, sizes), "right": f"{np.sqrt(d_k):.4g}"})))
+                "divisor": _divisor_text(fit.alpha, sizes), "right": f"{np.sqrt(width):.4g}"})))
     if over is not None:
         findings.append(Finding("attention-softmax-wrong-axis", function,
                                 message_data("sig_weights_normalized_over", {

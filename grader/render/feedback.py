@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from grader.content.catalog import load_catalog
 from grader.content.loader import load_bilingual
-from grader.content.messages import check_text, check_title, error_text, note_texts
+from grader.content.messages import case_text, check_text, check_title, error_text, note_texts
 from grader.paths import CONTENT_DIR
 from grader.render import marks
 from grader.results import SubmissionResult, TestResult
@@ -119,6 +119,9 @@ def render_markdown(result: SubmissionResult, *, lang: str) -> str:
             lines.append(f"| {_ours(_label(test, lang))} | {test.score:g}/{test.max_score:g} | {_outcome(test, lang)} |")
             if test.outcome != "passed":
                 failures.append(f"- **{_ours(check_title(test.name, lang))}**: {_md(check_text(test, lang))}")
+                if case_text(test, lang):
+                    failures += ["", "  ```text", *(f"  {line}" for line in
+                                                    markdown_code_block(case_text(test, lang)).splitlines()), "  ```"]
         lines += [""] + failures + ([""] if failures else [])
     if any(test.visibility == "hidden" for test in result.tests):
         lines += [f"> {say('hidden_explained', lang)}", ""]
@@ -157,7 +160,8 @@ def render_html(result: SubmissionResult, *, lang: str) -> str:
             rows.append(f"<tr class={e(test.outcome)}><td>{e(_label(test, lang))}</td>"
                         f"<td class=n>{test.score:g}/{test.max_score:g}</td><td>{e(_outcome(test, lang))}</td></tr>")
             if test.outcome != "passed":
-                rows.append(f"<tr class=message><td colspan=3>{e(check_text(test, lang))}</td></tr>")
+                case = f"<pre>{e(case_text(test, lang))}</pre>" if case_text(test, lang) else ""
+                rows.append(f"<tr class=message><td colspan=3>{e(check_text(test, lang))}{case}</td></tr>")
         body.append(f"<h3><code>{e(function)}</code></h3><table><tr><th>{e(say('report_check', lang))}</th>"
                     f"<th>{e(say('report_points', lang))}</th><th>{e(say('report_result', lang))}</th></tr>"
                     + "".join(rows) + "</table>")

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from grader.content.catalog import load_catalog
-from grader.content.messages import check_text, check_title, error_text, note_texts, render
+from grader.content.messages import case_text, check_text, check_title, error_text, note_texts, render
 from grader.render.marks import terminal_mark
 from grader.results import SubmissionResult
 from grader.render.text_safety import clean_text
@@ -81,6 +81,8 @@ def print_result(result: SubmissionResult, *, file: str, lang: str, console: Con
         for test in failing:
             hanging(console, "  [red]✗[/] ", f"[red]{escape(check_title(test.name, lang))}[/]")
             hanging(console, "    ", shown(check_text(test, lang)))
+            if test.case:
+                hanging(console, "      ", shown(case_text(test, lang)))
             if test.output:
                 hanging(console, "    ", f"[dim]{escape(say('report_printed'))}[/]")
                 hanging(console, "      ", f"[dim]{shown(test.output.rstrip())}[/]")

@@ -27,7 +27,7 @@ def test_attention_shapes_for_cross_attention(student, cases):
     _pair(student, cases["attention/cross"])
 
 
-@pytest.mark.mha(points=4, probes=("attention-no-scale", "attention-wrong-scale", "attention-wrong-transpose",
+@pytest.mark.mha(points=3, probes=("attention-no-scale", "attention-wrong-scale", "attention-wrong-transpose",
                                    "attention-softmax-wrong-axis", "attention-returns-scores",
                                    "attention-wrong-value-product"))
 def test_attention_values(student, cases):

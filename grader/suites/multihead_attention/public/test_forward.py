@@ -42,7 +42,7 @@ def test_forward_shape_for_cross_attention(student, cases):
         raise failure_from_value(case, outcome.value, student=student, reached=outcome.reached)
 
 
-@pytest.mark.mha(points=4, function="forward",
+@pytest.mark.mha(points=3, function="forward",
                  probes=("mha-no-output-projection", "mha-wrong-projection", "mha-ignores-key-value",
                          "mha-kv-uses-query-length"))
 def test_forward_values_for_cross_attention(student, cases):
@@ -73,7 +73,7 @@ def test_one_head_is_plain_attention_of_the_projections(student, cases):
         raise
 
 
-@pytest.mark.mha(points=2, function="forward")
+@pytest.mark.mha(points=1, function="forward")
 def test_forward_for_one_query_one_key_and_a_batch_of_one(student, cases):
     expect_values(student, [cases["forward/one-batch"], cases["forward/one-query"], cases["forward/one-key"]])
 
