@@ -163,7 +163,7 @@ def failure_from_error(function: str, outcome: CallOutcome, case: Case | None = 
     else:
         findings = _companion_findings(case, student, raised=True) if named else []
         if findings:
-            failure = _from_findings(case, findings, reached, first=raised)
+            failure = _from_findings(case, findings, reached, first=Message("raised_sentence", raised.params))
         else:
             failure = CheckFailure(raised, misconception=_by_rules(case, error, reached, function) if named or case
                                    is None else "error", outcome="error", function=function)

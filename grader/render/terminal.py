@@ -141,6 +141,6 @@ def next_step(result: SubmissionResult, lang: str) -> str | None:
             continue
         if _not_written(tests):
             return render("report_next_write", {"function": function}, lang)
-        return render("report_next_fix", {"function": failing[0].root_cause or function,
-                                          "check": check_title(failing[0].name, lang)}, lang)
+        # the functions come in the order the computation uses them: the first that fails comes first
+        return render("report_next_fix", {"function": function, "check": check_title(failing[0].name, lang)}, lang)
     return None
