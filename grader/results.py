@@ -41,10 +41,19 @@ class TestResult:
     root_cause: str | None = None  # the function where the mistake really is
     # ``message`` as data, for renderers in any language: parts {"key", "params"} or {"plain"}
     messages: tuple = ()
+    # further mistakes the same check shows, each by its own evidence (``misconception`` is the first)
+    additional_misconceptions: tuple = ()
+    output: str = ""  # what the student's code printed during this check's calls (truncated)
+    # the concrete case of a failure, apart from its explanation: the input sizes, where the value first
+    # differs and (for shipped public fixtures) a slice of expected against got; lines of text, and as data
+    case: str = ""
+    case_messages: tuple = ()
 
     def to_dict(self) -> dict:
         data = asdict(self)
         data["messages"] = list(self.messages)
+        data["additional_misconceptions"] = list(self.additional_misconceptions)
+        data["case_messages"] = list(self.case_messages)
         return data
 
     @classmethod
@@ -52,6 +61,8 @@ class TestResult:
         known = {f.name for f in fields(cls)}
         values = {key: value for key, value in data.items() if key in known}
         values["messages"] = tuple(values.get("messages", ()))
+        values["additional_misconceptions"] = tuple(values.get("additional_misconceptions", ()))
+        values["case_messages"] = tuple(values.get("case_messages", ()))
         return cls(**values)
 
 
@@ -111,7 +122,8 @@ def summarize(
     **extra,
 ) -> SubmissionResult:
     """Build a graded result: scores add up, misconceptions sorted and unique."""
-    found = sorted({t.misconception for t in tests if t.misconception in catalog_ids})
+    named = {t.misconception for t in tests} | {extra for t in tests for extra in t.additional_misconceptions}
+    found = sorted(named & catalog_ids)
     return SubmissionResult(
         student=student,
         status="graded",

@@ -48,3 +48,18 @@ def test_the_library_ships_inside_the_package_with_one_convention():
     every = sorted(LIBRARY.rglob("*.py"))
     declared = [path for folder in LIBRARY.iterdir() for path, _ in library_modules(folder)]
     assert len(every) >= 80 and sorted(declared) == every  # every module says what it is in its header
+
+
+def test_audit_names_each_mistake_of_a_module_and_reports_figures_per_id(tmp_path):
+    library = MUTANTS / "multihead_attention"
+    shutil.copy(library / "mistakes" / "no_scale_and_no_output_projection.py", tmp_path / "double.py")
+    shutil.copy(library / "mistakes" / "flattens_a_single_query.py", tmp_path / "squeezed.py")
+    shutil.copy(library / "correct" / "functional_style.py", tmp_path / "right.py")
+    result = CliRunner().invoke(root, ["audit", "--library", str(tmp_path), "--json"])
+    findings = {f["path"].split("/")[-1]: f for f in json.loads(result.output)}
+    assert result.exit_code == 0, result.output
+    assert findings["double.py"]["named"] == ["attention-no-scale", "mha-no-output-projection"]
+    assert findings["squeezed.py"]["verdict"] == "ok" and findings["squeezed.py"]["diagnosed"] == []
+    table = CliRunner().invoke(root, ["audit", "--library", str(tmp_path)], env={"COLUMNS": "200"}).output
+    assert "named 2/2 catalogued mistakes" in table and "correct at full marks 1/1" in table
+    assert "spurious id: 0" in table

@@ -23,6 +23,8 @@ def test_every_twin_is_diagnosed_as_its_own_mistake(name):
     seen = set()
     for cases in (module.public_cases(), module.hidden_cases(11)):
         for case in cases.values():
+            if not case.names_mistakes:
+                continue  # sizes of one: many mistakes coincide, so failures there name none
             for misconception, label, value in case.known_twins():
                 if isinstance(value, Raised):
                     continue

@@ -21,3 +21,13 @@ def test_plain_pytest_and_the_runner_agree_on_a_buggy_module(tmp_path):
     assert failed_by_pytest == failed_by_runner and failed_by_runner
     # the plugin scores the run as the grader does
     assert f"mha-lab: {result.score:g} / {result.max_score:g} points from {len(result.tests)} checks" in done.stdout
+
+
+def test_under_plain_pytest_a_failure_reads_as_the_diagnosis():
+    path = MUTANTS / "multihead_attention" / "mistakes" / "attention_transpose_by_reshape.py"
+    suites = PROJECT / "grader" / "suites" / "multihead_attention" / "public" / "test_attention.py"
+    done = subprocess.run([sys.executable, "-m", "pytest", str(suites), "-q", "-p", "no:cacheprovider",
+                           "--submission", str(path)], capture_output=True, text=True, cwd=PROJECT)
+    assert done.returncode == 1
+    assert "CheckFailure: [attention-wrong-transpose] The scores use K.reshape(B, H, d_k, S)" in done.stdout
+    assert "matches_mistake" not in done.stdout

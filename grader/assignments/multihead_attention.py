@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from grader.assignments.reference import load_reference
 from grader.assignments.twinning import CaseSets, Twin, floats, with_expectations
-from grader.grading.case import Case, ErrorRule, Sizes, stability_logits
+from grader.grading.case import Case, ErrorRule, Sizes, link_companions, stability_logits
 
 ASSIGNMENT = "multihead_attention"
 PUBLIC_SEED = 20240613
@@ -256,20 +257,36 @@ MUTATION_IDS = {
     "split_heads": "mha-mutates-input", "combine_heads": "mha-mutates-input", "forward": "mha-mutates-input",
 }
 TRANSPOSES = (".T", "transpose", "swapaxes", "moveaxis", "rollaxis")
-# Exceptions no twin reproduces exactly, told apart by their message and the line that raised.
+SHAPE_ERRORS = ("matmul", "axes don't match", "dot", "shapes", "broadcast", "einstein", "subscripts", "operand",
+                "mismatch", "aligned")
+# Exceptions no twin reproduces exactly, told apart by their message, the line that raised and which of the
+# student's functions the call had entered by then (the worker's record).
 ERROR_RULES = {
-    "softmax": (ErrorRule("softmax-no-keepdims", message_any=("broadcast",)),),
-    # the line that failed turns K around; no twin raised the same error
-    "scaled_dot_product_attention": (ErrorRule("attention-wrong-transpose", line_any=TRANSPOSES,
-                                               message_any=("matmul", "axes don't match", "dot", "shapes")),),
+    "softmax": (ErrorRule("softmax-no-keepdims", message_any=("broadcast",)),
+                # math.exp and friends raise instead of returning inf: an exponent above 709, never shifted
+                ErrorRule("softmax-unstable", types=("OverflowError",))),
+    "scaled_dot_product_attention": (
+        # the line that failed turns K around; no twin raised the same error
+        ErrorRule("attention-wrong-transpose", line_any=TRANSPOSES, message_any=SHAPE_ERRORS, own_body=True),
+        # a shape error before the softmax was ever called is in the scores: Q against K arranged wrongly
+        ErrorRule("attention-wrong-transpose", message_any=SHAPE_ERRORS, unreached=("softmax",), own_body=True),
+    ),
     "split_heads": (ErrorRule("split-heads-hardcoded-shape", message_any=("cannot reshape",)),),
+}
+SIZES_OF_ONE = ("one-query", "one-key", "one-batch")  # many mistakes coincide there: show, do not name
+# A softmax mistake in attention's own code (it never calls softmax) is attention's own axis mistake.
+INLINE_IDS = {"scaled_dot_product_attention": {"softmax-wrong-axis": "attention-softmax-wrong-axis"},
+              "forward": {"softmax-wrong-axis": "attention-softmax-wrong-axis"}}
+SIGNATURES = {
+    "softmax": ("normalizer",), "scaled_dot_product_attention": ("attention",), "split_heads": ("heads-layout",),
+    "combine_heads": ("features-layout",), "forward": ("multihead",),
 }
 # Rows that overflow or underflow: which mistake each pattern of broken rows points at.
 OVERFLOW_IDS = {"softmax": ("softmax-unstable", "softmax-global-max")}
 
 
 def _case(prefix: str, name: str, function: str, args: tuple, sizes: Sizes, *, kwargs=None, weights=None,
-          heads: int | None = None) -> Case:
+          heads: int | None = None, companion: str | None = None) -> Case:
     method = function in METHODS
     returns_weights = bool((kwargs or {}).get("return_weights"))
     case = Case(
@@ -282,8 +299,34 @@ def _case(prefix: str, name: str, function: str, args: tuple, sizes: Sizes, *, k
         argument_names=ARGUMENT_NAMES[function], mutation_id=MUTATION_IDS[function],
         error_rules=ERROR_RULES.get(function, ()), overflow_ids=OVERFLOW_IDS.get(function),
         structure_mistake="mha-wrong-weights-returned" if function == "forward" else None,
+        signatures=SIGNATURES[function], companion=companion,
+        names_mistakes=name.split("/")[1] not in SIZES_OF_ONE, inline_ids=INLINE_IDS.get(function),
+        output_names=("out", "weights") if returns_weights or function == ATTENTION else
+        ("out",) if function == "forward" else None,
     )
+    if function == "forward" and returns_weights:
+        case.evidence = _projected_heads(case)
     return with_expectations(case, ASSIGNMENT, TWINS)
+
+
+PROJECTIONS = {"Q": ("W_Q", "W_K", "W_V"), "K": ("W_K", "W_Q", "W_V"), "V": ("W_V", "W_Q", "W_K")}
+
+
+def _projected_heads(case: Case) -> dict:
+    """The reference's heads of each projected input, and of inputs projected with the wrong matrix:
+    what the forward signature compares the student's weights and output with."""
+    model = getattr(load_reference(ASSIGNMENT), CLASS)(*case.init)
+    inputs = dict(zip("QKV", case.args))
+    evidence, wrong = {}, {}
+    for letter, (right, *others) in PROJECTIONS.items():
+        x = inputs[letter]
+        evidence[{"Q": "query_heads", "K": "key_heads", "V": "value_heads"}[letter]] = model.split_heads(
+            x @ case.weights[right])
+        wrong[f"{letter} @ {right}.T"] = model.split_heads(x @ case.weights[right].T)
+        for other in others:
+            wrong[f"{letter} @ {other}"] = model.split_heads(x @ case.weights[other])
+    evidence["projections"] = wrong
+    return evidence
 
 
 def masked_logits(rng: np.random.Generator) -> np.ndarray:
@@ -328,12 +371,37 @@ def build_cases(rng: np.random.Generator, sizes: Sizes, prefix: str) -> dict[str
         ("forward/cross-weights", "forward", (queries_in, keys_in, values_in), {"return_weights": True}),
         ("forward/self-weights", "forward", (self_in, self_in.copy(), self_in.copy()), {"return_weights": True}),
     ]
+    # A single query (one decoding step), a single key, a batch of one, keys as wide as a head (S = d_k:
+    # a K used without its transpose gives values instead of an error), and the companions with S = T of
+    # the cross-attention cases: right there and wrong with S != T is the keys' length taken from Q.
+    one_query = floats(rng, B, 1, D)
+    one_key, one_value = floats(rng, B, 1, D), floats(rng, B, 1, D)
+    same_length_keys, same_length_values = floats(rng, B, T, D), floats(rng, B, T, D)
+    single = floats(rng, 1, T, D), floats(rng, 1, S, D), floats(rng, 1, S, D)
+    specs += [
+        ("attention/one-query", "scaled_dot_product_attention",
+         (floats(rng, B, H, 1, d_k), floats(rng, B, H, S, d_k), floats(rng, B, H, S, d_k)), {}),
+        ("attention/one-key", "scaled_dot_product_attention",
+         (floats(rng, B, H, T, d_k), floats(rng, B, H, 1, d_k), floats(rng, B, H, 1, d_k)), {}),
+        ("attention/one-batch", "scaled_dot_product_attention",
+         (floats(rng, 1, H, T, d_k), floats(rng, 1, H, S, d_k), floats(rng, 1, H, S, d_k)), {}),
+        ("attention/keys-as-wide", "scaled_dot_product_attention",
+         (floats(rng, B, H, T, d_k), floats(rng, B, H, d_k, d_k), floats(rng, B, H, d_k, d_k)), {}),
+        ("forward/one-query", "forward", (one_query, keys_in, values_in), {"return_weights": True}),
+        ("forward/one-key", "forward", (queries_in, one_key, one_value), {"return_weights": True}),
+        ("forward/one-batch", "forward", single, {"return_weights": True}),
+        ("forward/same-length", "forward", (queries_in, same_length_keys, same_length_values), {}),
+        ("forward/same-length-weights", "forward", (queries_in, same_length_keys, same_length_values),
+         {"return_weights": True}),
+    ]
+    companions = {"attention/cross": "attention/self", "forward/cross": "forward/same-length",
+                  "forward/cross-weights": "forward/same-length-weights"}
     cases = {name: _case(prefix, name, function, args, sizes, kwargs=kwargs,
-                         weights=weights if function == "forward" else None)
+                         weights=weights if function == "forward" else None, companion=companions.get(name))
              for name, function, args, kwargs in specs}
     cases["forward/one-head"] = _case(prefix, "forward/one-head", "forward", (queries_in, keys_in, values_in), sizes,
                                       kwargs={"return_weights": True}, weights=weights, heads=1)
-    return cases
+    return link_companions(cases)
 
 
 CASES = CaseSets(build_cases, PUBLIC_SEED)

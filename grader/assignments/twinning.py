@@ -109,8 +109,13 @@ class CaseSets:
     draw: Callable[[np.random.Generator], object] = draw_sizes
 
     def public(self, seed: int | None = None) -> dict[str, Case]:
+        """Only the shipped fixtures (no ``seed``) may show their values in feedback: a graded run's drawn
+        inputs repeat when the submission is graded again, so their expected values stay unseen."""
         rng = np.random.default_rng(self.public_seed if seed is None else seed)
-        return self.build(rng, self.public_sizes, "")
+        cases = self.build(rng, self.public_sizes, "")
+        for case in cases.values():
+            case.shows_values = seed is None
+        return cases
 
     def hidden(self, seed: int) -> dict[str, Case]:
         rng = np.random.default_rng(seed)

@@ -3,15 +3,19 @@
 The mutant library ships with the package: ``grader/authoring/mutants/
 <assignment>/``, realistic modules in ``mistakes/`` and correct ones written
 in other styles in ``correct/`` (the folders only sort them). Each module
-starts with ``# expect: <catalog id>`` (or ``# expect: correct``), the one
-source of what it should be diagnosed as. Every mutant must lose points and
-be diagnosed with its own id; every correct variant must keep full marks with
-no misconception; a module that does not load is a finding that says why.
+starts with ``# expect: <catalog id>`` (several ids separated by commas for a
+module with several mistakes), ``# expect: correct``, or ``# expect:
+uncatalogued`` for a mistake the catalog has no id for: the one source of what
+it should be diagnosed as. Every mutant must lose points and be diagnosed with
+exactly its own ids (each named, none spurious); every correct variant must
+keep full marks with no misconception; an uncatalogued mistake must lose
+points without any id; a module that does not load is a finding that says why.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -19,23 +23,56 @@ from grader.grading.grade import grade_submission
 from grader.paths import DEFAULT_ASSIGNMENT, PACKAGE_DIR
 
 LIBRARY = PACKAGE_DIR / "authoring" / "mutants"
-_EXPECT = re.compile(r"^#\s*expect:\s*([\w-]+)", re.MULTILINE)
+CORRECT, UNCATALOGUED = "correct", "uncatalogued"
+_EXPECT = re.compile(r"^#\s*expect:\s*([\w-]+(?:\s*,\s*[\w-]+)*)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
 class AuditFinding:
     path: str
-    expected: str  # a catalog id, or "correct"
+    expected: str  # catalog ids joined by ", ", or "correct" / "uncatalogued"
     score: float
     max_score: float
     diagnosed: tuple[str, ...]
-    verdict: str  # "ok", "survives", "misdiagnosed", "loses-points", "load-error"
+    verdict: str  # "ok", "survives", "unnamed", "misdiagnosed", "loses-points", "load-error"
     reason: str = ""  # why it is not ok: the load error, the checks lost, the ids found
+    named: tuple[str, ...] = ()  # expected ids the grader named
+    spurious: tuple[str, ...] = ()  # ids it named that the module does not have
+
+    @property
+    def expected_ids(self) -> tuple[str, ...]:
+        return tuple(part.strip() for part in self.expected.split(","))
 
     def to_dict(self) -> dict:
         data = asdict(self)
-        data["diagnosed"] = list(self.diagnosed)
+        for name in ("diagnosed", "named", "spurious"):
+            data[name] = list(getattr(self, name))
         return data
+
+
+@dataclass(frozen=True)
+class IdFigures:
+    misconception: str
+    total: int  # library modules with this mistake
+    named: int  # ... where the grader named it
+
+
+@dataclass(frozen=True)
+class AuditSummary:
+    by_id: tuple[IdFigures, ...]
+    correct: int
+    correct_full_marks: int
+    mutants: int
+    mutants_detected: int  # lost points
+    spurious: int  # modules named with an id they do not have
+
+    @property
+    def named(self) -> int:
+        return sum(figures.named for figures in self.by_id)
+
+    @property
+    def total(self) -> int:
+        return sum(figures.total for figures in self.by_id)
 
 
 def default_library(assignment: str) -> Path:
@@ -44,9 +81,9 @@ def default_library(assignment: str) -> Path:
 
 
 def expectation(path: Path) -> str | None:
-    """What a library module says it is: a catalog id, ``correct``, or None (not part of the library)."""
+    """What a library module says it is: catalog ids, ``correct`` or ``uncatalogued``; None: not in the library."""
     match = _EXPECT.search(path.read_text(encoding="utf-8", errors="replace")[:500])
-    return match.group(1) if match else None
+    return ", ".join(part.strip() for part in match.group(1).split(",")) if match else None
 
 
 def library_modules(folder: Path) -> list[tuple[Path, str]]:
@@ -61,23 +98,28 @@ def audit(*, library: Path | None = None, assignment: str = DEFAULT_ASSIGNMENT,
     findings = []
     for path, expected in library_modules(library if library is not None else default_library(assignment)):
         result = grade_submission(path=path, assignment=assignment, visibility=visibility, seed=seed)
-        verdict = _verdict(expected, result)
+        wanted = set(expected.split(", ")) - {CORRECT, UNCATALOGUED}
+        named = tuple(sorted(wanted & set(result.misconceptions)))
+        spurious = tuple(sorted(set(result.misconceptions) - wanted))
+        verdict = _verdict(expected, result, wanted, named, spurious)
         findings.append(AuditFinding(str(path), expected, result.score, result.max_score, result.misconceptions,
-                                     verdict, _reason(verdict, result)))
+                                     verdict, _reason(verdict, result, wanted, named), named, spurious))
     return findings
 
 
-def _verdict(expected: str, result) -> str:
+def _verdict(expected: str, result, wanted: set, named: tuple, spurious: tuple) -> str:
     if result.status != "graded":
         return "load-error"
-    if expected == "correct":
+    if expected == CORRECT:
         return "ok" if result.score == result.max_score and not result.misconceptions else "loses-points"
     if result.score == result.max_score:
         return "survives"
-    return "ok" if result.misconceptions == (expected,) else "misdiagnosed"
+    if spurious:
+        return "misdiagnosed"
+    return "ok" if set(named) == wanted else "unnamed"
 
 
-def _reason(verdict: str, result) -> str:
+def _reason(verdict: str, result, wanted: set, named: tuple) -> str:
     if verdict == "ok":
         return ""
     if verdict == "load-error":
@@ -86,4 +128,26 @@ def _reason(verdict: str, result) -> str:
         return "every check passed"
     lost = [test.name for test in result.tests if test.outcome != "passed"]
     found = ", ".join(result.misconceptions) or "no catalogued mistake"
-    return f"diagnosed as {found}; lost {len(lost)} checks ({', '.join(lost[:3])}{', ...' if len(lost) > 3 else ''})"
+    missing = sorted(wanted - set(named))
+    unnamed = f"; not named: {', '.join(missing)}" if missing else ""
+    return (f"diagnosed as {found}{unnamed}; lost {len(lost)} checks "
+            f"({', '.join(lost[:3])}{', ...' if len(lost) > 3 else ''})")
+
+
+def summarize(findings: list[AuditFinding]) -> AuditSummary:
+    """Per catalog id, how many library mutants have it and how many of those were named."""
+    total, named = Counter(), Counter()
+    for finding in findings:
+        for misconception in finding.expected_ids:
+            if misconception in (CORRECT, UNCATALOGUED):
+                continue
+            total[misconception] += 1
+            named[misconception] += misconception in finding.named
+    correct = [finding for finding in findings if finding.expected == CORRECT]
+    mutants = [finding for finding in findings if finding.expected != CORRECT and finding.verdict != "load-error"]
+    return AuditSummary(
+        by_id=tuple(IdFigures(misconception, total[misconception], named[misconception]) for misconception in sorted(total)),
+        correct=len(correct), correct_full_marks=sum(finding.verdict == "ok" for finding in correct),
+        mutants=len(mutants), mutants_detected=sum(finding.score < finding.max_score for finding in mutants),
+        spurious=sum(bool(finding.spurious) for finding in findings),
+    )

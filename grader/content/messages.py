@@ -66,6 +66,11 @@ def check_text(test, lang: str) -> str:
     return render_parts(test.messages, lang) if test.messages else test.message
 
 
+def case_text(test, lang: str) -> str:
+    """A failed check's concrete case (sizes, where it differs, expected against got) in ``lang``."""
+    return render_parts(test.case_messages, lang) if getattr(test, "case_messages", ()) else getattr(test, "case", "")
+
+
 def error_text(result, lang: str) -> str:
     """Why a submission could not be loaded, in ``lang``."""
     return render_parts(result.error_messages, lang) if result.error_messages else (result.error or "")

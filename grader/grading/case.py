@@ -46,19 +46,45 @@ class Raised:
 
 @dataclass(frozen=True)
 class ErrorRule:
-    """An exception no twin reproduces exactly, named by its message and the line that raised it.
+    """An exception no twin reproduces exactly, named by what it says and where it came from.
 
-    Matches when the message contains one of ``message_any`` and the source
-    line one of ``line_any`` (an empty tuple matches anything).
+    Matches when every condition given holds: the message contains one of
+    ``message_any``, the source line one of ``line_any``, the type is one of
+    ``types``; the call entered one of ``reached_any`` and none of
+    ``unreached`` (which functions a call entered is known only when the
+    worker recorded it: without a record those two conditions fail); with
+    ``own_body`` the exception was raised in the checked function's own code,
+    not in a function it called. An empty condition matches anything.
     """
 
     misconception: str
     message_any: tuple = ()
     line_any: tuple = ()
+    types: tuple = ()
+    reached_any: tuple = ()
+    unreached: tuple = ()
+    own_body: bool = False
 
-    def matches(self, message: str, source_line: str) -> bool:
-        return (not self.message_any or any(word in message for word in self.message_any)) and (
-            not self.line_any or any(word in source_line for word in self.line_any))
+    def matches(self, message: str, source_line: str, *, type: str = "", reached: tuple = (),
+                raised_in: str | None = None, function: str | None = None) -> bool:
+        if self.message_any and not any(word in message for word in self.message_any):
+            return False
+        if self.line_any and not any(word in source_line for word in self.line_any):
+            return False
+        if self.types and type not in self.types:
+            return False
+        if (self.reached_any or self.unreached) and not reached:
+            return False
+        if self.reached_any and not set(self.reached_any) & set(reached):
+            return False
+        if set(self.unreached) & set(reached):
+            return False
+        return not self.own_body or (raised_in is not None and raised_in == _short(function))
+
+
+def _short(function: str | None) -> str | None:
+    """``Class.method`` -> ``method``: how a traceback names a method."""
+    return function.rpartition(".")[2] if function else function
 
 
 @dataclass
@@ -88,6 +114,22 @@ class Case:
     error_rules: tuple = ()  # ErrorRule, tried in order on an exception no twin explains
     overflow_ids: tuple | None = None  # (unshifted, globally shifted): for a row-wise normalizer that breaks
     structure_mistake: str | None = None  # the misconception of a wrong tuple or a wrong item after the first
+    # names of the signature rules (grader.grading.signatures) that may explain a wrong value of this case
+    signatures: tuple = ()
+    # the reference's intermediate values for those rules (e.g. the projected heads of forward), by name
+    evidence: dict | None = None
+    # the case of the same call with as many keys as queries (S = T): right there and wrong here is a
+    # mistake that uses the query's length for the keys
+    companion: str | None = None
+    shows_values: bool = False  # feedback may quote the inputs and expected values (shipped public fixtures)
+    # False for inputs with a size of one (T = 1, S = 1, B = 1): there many mistakes give the same values,
+    # so a failure says what broke and shows the case, but names no mistake
+    names_mistakes: bool = True
+    # a mistake of another function found in this function's own code (the call never entered that
+    # function): the id it has here, e.g. softmax-wrong-axis written inline in attention
+    inline_ids: dict | None = None
+    output_names: tuple | None = None  # how feedback names the value's items, e.g. ("out", "weights")
+    companion_case: "Case | None" = field(default=None, repr=False, compare=False)
     twin_builder: Callable | None = field(default=None, repr=False, compare=False)
 
     def known_twins(self) -> list:
@@ -99,6 +141,13 @@ class Case:
         if self.twins is None:
             self.twins = self.twin_builder(self) if self.twin_builder is not None else []
         return self.twins
+
+
+def link_companions(cases: dict[str, "Case"]) -> dict[str, "Case"]:
+    """Resolve every case's ``companion`` name to the case itself; returns ``cases``."""
+    for case in cases.values():
+        case.companion_case = cases.get(case.companion) if case.companion else None
+    return cases
 
 
 def draw_sizes(rng: np.random.Generator) -> Sizes:

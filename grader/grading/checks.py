@@ -1,10 +1,15 @@
 """What a suite's checks assert, and how a failure is explained.
 
 A failing check raises ``CheckFailure`` carrying bilingual messages, the
-misconception it matched (a catalog id or a generic outcome) and the
-function where the mistake really is. Diagnosis first compares the student's
-value with what every catalogued mistake produces on the same input; only when
-none matches does it fall back to a generic outcome.
+misconception it matched (a catalog id or a generic outcome), the function
+where the mistake really is, and further mistakes the same values show.
+Diagnosis tries, in order: the twins (what each catalogued mistake produces
+on the same input, the cheapest and most exact test), the companion case
+(right when S = T, wrong here: the keys' length taken from Q), the
+signature rules (``grader.grading.signatures``: what the mistake does to the
+values, however it was written), and only then a generic outcome. The
+functions the failing call entered (as the worker recorded them) decide
+whether a mistake of another function is to blame: only one the call entered.
 """
 
 from __future__ import annotations
@@ -13,37 +18,83 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from grader.grading.case import Case, Raised, same_value
 from grader.content.catalog import load_catalog
 from grader.content.messages import Message
+from grader.grading import showing, signatures
+from grader.grading.case import Case, Raised, same_value
 from grader.sandbox.codec import ForeignObject
 
 if TYPE_CHECKING:  # annotations only: diagnosis needs the sandbox's data, never the sandbox
     from grader.grading.student import StudentCode
     from grader.sandbox.client import CallError, CallOutcome
 
+
 class CheckFailure(AssertionError):
     """A check that did not pass, with its explanation."""
 
     def __init__(self, *messages: Message, misconception: str | None = None,
-                 root_cause: str | None = None, outcome: str = "failed", alternatives: tuple = ()):
+                 root_cause: str | None = None, outcome: str = "failed", alternatives: tuple = (),
+                 others: tuple = (), function: str | None = None, reached: tuple = (), detail: tuple = ()):
         super().__init__(messages[0].key if messages else "failed")
         self.messages = messages
         self.misconception = misconception
         self.root_cause = root_cause
         self.outcome = outcome
-        # other mistakes that explain the same value: [(misconception, root function, failure)]
+        # other mistakes that explain the same evidence: failures like this one, another root each
         self.alternatives = alternatives
+        self.others = others  # further mistakes the values show, each by its own evidence (CheckFailure)
+        self.function = function  # the function checked
+        self.reached = reached  # the student's functions the failing call entered (worker's record)
+        self.detail = detail  # the concrete case: sizes, expected against got
+
+
+    def _finding_parts(self) -> list[Message]:
+        parts = list(self.messages)
+        if self.root_cause and self.function and self.root_cause != self.function:
+            parts.append(Message("root_cause", {"root": self.root_cause, "function": self.function}))
+        for other in self.others:
+            parts += other._finding_parts()
+        return parts
+
+    def __str__(self) -> str:  # what plain pytest prints: the same text as the grader's feedback
+        from grader.i18n import resolve_language
+
+        lang = resolve_language(None)
+        named = f"[{self.misconception}] " if self.misconception else ""
+        return "\n".join([named + " ".join(message.render(lang) for message in self._finding_parts()),
+                          *(message.render(lang) for message in self.detail)])
 
 
 def expect_value(student: StudentCode, case: Case):
     """The student's value for ``case``; raises CheckFailure unless it is right."""
     outcome = student.invoke(case)
     if outcome.error is not None:
-        raise failure_from_error(case.function, outcome, case)
+        raise failure_from_error(case.function, outcome, case, student=student)
     if same_value(outcome.value, case.expected):
         return outcome.value
-    raise failure_from_value(case, outcome.value)
+    raise failure_from_value(case, outcome.value, student=student, reached=outcome.reached)
+
+
+def expect_values(student: StudentCode, cases) -> None:
+    """Every case must be right; of several failures the best explained one is raised.
+
+    A check over several inputs fails on the first wrong one, but another one
+    may show the mistake more clearly (a catalogued id rather than an exception).
+    """
+    failures = []
+    for case in cases:
+        try:
+            expect_value(student, case)
+        except CheckFailure as failure:
+            failures.append(failure)
+    if failures:
+        raise min(failures, key=_unexplained)
+
+
+def _unexplained(failure: CheckFailure) -> int:
+    from grader.results import UNEXPLAINED
+
+    return failure.misconception in UNEXPLAINED or failure.misconception == "not-implemented"
 
 
 def expect_unchanged(student: StudentCode, case: Case) -> None:
@@ -54,16 +105,16 @@ def expect_unchanged(student: StudentCode, case: Case) -> None:
     """
     outcome = student.invoke(case)
     if outcome.error is not None:
-        raise failure_from_error(case.function, outcome, case)
+        raise failure_from_error(case.function, outcome, case, student=student)
     if not _same_structure(outcome.value, case.expected):
-        raise failure_from_value(case, outcome.value)
+        raise failure_from_value(case, outcome.value, student=student, reached=outcome.reached)
     names = case.argument_names or ()
     for position, (before, after) in enumerate(zip(case.args, outcome.args_after)):
         if not isinstance(after, np.ndarray) or before.shape != after.shape or not np.array_equal(
                 before, after, equal_nan=True):
             name = names[position] if position < len(names) else f"#{position + 1}"
             raise CheckFailure(Message("mutated", {"function": case.function, "argument": name}),
-                               misconception=case.mutation_id)
+                               misconception=case.mutation_id, function=case.function)
 
 
 def _same_structure(got, expected) -> bool:
@@ -75,36 +126,67 @@ def _same_structure(got, expected) -> bool:
     return True
 
 
-def failure_from_error(function: str, outcome: CallOutcome, case: Case | None = None) -> CheckFailure:
+def failure_from_error(function: str, outcome: CallOutcome, case: Case | None = None, *,
+                       student: StudentCode | None = None) -> CheckFailure:
     """Explain an exception raised by (or instead of) the student's call."""
     error: CallError = outcome.error
+    reached = tuple(outcome.reached)
     if error.type == "Timeout":
         return CheckFailure(Message("timeout", {"function": function, "limit": _limit(error)}),
-                            misconception="timeout", outcome="timeout")
+                            misconception="timeout", outcome="timeout", function=function, reached=reached)
     if error.type in ("WorkerGone", "LoadError", "BadReply", "UnencodableResult", "Protocol"):
         return CheckFailure(Message("worker_gone", {"function": function, "reason": error.message}),
-                            misconception="error", outcome="error")
+                            misconception="error", outcome="error", function=function, reached=reached)
     if error.type == "MissingName":
         return CheckFailure(Message("missing_name", {"name": error.message.strip("'\"")}),
-                            misconception="not-implemented", outcome="error")
+                            misconception="not-implemented", outcome="error", function=function, reached=reached)
+    if error.type == "AttributeError" and error.line is None and case is not None and case.class_name \
+            and f"attribute '{_short(function)}'" in error.message:
+        # the grader's own lookup of the method failed: the class has no method of that name
+        return CheckFailure(Message("missing_name", {"name": f"{case.class_name}.{_short(function)}"}),
+                            misconception="not-implemented", outcome="error", function=function, reached=reached)
     if error.type == "NotImplementedError":
-        return CheckFailure(Message("not_implemented", {"function": function}), misconception="not-implemented")
+        inside = error.function
+        message = Message("not_implemented_inside", {"function": inside, "caller": function}) \
+            if inside and inside != _short(function) and inside != "__init__" \
+            else Message("not_implemented", {"function": function})
+        return CheckFailure(message, misconception="not-implemented", function=function, reached=reached)
     raised = Message("raised", {"function": function, "type": error.type, "message": error.message,
                                 "location": _location(error)})
-    matches = [(misconception, label) for misconception, label, value in (case.known_twins() if case else ())
+    detail = tuple(Message(*text) for text in (showing.input_sizes(case),) if text) if case else ()
+    named = case is not None and case.names_mistakes
+    matches = [(misconception, label) for misconception, label, value in (case.known_twins() if named else ())
                if isinstance(value, Raised) and value.type == error.type and value.message == error.message]
     if matches:
-        return _best([_diagnosed(case, misconception, label, raised) for misconception, label in matches], case)
-    return CheckFailure(raised, misconception=_by_rules(case, error), outcome="error")
+        failure = _best([_diagnosed(case, misconception, label, raised, reached) for misconception, label in matches],
+                        case)
+    else:
+        findings = _companion_findings(case, student, raised=True) if named else []
+        if findings:
+            failure = _from_findings(case, findings, reached, first=Message("raised_sentence", raised.params))
+        else:
+            failure = CheckFailure(raised, misconception=_by_rules(case, error, reached, function) if named or case
+                                   is None else "error", outcome="error", function=function)
+    failure.reached, failure.detail = reached, detail
+    return failure
 
 
-def failure_from_value(case: Case, got) -> CheckFailure:
+def failure_from_value(case: Case, got, *, student: StudentCode | None = None, reached: tuple = ()) -> CheckFailure:
     """Explain a value that differs from the expected one."""
     what = _what(case)
-    matches = [_diagnosed(case, misconception, label, Message("matches_mistake", {"what": what, "label": label}))
-               for misconception, label, value in case.known_twins()
+    reached = tuple(reached)
+    matches = [_diagnosed(case, misconception, label, Message("matches_mistake", {"what": what, "label": label}),
+                          reached)
+               for misconception, label, value in (case.known_twins() if case.names_mistakes else ())
                if not isinstance(value, Raised) and same_value(got, value)]
-    return _best(matches, case) if matches else generic_failure(case, got)
+    if matches:
+        failure = _best(matches, case)
+    else:
+        findings = (_companion_findings(case, student) or signatures.explain(case, got)) if case.names_mistakes else []
+        failure = _from_findings(case, findings, reached) if findings else generic_failure(case, got)
+    failure.function, failure.reached = case.function, reached
+    failure.detail = tuple(Message(*text) for text in showing.value_detail(case, got))
+    return failure
 
 
 def _best(matches: list[CheckFailure], case: Case) -> CheckFailure:
@@ -116,83 +198,134 @@ def _best(matches: list[CheckFailure], case: Case) -> CheckFailure:
     return first
 
 
+def _from_findings(case: Case, findings: list[signatures.Finding], reached: tuple, *,
+                   first: Message | None = None) -> CheckFailure:
+    """One failure for the signature findings: the checked function's own mistake first, the others after it."""
+    ordered = sorted(findings, key=lambda finding: finding.function != case.function)
+    failures = []
+    for position, finding in enumerate(ordered):
+        evidence = Message(*finding.evidence)
+        messages = (first, evidence) if first is not None and position == 0 else (evidence,)
+        root = _root(finding.function, case, reached)
+        own = CheckFailure(*messages, misconception=_inline(finding.misconception, finding.function, root, case),
+                           root_cause=root, function=case.function)
+        others = [CheckFailure(*messages, misconception=_inline(misconception, function, _root(function, case, reached),
+                                                                case),
+                               root_cause=_root(function, case, reached), function=case.function)
+                  for misconception, function in finding.alternatives]
+        own.alternatives = (own, *others) if others else ()
+        failures.append(own)
+    primary = failures[0]
+    primary.others = tuple(failures[1:])
+    return primary
+
+
+# Mistakes that could themselves come from confusing the two lengths: a companion value showing one of
+# them does not separate "raises only when S != T" from them.
+LENGTH_LIKE = frozenset({"attention-wrong-value-product", "attention-wrong-transpose", "attention-softmax-wrong-axis",
+                         "mha-wrong-weights-returned", "mha-ignores-key-value"})
+
+
+def _companion_findings(case: Case, student: StudentCode | None, *, raised: bool = False) -> list[signatures.Finding]:
+    """Right on the same call with as many keys as queries (S = T), wrong here: the keys' length comes from Q.
+
+    A call that raises here and returns there counts too when the value returned there is right, or
+    wrong only by another mistake that has nothing to do with the lengths (two mistakes in one forward).
+    """
+    companion = case.companion_case
+    if companion is None or student is None:
+        return []
+    outcome = student.invoke(companion)
+    if outcome.error is not None:
+        return []
+    if not same_value(outcome.value, companion.expected):
+        if not raised:
+            return []
+        named = {misconception for misconception, _, value in companion.known_twins()
+                 if not isinstance(value, Raised) and same_value(outcome.value, value)}
+        named |= {finding.misconception for finding in signatures.explain(companion, outcome.value)}
+        if not named or named & LENGTH_LIKE:
+            return []
+    evidence = ("sig_query_length", {"what": _what(case), "T": companion.args[0].shape[-2],
+                                     "S": case.args[1].shape[-2]})
+    upstream = (("mha-kv-uses-query-length", "scaled_dot_product_attention"),) if case.function == "forward" else ()
+    return [signatures.Finding("mha-kv-uses-query-length", case.function, evidence, alternatives=upstream)]
+
+
 def generic_failure(case: Case, got) -> CheckFailure:
     """A failure with no catalogued explanation: type, shape, NaN or numbers."""
     expected, what = case.expected, _what(case)
     legends = case.legend if case.legend is not None else "?"
+    structure_mistake = case.structure_mistake if case.names_mistakes else None
     if isinstance(expected, tuple):
         if not isinstance(got, tuple) or len(got) != len(expected):
             return CheckFailure(Message("wrong_tuple", {"what": what, "count": len(expected), "got": _describe(got)}),
-                                misconception=case.structure_mistake or "wrong-type")
+                                misconception=structure_mistake or "wrong-type", function=case.function)
         for position, (got_item, expected_item) in enumerate(zip(got, expected)):
             if not same_value(got_item, expected_item):
                 part_what = f"{what}[{position}]"
                 legend = legends[position] if isinstance(legends, tuple) else legends
                 failure = _compare_array(case, got_item, expected_item, part_what, legend)
-                if case.structure_mistake and position > 0 and failure.misconception in ("wrong-shape", "wrong-type"):
-                    failure.misconception = case.structure_mistake
+                if structure_mistake and position > 0 and failure.misconception in ("wrong-shape", "wrong-type"):
+                    failure.misconception = structure_mistake
                 return failure
     return _compare_array(case, got, expected, what, legends if isinstance(legends, str) else legends[0])
 
 
 def _compare_array(case: Case, got, expected: np.ndarray, what: str, legend: str) -> CheckFailure:
     if not isinstance(got, np.ndarray):
-        return CheckFailure(Message("wrong_type", {"what": what, "got": _describe(got)}), misconception="wrong-type")
+        return CheckFailure(Message("wrong_type", {"what": what, "got": _describe(got)}), misconception="wrong-type",
+                            function=case.function)
     if got.shape != expected.shape:
         return CheckFailure(Message("wrong_shape", {"what": what, "got": got.shape, "expected": expected.shape,
-                                                    "legend": legend}), misconception="wrong-shape")
+                                                    "legend": legend}), misconception="wrong-shape",
+                            function=case.function)
     got64 = got.astype(np.float64)
     if not np.isfinite(got64).all() and np.isfinite(expected).all():
-        misconception = _overflow_kind(case.args[0], got64, case.overflow_ids) if case.overflow_ids \
-            else "numeric-mismatch"
-        return CheckFailure(Message("non_finite", {"what": what}), misconception=misconception)
+        misconception = signatures.overflow_kind(case.args[0], got64, case.overflow_ids) \
+            if case.overflow_ids and case.names_mistakes else "numeric-mismatch"
+        return CheckFailure(Message("non_finite", {"what": what}), misconception=misconception, function=case.function)
     difference = np.abs(np.nan_to_num(got64 - expected, nan=np.inf))
     index = np.unravel_index(int(np.argmax(difference)), difference.shape) if difference.size else ()
     return CheckFailure(Message("mismatch", {"what": what, "difference": f"{float(difference.max(initial=0)):.3g}",
                                              "index": tuple(int(i) for i in index)}),
-                        misconception="numeric-mismatch")
+                        misconception="numeric-mismatch", function=case.function)
 
 
-def _overflow_kind(x: np.ndarray, got: np.ndarray, ids: tuple[str, str]) -> str:
-    """Tell an unstable softmax from a global-max one by which rows broke.
-
-    ``ids`` names the two mistakes (no shift, one global shift) for this case.
-
-    Used when no twin matches exactly (float32 arithmetic over- and underflows
-    at other thresholds than the float64 twins). With one global shift the row
-    holding the largest logit is fine and every row far below it underflows
-    to 0/0; without a shift, or with a shift by the row mean, some row
-    overflows while the rows far below the top stay finite or break anyway.
-    """
-    rows_in, rows_out = x.reshape(-1, x.shape[-1]), got.reshape(-1, x.shape[-1])
-    finite_max = np.where(np.isfinite(rows_in), rows_in, -np.inf).max(axis=-1)
-    if not np.isfinite(finite_max).any() or np.abs(finite_max[np.isfinite(finite_max)]).max() <= 80:
-        return "numeric-mismatch"
-    broken = ~np.isfinite(rows_out).all(axis=-1)
-    top = finite_max.max()
-    certain = finite_max < top - 750  # exp underflows to 0 here in float64 and float32 alike
-    possible = finite_max < top - 87  # ... and here in float32
-    if not broken[int(np.argmax(finite_max))] and certain.any() and broken[certain].all() \
-            and not (broken & ~possible).any():
-        return ids[1]
-    return ids[0]
-
-
-def _diagnosed(case: Case, misconception: str, label: str, first: Message) -> CheckFailure:
+def _diagnosed(case: Case, misconception: str, label: str, first: Message, reached: tuple) -> CheckFailure:
     entry = load_catalog().get(misconception)
-    root = entry.function if entry is not None and entry.function not in (None, "__init__") else case.function
-    messages = [first]
-    if root != case.function:
-        messages.append(Message("root_cause", {"root": root, "function": case.function}))
-    return CheckFailure(*messages, misconception=misconception, root_cause=root)
+    function = entry.function if entry is not None and entry.function not in (None, "__init__") else case.function
+    root = _root(function, case, reached)
+    return CheckFailure(first, misconception=_inline(misconception, function, root, case), root_cause=root,
+                        function=case.function)
 
 
-def _by_rules(case: Case | None, error: CallError) -> str:
+def _inline(misconception: str, function: str, root: str, case: Case) -> str:
+    """The id of ``function``'s mistake when it sits in the checked function's own code instead."""
+    if root == function or root != case.function:
+        return misconception
+    return (case.inline_ids or {}).get(misconception, misconception)
+
+
+def _root(function: str, case: Case, reached: tuple) -> str:
+    """Where the mistake is: ``function``, unless the worker recorded that the call never entered it
+    (then the checked function does that work itself, and the mistake is in its own code)."""
+    if function == case.function or not reached or _short(function) in reached:
+        return function
+    return case.function
+
+
+def _by_rules(case: Case | None, error: CallError, reached: tuple, function: str) -> str:
     """The first of the case's error rules that the exception matches, else the generic ``error``."""
     for rule in case.error_rules if case is not None else ():
-        if rule.matches(error.message, error.source_line):
+        if rule.matches(error.message, error.source_line, type=error.type, reached=reached,
+                        raised_in=error.function, function=function):
             return rule.misconception
     return "error"
+
+
+def _short(function: str | None) -> str | None:
+    return function.rpartition(".")[2] if function else function
 
 
 def _what(case: Case) -> str:

@@ -9,6 +9,7 @@ starting a pytest session costs more per submission than grading it does.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import inspect
 from dataclasses import dataclass
@@ -19,6 +20,9 @@ from grader.grading.checks import CheckFailure
 from grader.grading.marker import read_marker
 from grader.content.messages import Message, parts_of, render_parts
 from grader.results import UNEXPLAINED, TestResult
+
+
+OUTPUT_SHOWN = 600  # characters of a check's printed output kept in its result
 
 
 @dataclass(frozen=True)
@@ -57,9 +61,14 @@ def run_tests(tests: list[SuiteTest], *, fixtures: dict[str, dict], assignment: 
               lang: str) -> list[TestResult]:
     """Run each check; ``fixtures[visibility]`` maps fixture names to values."""
     outcomes: list[tuple[SuiteTest, CheckFailure | None]] = []
+    printed: dict[int, str] = {}
     for test in tests:
         available = fixtures[test.visibility]
         wanted = {name: available[name] for name in inspect.signature(test.run).parameters}
+        student = available.get("student")
+        listening = hasattr(student, "begin_check")
+        if listening:
+            student.begin_check()
         try:
             test.run(**wanted)
             outcomes.append((test, None))
@@ -69,35 +78,85 @@ def run_tests(tests: list[SuiteTest], *, fixtures: dict[str, dict], assignment: 
             outcomes.append((test, CheckFailure(
                 Message("worker_gone", {"function": test.function, "reason": f"the check itself failed: {bug!r}"}),
                 misconception="error", outcome="error")))
+        if listening:
+            printed[len(outcomes) - 1] = student.end_check()
     failed = {test.function for test, failure in outcomes if failure is not None}
-    return [_result(test, failure, failed, assignment, lang) for test, failure in outcomes]
+    order = {name: position for position, name in enumerate(assignment.functions)}
+    chosen = {id(failure): _confirmed(failure, failed - {test.function, "__init__"}, order)
+              for test, failure in outcomes if failure is not None}
+    own = _own_findings(outcomes, chosen)
+    return [dataclasses.replace(_result(test, failure, chosen.get(id(failure)), failed, own, order, lang),
+                                output=_truncated(printed.get(position, "")))
+            for position, (test, failure) in enumerate(outcomes)]
 
 
-def _confirmed(failure: CheckFailure, failed: set[str]) -> CheckFailure:
-    """Among mistakes that explain the same value, prefer one whose function fails its own checks."""
-    for alternative in failure.alternatives:
-        if alternative.root_cause in failed:
-            return alternative
-    return failure
+def _truncated(text: str, limit: int = OUTPUT_SHOWN) -> str:
+    """A check's printed output as feedback shows it: its start, and how much more there was (every
+    renderer and the batch make student text safe, as they do exception messages)."""
+    return text if len(text) <= limit else f"{text[:limit]}\n[... {len(text) - limit} more characters]"
 
 
-def _result(test: SuiteTest, failure: CheckFailure | None, failed: set[str], assignment: Assignment,
-            lang: str) -> TestResult:
+def _confirmed(failure: CheckFailure, elsewhere: set[str], order: dict) -> CheckFailure:
+    """Among mistakes that explain the same evidence, prefer one in a function that fails its own checks
+    and that the call entered (when the worker recorded it), the furthest upstream first: a softmax that
+    fails its checks explains attention's weights better than attention itself does."""
+    candidates = [alternative for alternative in failure.alternatives if alternative.root_cause in elsewhere
+                  and (not failure.reached or alternative.root_cause in failure.reached)]
+    return min(candidates, key=lambda alternative: order.get(alternative.root_cause, 99)) if candidates else failure
+
+
+def _own_findings(outcomes, chosen: dict) -> dict[str, set[str]]:
+    """Per function, the catalogued mistakes its own checks found in its own code."""
+    found: dict[str, set[str]] = {}
+    for test, failure in outcomes:
+        if failure is None:
+            continue
+        for part in (chosen[id(failure)], *failure.others):
+            if part.misconception not in UNEXPLAINED and part.root_cause in (None, test.function):
+                found.setdefault(test.function, set()).add(part.misconception)
+    return found
+
+
+def _result(test: SuiteTest, failure: CheckFailure | None, chosen: CheckFailure | None, failed: set[str],
+            own: dict[str, set[str]], order: dict, lang: str) -> TestResult:
     if failure is None:
         return TestResult(name=test.name, function=test.function, outcome="passed", score=test.points,
                           max_score=test.points, visibility=test.visibility)
-    failure = _confirmed(failure, failed - {test.function})
-    messages = list(failure.messages)
-    root = failure.root_cause
-    if failure.misconception in UNEXPLAINED:
-        broken = [name for name in assignment.upstream.get(test.function, ()) if name in failed]
+    # a failing constructor check (no divisibility check) changes no value another function computes
+    elsewhere = failed - {test.function, "__init__"}
+    parts_of_finding = [chosen, *(_confirmed(other, elsewhere, order) for other in failure.others)]
+    kept, messages, root, upstream = [], [], None, None
+    for part in parts_of_finding:
+        cause = part.root_cause if part.root_cause and part.root_cause != test.function else None
+        if cause and own.get(cause) and part.misconception not in own[cause]:
+            # the values point at a mistake in ``cause`` that its own checks do not find: trust those
+            upstream = upstream or cause
+            continue
+        if not kept:
+            root = cause  # the check's root cause is its first finding's
+        kept.append(part)
+        messages += part.messages
+        if cause:
+            messages.append(Message("root_cause", {"root": cause, "function": test.function}))
+    misconception = kept[0].misconception if kept else ("error" if chosen.outcome == "error" else "numeric-mismatch")
+    if misconception in UNEXPLAINED:
+        # "fix Y first" only for a Y this very call entered and that fails its own checks
+        broken = [name for name in failure.reached if name in elsewhere] or ([upstream] if upstream else [])
         if broken:
             root = broken[0]
             messages.append(Message("upstream_failed", {"function": test.function, "root": root}))
-    spaced = [part for position, message in enumerate(messages) for part in ((" ", message) if position else (message,))]
-    parts = parts_of(*spaced)
+    if not messages:
+        messages = list(chosen.messages)
+    parts = parts_of(*_joined(messages, " "))
+    case = parts_of(*_joined(failure.detail, "\n"))
+    additional = tuple(dict.fromkeys(part.misconception for part in kept[1:] if part.misconception != misconception))
     return TestResult(
-        name=test.name, function=test.function, outcome=failure.outcome, score=0.0, max_score=test.points,
-        misconception=failure.misconception, message=render_parts(parts, lang), messages=parts,
-        visibility=test.visibility, root_cause=root if root != test.function else None,
+        name=test.name, function=test.function, outcome=chosen.outcome, score=0.0, max_score=test.points,
+        misconception=misconception, message=render_parts(parts, lang), messages=parts,
+        visibility=test.visibility, root_cause=root if root and root != test.function else None,
+        additional_misconceptions=additional, case=render_parts(case, lang), case_messages=case,
     )
+
+
+def _joined(messages, separator: str) -> list:
+    return [part for position, message in enumerate(messages) for part in ((separator, message) if position else (message,))]

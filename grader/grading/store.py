@@ -13,12 +13,13 @@ from pathlib import Path
 import numpy as np
 
 from grader.errors import ContentError
-from grader.grading.case import Case, ErrorRule, Raised
+from grader.grading.case import Case, ErrorRule, Raised, link_companions
 
 SCHEMA_VERSION = 2
 # Case fields stored when set; the rest of a case is its inputs, expected value and twins.
 OPTIONAL_FIELDS = ("class_name", "init", "calls", "call_text", "legend", "argument_names", "mutation_id",
-                   "error_rules", "overflow_ids", "structure_mistake")
+                   "error_rules", "overflow_ids", "structure_mistake", "signatures", "evidence", "companion",
+                   "shows_values", "names_mistakes", "inline_ids", "output_names")
 
 
 def save_cases(cases: dict[str, Case], path: Path) -> None:
@@ -35,7 +36,8 @@ def save_cases(cases: dict[str, Case], path: Path) -> None:
         if isinstance(value, Raised):
             return {"raised": [value.type, value.message]}
         if isinstance(value, ErrorRule):
-            return {"rule": [value.misconception, list(value.message_any), list(value.line_any)]}
+            return {"rule": [value.misconception, list(value.message_any), list(value.line_any), list(value.types),
+                             list(value.reached_any), list(value.unreached), value.own_body]}
         if isinstance(value, dict):
             return {"dict": {name: tree(item) for name, item in value.items()}}
         return {"plain": value}
@@ -75,15 +77,15 @@ def load_cases(path: Path) -> dict[str, Case]:
         if kind == "raised":
             return Raised(*content)
         if kind == "rule":
-            return ErrorRule(content[0], tuple(content[1]), tuple(content[2]))
+            return ErrorRule(content[0], *(tuple(part) for part in content[1:6]), *content[6:7])
         if kind == "dict":
             return {name: value(item) for name, item in content.items()}
         return content
 
-    return {
+    return link_companions({
         name: Case(id=entry["id"], function=entry["function"], args=value(entry["args"]),
                    kwargs=value(entry["kwargs"]), weights=value(entry["weights"]), expected=value(entry["expected"]),
                    twins=[(m, label, value(v)) for m, label, v in entry["twins"]],
                    **{field: value(entry[field]) for field in OPTIONAL_FIELDS if field in entry})
         for name, entry in index["cases"].items()
-    }
+    })

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from grader.content.catalog import load_catalog
 from grader.content.loader import load_bilingual
-from grader.content.messages import check_text, check_title, error_text, note_texts
+from grader.content.messages import case_text, check_text, check_title, error_text, note_texts
 from grader.paths import CONTENT_DIR
 from grader.render import marks
 from grader.results import SubmissionResult, TestResult
@@ -46,13 +46,26 @@ class Mistake:
 
 
 def mistakes_of(result: SubmissionResult, lang: str) -> list[Mistake]:
-    """Every catalogued mistake (or generic outcome) behind a failed check, in the order first met."""
+    """Every catalogued mistake (or generic outcome) behind a failed check, in the order first met.
+
+    A generic outcome gets no entry of its own where a specific mistake explains it: its check names a
+    root cause, or its function's checks found a catalogued mistake.
+    """
     catalog = load_catalog()
+    specific = {test.function for test in result.tests if test.outcome != "passed" for key in
+                (test.misconception, *test.additional_misconceptions)
+                if key in catalog and catalog[key].function is not None}
     seen: dict[str, list[str]] = {}
     for test in result.tests:
-        if test.outcome != "passed" and test.misconception in catalog:
-            where = seen.setdefault(test.misconception, [])
-            function = test.root_cause or test.function
+        if test.outcome == "passed":
+            continue
+        for key in (test.misconception, *test.additional_misconceptions):
+            if key not in catalog:
+                continue
+            if catalog[key].function is None and (test.root_cause or test.function in specific):
+                continue
+            where = seen.setdefault(key, [])
+            function = test.root_cause or test.function if key == test.misconception else catalog[key].function
             if function not in where:
                 where.append(function)
     return [Mistake(key, catalog[key].text("title", lang), catalog[key].text("explanation", lang),
@@ -106,6 +119,9 @@ def render_markdown(result: SubmissionResult, *, lang: str) -> str:
             lines.append(f"| {_ours(_label(test, lang))} | {test.score:g}/{test.max_score:g} | {_outcome(test, lang)} |")
             if test.outcome != "passed":
                 failures.append(f"- **{_ours(check_title(test.name, lang))}**: {_md(check_text(test, lang))}")
+                if case_text(test, lang):
+                    failures += ["", "  ```text", *(f"  {line}" for line in
+                                                    markdown_code_block(case_text(test, lang)).splitlines()), "  ```"]
         lines += [""] + failures + ([""] if failures else [])
     if any(test.visibility == "hidden" for test in result.tests):
         lines += [f"> {say('hidden_explained', lang)}", ""]
@@ -144,7 +160,8 @@ def render_html(result: SubmissionResult, *, lang: str) -> str:
             rows.append(f"<tr class={e(test.outcome)}><td>{e(_label(test, lang))}</td>"
                         f"<td class=n>{test.score:g}/{test.max_score:g}</td><td>{e(_outcome(test, lang))}</td></tr>")
             if test.outcome != "passed":
-                rows.append(f"<tr class=message><td colspan=3>{e(check_text(test, lang))}</td></tr>")
+                case = f"<pre>{e(case_text(test, lang))}</pre>" if case_text(test, lang) else ""
+                rows.append(f"<tr class=message><td colspan=3>{e(check_text(test, lang))}{case}</td></tr>")
         body.append(f"<h3><code>{e(function)}</code></h3><table><tr><th>{e(say('report_check', lang))}</th>"
                     f"<th>{e(say('report_points', lang))}</th><th>{e(say('report_result', lang))}</th></tr>"
                     + "".join(rows) + "</table>")

@@ -16,7 +16,7 @@ from itertools import groupby
 
 from grader.content.catalog import load_catalog
 from grader.content.loader import load_bilingual
-from grader.content.messages import check_text, check_title, error_text, note_texts
+from grader.content.messages import case_text, check_text, check_title, error_text, note_texts
 from grader.paths import CONTENT_DIR
 from grader.render import marks
 from grader.render.feedback import mistakes_of
@@ -81,7 +81,8 @@ def _function_table(function: str, tests: list, lang: str) -> str:
             cause = ""
             if test.root_cause:
                 cause = f" <b>{e(say('root_cause', lang, function=test.root_cause))}</b>."
-            rows.append(f"<tr class='mha-message'><td colspan='3'>{e(check_text(test, lang))}{cause}</td></tr>")
+            case = f"<pre>{e(case_text(test, lang))}</pre>" if case_text(test, lang) else ""
+            rows.append(f"<tr class='mha-message'><td colspan='3'>{e(check_text(test, lang))}{cause}{case}</td></tr>")
     header = "".join(f"<th>{e(say(key, lang))}</th>" for key in ("report_check", "report_points", "report_result"))
     return (f"<table class='mha-table'><caption><code>{e(function)}</code></caption>"
             f"<tr>{header}</tr>{''.join(rows)}</table>")

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from grader.content.catalog import load_catalog
-from grader.content.messages import check_text, check_title, error_text, note_texts, render
+from grader.content.messages import case_text, check_text, check_title, error_text, note_texts, render
 from grader.render.marks import terminal_mark
 from grader.results import SubmissionResult
 from grader.render.text_safety import clean_text
@@ -35,8 +35,14 @@ def hanging(console: Console, prefix: str, body: str) -> None:
 
 
 def print_result(result: SubmissionResult, *, file: str, lang: str, console: Console | None = None,
-                 linked_question: Callable[[str], str | None] | None = None) -> None:
-    """Print ``result``; ``linked_question(misconception)`` names a question to drill each mistake, if any."""
+                 linked_question: Callable[[str], str | None] | None = None, failed_only: bool = False) -> None:
+    """Print ``result``; ``linked_question(misconception)`` names a question to drill each mistake, if any.
+
+    A function whose every check says it is not written yet takes one line; ``failed_only`` leaves out
+    the checks that passed (and functions with nothing failing). Each failure shows its explanation,
+    what the student's code printed during it, and one card per mistake found; a generic outcome gets
+    no card where a specific mistake explains it. The report ends with the next step.
+    """
     console = console or Console(highlight=False, emoji=False)
     say = lambda key, **params: render(key, params, lang)  # noqa: E731 - a local shorthand
     title = say("report_title", file=file, assignment=result.assignment, checks=len(result.tests))
@@ -51,39 +57,90 @@ def print_result(result: SubmissionResult, *, file: str, lang: str, console: Con
         return
     catalog = load_catalog()
     explained: set[str] = set()
+    specific = _specific_findings(result, catalog)
     for function, group in groupby(result.tests, key=lambda test: test.function):
         tests = list(group)
+        failing = [test for test in tests if test.outcome != "passed"]
+        if failed_only and not failing:
+            continue
+        if _not_written(tests):
+            points = sum(test.max_score for test in tests)
+            hanging(console, f"[red]✗ {escape(function)}[/] (0/{points:g}){say('colon')}", shown(check_text(tests[0], lang)))
+            continue
         table = Table(title=f"{escape(function)}", title_justify="left", show_edge=False, pad_edge=False,
                       expand=False)
         table.add_column(say("report_check"))
         table.add_column(say("report_points"), justify="right")
         table.add_column(say("report_result"))
-        for test in tests:
+        for test in failing if failed_only else tests:
             label = escape(check_title(test.name, lang)) + (f" [dim]{escape(say('report_hidden'))}[/]"
                                                            if test.visibility == "hidden" else "")
             table.add_row(label, f"{test.score:g}/{test.max_score:g}",
                           f"{terminal_mark(test.outcome)} {say('outcome_' + test.outcome)}")
         console.print(table)
-        for test in tests:
-            if test.outcome == "passed":
-                continue
-            hanging(console, "  [red]✗[/] ",
-                    f"[red]{escape(check_title(test.name, lang))}[/]: {shown(check_text(test, lang))}")
-            entry = catalog.get(test.misconception or "")
-            if entry is not None:
-                hanging(console, "    ", f"[bold]{escape(entry.text('title', lang))}[/] [dim]({entry.id})[/]")
-                if test.root_cause:
-                    hanging(console, "    ", f"{say('report_root')}{say('colon')}[bold]{escape(test.root_cause)}[/]")
-                if entry.id in explained:
-                    continue  # one explanation per mistake is enough
-                explained.add(entry.id)
-                hanging(console, f"    {say('report_why')}{say('colon')}", escape(entry.text("explanation", lang)))
-                hanging(console, f"    {say('report_hint')}{say('colon')}", escape(entry.text("hint", lang)))
-                question = linked_question(entry.id) if linked_question else None
-                if question:
-                    hanging(console, "    ", f"[cyan]{escape(say('report_question', question=question, misconception=entry.id))}[/]")
+        for test in failing:
+            hanging(console, "  [red]✗[/] ", f"[red]{escape(check_title(test.name, lang))}[/]")
+            hanging(console, "    ", shown(check_text(test, lang)))
+            if test.case:
+                hanging(console, "      ", shown(case_text(test, lang)))
+            if test.output:
+                hanging(console, "    ", f"[dim]{escape(say('report_printed'))}[/]")
+                hanging(console, "      ", f"[dim]{shown(test.output.rstrip())}[/]")
+            for misconception in (test.misconception, *test.additional_misconceptions):
+                entry = catalog.get(misconception or "")
+                if entry is None or (entry.function is None and (
+                        test.root_cause or misconception == "not-implemented" or specific.get(test.function))):
+                    continue  # a generic outcome that a specific finding already explains
+                _card(console, entry, test, explained, say, lang, linked_question)
     failed = sum(test.outcome != "passed" for test in result.tests)
     key = "report_all_passed" if failed == 0 else "report_total"
     style = "green" if failed == 0 else "red"
     total = say(key, score=result.score, max_score=result.max_score, failed=failed, checks=len(result.tests))
     console.print(f"[bold {style}]{escape(total)}[/]")
+    step = next_step(result, lang)
+    if step:
+        console.print(escape(step))  # the grader's own text, with the function's and the check's names
+
+
+def _card(console: Console, entry, test, explained: set, say, lang: str, linked_question) -> None:
+    hanging(console, "    ", f"[bold]{escape(entry.text('title', lang))}[/] [dim]({entry.id})[/]")
+    if test.root_cause and entry.function is not None and entry.id == test.misconception:
+        hanging(console, "    ", f"{say('report_root')}{say('colon')}[bold]{escape(test.root_cause)}[/]")
+    if entry.id in explained:
+        return  # one explanation per mistake is enough
+    explained.add(entry.id)
+    hanging(console, f"    {say('report_why')}{say('colon')}", escape(entry.text("explanation", lang)))
+    hanging(console, f"    {say('report_hint')}{say('colon')}", escape(entry.text("hint", lang)))
+    question = linked_question(entry.id) if linked_question else None
+    if question:
+        hanging(console, "    ", f"[cyan]{escape(say('report_question', question=question, misconception=entry.id))}[/]")
+
+
+def _not_written(tests) -> bool:
+    """Every check of the function says it (or what it calls) is not written yet."""
+    return bool(tests) and all(test.outcome != "passed" and test.misconception == "not-implemented" for test in tests)
+
+
+def _specific_findings(result: SubmissionResult, catalog) -> dict[str, set[str]]:
+    """Per function, the catalogued mistakes its checks found."""
+    found: dict[str, set[str]] = {}
+    for test in result.tests:
+        for misconception in (test.misconception, *test.additional_misconceptions):
+            entry = catalog.get(misconception or "")
+            if entry is not None and entry.function is not None:
+                found.setdefault(test.function, set()).add(misconception)
+    return found
+
+
+def next_step(result: SubmissionResult, lang: str) -> str | None:
+    """What to do next: write the first function not written yet, else fix the first that fails."""
+    for function, group in groupby(result.tests, key=lambda test: test.function):
+        tests = list(group)
+        failing = [test for test in tests if test.outcome != "passed"]
+        if not failing:
+            continue
+        if _not_written(tests):
+            return render("report_next_write", {"function": function}, lang)
+        # the functions come in the order the computation uses them: the first that fails comes first
+        return render("report_next_fix", {"function": function, "check": check_title(failing[0].name, lang)}, lang)
+    return None

@@ -368,9 +368,21 @@ class Sandbox:
 
     def output(self, limit: int = 4000) -> str:
         """What the student's code printed (the start of it)."""
+        return self.output_since(0, limit)
+
+    def output_size(self) -> int:
+        """How many bytes the current worker's student code has printed so far (0 after a restart)."""
+        try:
+            return (self.scratch / "output.txt").stat().st_size if self.scratch is not None else 0
+        except OSError:
+            return 0
+
+    def output_since(self, offset: int, limit: int = 4000) -> str:
+        """What the student's code printed after byte ``offset`` of the current worker's output (its start)."""
         if self.scratch is None or not (self.scratch / "output.txt").is_file():
             return ""
         with open(self.scratch / "output.txt", "rb") as handle:
+            handle.seek(offset)
             return handle.read(limit).decode("utf-8", "replace")
 
     def _kill(self) -> None:

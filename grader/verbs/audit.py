@@ -13,22 +13,23 @@ from grader.verbs.options import assignment_option, json_option
 
 @click.command("audit")
 @click.option("--library", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
-              help="Folder of modules marked '# expect: <id>' or '# expect: correct' "
-                   "(default: the mutant library shipped with mha for the assignment).")
+              help="Folder of modules marked '# expect: <id>[, <id>...]', '# expect: correct' or "
+                   "'# expect: uncatalogued' (default: the mutant library shipped with mha for the assignment).")
 @click.option("--public-only", is_flag=True, help="Audit the public checks alone (what students see).")
 @json_option
 @assignment_option
 def command(library: Path | None, public_only: bool, as_json: bool, assignment: str) -> None:
     """Report mutants that survive or are misdiagnosed, and correct variants that lose points.
 
-    Exit status 1 when any finding is not ok, so an instructor who edits a
-    suite sees at once whether it still discriminates.
+    Ends with, per catalog id, how many library modules with that mistake were
+    named. Exit status 1 when any finding is not ok, so an instructor who edits
+    a suite sees at once whether it still discriminates.
     """
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    from grader.authoring.audit import audit
+    from grader.authoring.audit import audit, summarize
 
     findings = audit(library=library, assignment=assignment,
                      visibility="public" if public_only else "all")
@@ -47,6 +48,18 @@ def command(library: Path | None, public_only: bool, as_json: bool, assignment: 
         console.print(table)
         for finding in problems:
             console.print(f"[red]{finding.verdict}[/] {escape(finding.path)}: {escape(finding.reason)}")
+        summary = summarize(findings)
+        figures = Table(title="named, per catalog id")
+        for column in ("misconception", "named", "modules"):
+            figures.add_column(column, overflow="fold")
+        for row in summary.by_id:
+            style = "green" if row.named == row.total else "red"
+            figures.add_row(row.misconception, f"[{style}]{row.named}[/]", str(row.total))
+        console.print(figures)
+        console.print(
+            f"named {summary.named}/{summary.total} catalogued mistakes; mutants detected "
+            f"{summary.mutants_detected}/{summary.mutants}; correct at full marks "
+            f"{summary.correct_full_marks}/{summary.correct}; modules with a spurious id: {summary.spurious}")
         console.print(f"{len(problems)} finding{'s' * (len(problems) != 1)} of {len(findings)} modules"
                       if problems else f"all {len(findings)} modules ok")
     if problems:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import click
@@ -11,7 +12,7 @@ from grader.grading.assignment import get_assignment
 from grader.errors import ChecksFailed, UsageError
 from grader.i18n import resolve_language
 from grader.verbs.options import assignment_option, json_option, lang_option
-from grader.paths import exercise_path
+from grader.paths import DEFAULT_ASSIGNMENT, exercise_path
 
 
 @click.command("check")
@@ -21,20 +22,27 @@ from grader.paths import exercise_path
 @click.option("--all", "run_all", is_flag=True, help="Also run the hidden checks, where they are installed.")
 @click.option("--unlock", is_flag=True,
               help="Before a function's checks run for the first time, answer a question about what it must return.")
+@click.option("--failed", "failed_only", is_flag=True, help="Show only the checks that fail.")
 @json_option
 @lang_option
 @assignment_option
-def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock: bool, as_json: bool,
-            lang: str | None, assignment: str) -> None:
+def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock: bool, failed_only: bool,
+            as_json: bool, lang: str | None, assignment: str) -> None:
     """Check FILE (default: exercises/<assignment>.py) and explain every failure.
+
+    Without --assignment, the exercise is the one FILE is named after, or else the one whose functions
+    and classes FILE defines.
 
     Exit status: 0 when every check passes, 1 when one fails, 2 for a usage error.
     """
     from grader.grading.grade import grade_submission
     from grader.content.messages import render
 
-    exercise = get_assignment(assignment)
     lang = resolve_language(lang)
+    given = click.get_current_context().get_parameter_source("assignment") != click.core.ParameterSource.DEFAULT
+    if file is not None and file.exists() and not given:
+        assignment = assignment_of(file)
+    exercise = get_assignment(assignment)
     file = file or _default_file(assignment)
     if not file.exists():
         raise UsageError(f"{file} does not exist; run `mha check path/to/{assignment}.py`")
@@ -62,9 +70,57 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
 
         if notice:
             click.echo(notice)
-        print_result(result, file=str(file), lang=lang, linked_question=linked_question)
+        print_result(result, file=str(file), lang=lang, linked_question=linked_question, failed_only=failed_only)
     if not result.passed:
         raise ChecksFailed()
+
+
+_DEFINITION = re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)", re.MULTILINE)
+
+
+def defined_names(path: Path) -> set[str]:
+    """The top-level functions and classes a file (or a notebook's code cells) defines, read without running
+    it; a syntax error elsewhere in the file does not hide them."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix == ".ipynb":
+        try:
+            cells = json.loads(text).get("cells", [])
+            text = "\n".join("".join(cell.get("source", "")) for cell in cells if cell.get("cell_type") == "code")
+        except (ValueError, AttributeError, TypeError):
+            return set()
+    return set(_DEFINITION.findall(text))
+
+
+def assignment_of(file: Path) -> str:
+    """The exercise ``file`` belongs to: the one it is named after, else the one whose stub's functions and
+    classes it defines all of (the most specific when several do), else the one it shares the most names
+    with. A file that defines none of any exercise's names, or fits the default exercise as well as others,
+    is checked as the default exercise; UsageError when other exercises fit equally well."""
+    from grader.grading.assignment import ASSIGNMENTS
+
+    if file.stem in ASSIGNMENTS:
+        return file.stem
+    defined = defined_names(file)
+    scores = []
+    for name in ASSIGNMENTS:
+        stub = exercise_path(name)
+        wanted = defined_names(stub) if stub.is_file() else set()
+        if wanted:
+            shared = len(wanted & defined)
+            # a full fit: the most specific stub wins; else the stub the file covers the largest part of
+            scores.append((wanted <= defined, len(wanted) if wanted <= defined else shared / len(wanted), shared,
+                           name))
+    scores.sort(reverse=True)
+    if not scores or scores[0][2] == 0:
+        return DEFAULT_ASSIGNMENT
+    best = scores[0]
+    if len(scores) == 1 or best[:3] != scores[1][:3]:
+        return best[3]
+    tied = [name for *score, name in scores if tuple(score) == best[:3]]
+    if DEFAULT_ASSIGNMENT in tied:
+        return DEFAULT_ASSIGNMENT  # what a check without --assignment has always meant
+    raise UsageError(f"cannot tell which exercise {file} is: it fits {' and '.join(sorted(tied))} equally well; "
+                     f"pass --assignment NAME (one of: {', '.join(sorted(ASSIGNMENTS))})")
 
 
 def _default_file(assignment: str) -> Path:

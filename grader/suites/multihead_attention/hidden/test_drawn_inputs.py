@@ -6,14 +6,13 @@ and stay the same when one submission is graded again.
 
 import pytest
 
-from grader.grading.checks import expect_unchanged, expect_value
+from grader.grading.checks import expect_unchanged, expect_values
 
 pytestmark = pytest.mark.mha(visibility="hidden")
 
 
 def _all(student, cases, prefix):
-    for name in sorted(name for name in cases if name.startswith(prefix)):
-        expect_value(student, cases[name])
+    expect_values(student, [cases[name] for name in sorted(name for name in cases if name.startswith(prefix))])
 
 
 @pytest.mark.mha(points=3, function="softmax",

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from grader.grading.checks import expect_unchanged, expect_value, failure_from_error, failure_from_value
+from grader.grading.checks import expect_unchanged, expect_values, failure_from_error, failure_from_value
 from grader.content.messages import Message
 
 pytestmark = pytest.mark.mha(function="scaled_dot_product_attention", visibility="public")
@@ -13,12 +13,12 @@ def _pair(student, case):
     """The student's (out, weights), or the failure that explains why there is none."""
     outcome = student.invoke(case)
     if outcome.error is not None:
-        raise failure_from_error(case.function, outcome, case)
+        raise failure_from_error(case.function, outcome, case, student=student)
     value = outcome.value
     shapes_right = isinstance(value, tuple) and len(value) == 2 and all(
         isinstance(item, np.ndarray) and item.shape == expected.shape for item, expected in zip(value, case.expected))
     if not shapes_right:
-        raise failure_from_value(case, value)
+        raise failure_from_value(case, value, student=student, reached=outcome.reached)
     return value
 
 
@@ -27,12 +27,16 @@ def test_attention_shapes_for_cross_attention(student, cases):
     _pair(student, cases["attention/cross"])
 
 
-@pytest.mark.mha(points=4, probes=("attention-no-scale", "attention-wrong-scale", "attention-wrong-transpose",
+@pytest.mark.mha(points=3, probes=("attention-no-scale", "attention-wrong-scale", "attention-wrong-transpose",
                                    "attention-softmax-wrong-axis", "attention-returns-scores",
                                    "attention-wrong-value-product"))
 def test_attention_values(student, cases):
-    expect_value(student, cases["attention/cross"])
-    expect_value(student, cases["attention/self"])
+    expect_values(student, [cases["attention/cross"], cases["attention/self"], cases["attention/keys-as-wide"]])
+
+
+@pytest.mark.mha(points=1)
+def test_attention_for_one_query_one_key_and_a_batch_of_one(student, cases):
+    expect_values(student, [cases["attention/one-batch"], cases["attention/one-query"], cases["attention/one-key"]])
 
 
 @pytest.mark.mha(points=1)
@@ -41,7 +45,8 @@ def test_attention_weights_sum_to_one_over_keys(student, cases):
     _, weights = _pair(student, case)
     sums = weights.astype(np.float64).sum(axis=-1)
     if not np.allclose(sums, 1.0, atol=1e-5):
-        failure = failure_from_value(case, student.invoke(case).value)
+        failure = failure_from_value(case, student.invoke(case).value, student=student,
+                                     reached=student.invoke(case).reached)
         worst = sums.flat[int(np.argmax(np.abs(sums - 1)))]
         failure.messages = (Message("rows_not_normalized", {"what": "weights", "value": f"{worst:.4g}"}),
                             *failure.messages)
@@ -54,7 +59,8 @@ def test_identical_keys_get_equal_weights(student, cases):
     _, weights = _pair(student, case)
     keys = weights.shape[-1]
     if not np.allclose(weights, 1.0 / keys, atol=1e-5):
-        failure = failure_from_value(case, student.invoke(case).value)
+        failure = failure_from_value(case, student.invoke(case).value, student=student,
+                                     reached=student.invoke(case).reached)
         worst = weights.flat[int(np.argmax(np.abs(weights - 1.0 / keys)))]
         failure.messages = (Message("not_uniform", {"count": keys, "value": f"{worst:.4g}"}), *failure.messages)
         raise failure

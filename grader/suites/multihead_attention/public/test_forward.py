@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from grader.grading.checks import CheckFailure, expect_unchanged, expect_value, failure_from_error, failure_from_value
+from grader.grading.checks import CheckFailure, expect_unchanged, expect_value, expect_values, failure_from_error, failure_from_value
 from grader.content.messages import Message
 
 pytestmark = pytest.mark.mha(visibility="public")
@@ -37,13 +37,14 @@ def test_forward_shape_for_cross_attention(student, cases):
     case = cases["forward/cross"]
     outcome = student.invoke(case)
     if outcome.error is not None:
-        raise failure_from_error("forward", outcome, case)
+        raise failure_from_error("forward", outcome, case, student=student)
     if not isinstance(outcome.value, np.ndarray) or outcome.value.shape != case.expected.shape:
-        raise failure_from_value(case, outcome.value)
+        raise failure_from_value(case, outcome.value, student=student, reached=outcome.reached)
 
 
-@pytest.mark.mha(points=4, function="forward",
-                 probes=("mha-no-output-projection", "mha-wrong-projection", "mha-ignores-key-value"))
+@pytest.mark.mha(points=3, function="forward",
+                 probes=("mha-no-output-projection", "mha-wrong-projection", "mha-ignores-key-value",
+                         "mha-kv-uses-query-length"))
 def test_forward_values_for_cross_attention(student, cases):
     expect_value(student, cases["forward/cross"])
 
@@ -70,6 +71,11 @@ def test_one_head_is_plain_attention_of_the_projections(student, cases):
             difference = f"{np.abs(value[0] - case.expected[0]).max():.3g}"
             failure.messages = (Message("single_head", {"difference": difference}), *failure.messages)
         raise
+
+
+@pytest.mark.mha(points=1, function="forward")
+def test_forward_for_one_query_one_key_and_a_batch_of_one(student, cases):
+    expect_values(student, [cases["forward/one-batch"], cases["forward/one-query"], cases["forward/one-key"]])
 
 
 @pytest.mark.mha(points=1, function="forward", probes=("mha-mutates-input",))

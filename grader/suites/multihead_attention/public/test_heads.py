@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from grader.grading.checks import CheckFailure, expect_unchanged, expect_value, failure_from_error, failure_from_value
+from grader.grading.checks import CheckFailure, expect_unchanged, expect_value, expect_values, failure_from_error, failure_from_value
 from grader.content.messages import Message
 
 pytestmark = pytest.mark.mha(visibility="public")
@@ -12,9 +12,9 @@ pytestmark = pytest.mark.mha(visibility="public")
 def _expect_shape(student, case):
     outcome = student.invoke(case)
     if outcome.error is not None:
-        raise failure_from_error(case.function, outcome, case)
+        raise failure_from_error(case.function, outcome, case, student=student)
     if not isinstance(outcome.value, np.ndarray) or outcome.value.shape != case.expected.shape:
-        raise failure_from_value(case, outcome.value)
+        raise failure_from_value(case, outcome.value, student=student, reached=outcome.reached)
 
 
 @pytest.mark.mha(points=1, function="split_heads")
@@ -56,8 +56,7 @@ def test_combine_heads_shape(student, cases):
 @pytest.mark.mha(points=3, function="combine_heads",
                  probes=("combine-heads-no-transpose", "combine-heads-wrong-order"))
 def test_combine_heads_concatenates_heads_in_order(student, cases):
-    expect_value(student, cases["combine/cross"])
-    expect_value(student, cases["combine/long"])
+    expect_values(student, [cases["combine/cross"], cases["combine/long"]])
 
 
 @pytest.mark.mha(points=1, function="combine_heads")

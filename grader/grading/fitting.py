@@ -1,0 +1,224 @@
+"""The algebra the signature rules share: findings, and attention weights fitted as a softmax of scores.
+
+Log-weights are scores up to a constant on each normalized slice, so a
+student's weights are fitted as ``alpha * Q @ K' + c``: ``K'`` runs over every
+arrangement of K's entries that one reshape and one transpose give, ``c`` is
+constant along the normalized axes (any set of them), ``alpha`` is a least
+squares fit. What fits tells the mistake: the arrangement, the scale, the
+normalized axes, or weights that are the scores themselves (see
+``grader.grading.signatures`` for the rules that use it).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+
+FIT_TOLERANCE = 1e-4  # relative residual of a fit: float32 weights fit to about 1e-7
+SUM_TOLERANCE = 1e-4
+
+
+def message_data(key: str, params: dict) -> tuple[str, dict]:
+    """A message as data, ``(key, params)``: ``grader.grading.checks`` makes it a Message."""
+    return key, params
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One mistake the values show: its id, the function whose code has it, and the evidence."""
+
+    misconception: str
+    function: str
+    evidence: tuple  # (message key, params): what in the values shows it
+    # the same evidence explained by a mistake in another function: ((misconception, function), ...)
+    alternatives: tuple = ()
+
+
+def is_array(value, shape=None) -> bool:
+    return isinstance(value, np.ndarray) and value.dtype.kind in "biuf" and (shape is None or value.shape == shape)
+
+
+def axis_sets(ndim: int, first: tuple = ()) -> list[tuple[int, ...]]:
+    """Every non-empty set of axes, ``first`` ones first, then by size."""
+    every = [axes for size in range(1, ndim + 1) for axes in itertools.combinations(range(ndim), size)]
+    return [axes for axes in first if axes in every] + [axes for axes in every if axes not in first]
+
+
+def sums_to_one(values: np.ndarray, axes) -> bool:
+    return bool(np.allclose(values.sum(axis=axes), 1.0, rtol=0.0, atol=SUM_TOLERANCE))
+
+
+def axes_code(axes: tuple[int, ...], ndim: int, letters: tuple[str, ...] | None = None) -> str:
+    """``(2,)`` -> ``axis=2 (T)``; every axis -> ``axis=None``: the way NumPy code names them."""
+    if len(axes) == ndim and ndim > 1:
+        return "axis=None"
+    named = f" ({', '.join(letters[axis] for axis in axes)})" if letters else ""
+    return (f"axis={axes[0]}" if len(axes) == 1 else f"axis={axes}") + named
+
+
+def fit_logs(logs: np.ndarray, raw: np.ndarray, axes) -> tuple[float, float] | None:
+    """``(alpha, residual)`` of ``logs ~ alpha * raw + c`` with ``c`` constant along ``axes``, or None."""
+    centred_logs = logs - logs.mean(axis=axes, keepdims=True)
+    centred_raw = raw - raw.mean(axis=axes, keepdims=True)
+    spread, raw_spread = float(np.linalg.norm(centred_logs)), float(np.linalg.norm(centred_raw))
+    if spread < 1e-9 or raw_spread < 1e-9 * max(float(np.linalg.norm(raw)), 1e-300):
+        return None  # nothing varies: uniform weights, or scores constant where the weights are normalized
+    alpha = float((centred_logs * centred_raw).sum()) / raw_spread ** 2
+    return alpha, float(np.linalg.norm(centred_logs - alpha * centred_raw)) / spread
+
+
+def exponential_rows(z: np.ndarray) -> np.ndarray:
+    """A softmax over the last axis, for what-if outputs (never compared with a student's softmax)."""
+    peak = np.max(z, axis=-1, keepdims=True)
+    powers = np.exp(z - peak)
+    return powers / powers.sum(axis=-1, keepdims=True)
+
+
+# ---- attention weights ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ScoresFit:
+    """The student's weights as ``normalize(alpha * Q @ keys)`` over ``axes``."""
+
+    arrangement: str  # "right", or how K's entries were arranged
+    raw: np.ndarray  # Q @ keys, (B, H, T, S)
+    alpha: float
+    axes: tuple[int, ...]
+
+
+def key_arrangements(K: np.ndarray) -> list[tuple[str, np.ndarray]]:
+    """K's entries laid out as (B, H, d_k, S) in every way one reshape and one transpose give; the right one first."""
+    B, H, S, d_k = K.shape
+    target = (B, H, d_k, S)
+    found: list[tuple[str, np.ndarray]] = [("right", np.swapaxes(K, -1, -2))]
+    seen = {found[0][1].tobytes()}
+
+    def add(label: str, keys: np.ndarray) -> None:
+        if keys.shape == target and keys.tobytes() not in seen:
+            seen.add(keys.tobytes())
+            found.append((label, keys))
+
+    # with S = d_k a reshape keeps K as it is: K used without any transpose
+    add("K (not transposed)" if S == d_k else "K.reshape(B, H, d_k, S)", K.reshape(target))
+    orders = list(itertools.permutations(range(4)))
+    for order in orders:
+        add(f"K.transpose{order}", K.transpose(order))
+    for order in orders:
+        add(f"K.transpose{order}.reshape(B, H, d_k, S)", np.ascontiguousarray(K.transpose(order)).reshape(target))
+    for order in orders:
+        shape = [0, 0, 0, 0]
+        for position, axis in enumerate(order):
+            shape[axis] = target[position]
+        add(f"K.reshape{tuple(shape)}.transpose{order}", K.reshape(shape).transpose(order))
+    return found
+
+
+def fit_weights(Q: np.ndarray, K: np.ndarray, weights) -> ScoresFit | None:
+    """The arrangement of K, the scale and the normalized axes that give ``weights``, or None."""
+    if not is_array(weights, Q.shape[:-1] + (K.shape[-2],)):
+        return None
+    values = weights.astype(np.float64)
+    if not np.isfinite(values).all() or (values <= 0).any():
+        return None
+    logs = np.log(values)
+    raws = [(label, Q.astype(np.float64) @ keys) for label, keys in key_arrangements(K.astype(np.float64))]
+    last = values.ndim - 1
+    for axes in axis_sets(values.ndim, first=((last,), (last - 1,), (last - 1, last))):
+        for label, raw in raws:
+            fitted = fit_logs(logs, raw, axes)
+            if fitted is not None and fitted[1] < FIT_TOLERANCE and fitted[0] > 0:
+                return ScoresFit(label, raw, fitted[0], axes)
+    return None
+
+
+def returned_scores(Q: np.ndarray, K: np.ndarray, weights) -> tuple[str, float, np.ndarray] | None:
+    """``(arrangement, alpha, raw)`` when ``weights`` are ``alpha * Q @ keys`` themselves, no softmax."""
+    if not is_array(weights, Q.shape[:-1] + (K.shape[-2],)) or not np.isfinite(weights).all():
+        return None
+    values = weights.astype(np.float64)
+    for label, keys in key_arrangements(K.astype(np.float64)):
+        raw = Q.astype(np.float64) @ keys
+        size = float((raw * raw).sum())
+        if size < 1e-300:
+            continue
+        alpha = float((values * raw).sum()) / size
+        if np.linalg.norm(values - alpha * raw) < FIT_TOLERANCE * max(float(np.linalg.norm(values)), 1e-300):
+            return label, alpha, raw
+    return None
+
+
+def divisor_text(alpha: float, sizes: dict[str, int]) -> str:
+    """``1/alpha`` named when it is a size or a square root of one: "d_k = 4", "sqrt(S) = 2.646", "8"."""
+    divisor = 1.0 / alpha
+    named = [(name, float(value)) for name, value in sizes.items()] + [
+        (f"sqrt({name})", float(np.sqrt(value))) for name, value in sizes.items()]
+    for name, value in named:
+        if abs(value - divisor) <= 1e-3 * value:
+            return f"{name} = {value:.4g}"
+    return f"{divisor:.4g}"
+
+
+def weights_findings(Q: np.ndarray, K: np.ndarray, weights, *, function: str, sizes: dict[str, int],
+                     axis_letters=("B", "H", "T", "S")) -> list[Finding] | None:
+    """What the weights show about the scores, the scale and the normalization; None when nothing fits.
+
+    An empty list means the weights are explained and right in every respect
+    the rules see.
+    """
+    width = Q.shape[-1]  # d_k
+    right = 1.0 / np.sqrt(width)
+    fit = fit_weights(Q, K, weights)
+    if fit is None:
+        returned = returned_scores(Q, K, weights)
+        if returned is None:
+            return None
+        label, alpha, _ = returned
+        findings = [Finding("attention-returns-scores", function, message_data("sig_weights_are_scores", {}))]
+        if label != "right":
+            findings.append(Finding("attention-wrong-transpose", function,
+                                    message_data("sig_keys_arranged", {"arrangement": label})))
+        return findings
+    findings = []
+    if fit.arrangement != "right":
+        findings.append(Finding("attention-wrong-transpose", function,
+                                message_data("sig_keys_arranged", {"arrangement": fit.arrangement})))
+    values = weights.astype(np.float64)
+    last = values.ndim - 1
+    rescaled = None
+    over = None
+    if fit.axes == (last,):
+        sums = values.sum(axis=last)
+        if not np.allclose(sums, 1.0, rtol=0.0, atol=SUM_TOLERANCE):
+            larger = [axes for axes in axis_sets(values.ndim) if last in axes and len(axes) > 1]
+            over = next((axes for axes in larger if sums_to_one(values, axes)), None)
+            if over is None and np.allclose(sums, sums.flat[0], rtol=SUM_TOLERANCE, atol=0.0):
+                rescaled = float(sums.flat[0])
+            elif over is None:
+                return findings or None
+    elif sums_to_one(values, fit.axes):
+        over = fit.axes
+    else:
+        return findings or None
+    if rescaled is not None:
+        findings.append(Finding("attention-wrong-scale", function, message_data("sig_weights_rescaled", {
+            "total": f"{rescaled:.4g}"})))
+    if not abs(fit.alpha - right) <= 1e-3 * right and not (rescaled is not None and abs(fit.alpha - 1) <= 1e-3):
+        if abs(fit.alpha - 1.0) <= 1e-3:
+            findings.append(Finding("attention-no-scale", function, message_data("sig_scores_unscaled", {
+                "right": f"{np.sqrt(width):.4g}"})))
+        else:
+            findings.append(Finding("attention-wrong-scale", function, message_data("sig_scores_scaled", {
+                "divisor": divisor_text(fit.alpha, sizes), "right": f"{np.sqrt(width):.4g}"})))
+    if over is not None:
+        findings.append(Finding("attention-softmax-wrong-axis", function,
+                                message_data("sig_weights_normalized_over", {
+                                    "axes": axes_code(over, values.ndim, axis_letters)}),
+                                alternatives=(("softmax-wrong-axis", "softmax"),)))
+    return findings
+
+
+def attention_sizes(Q: np.ndarray, K: np.ndarray) -> dict[str, int]:
+    """The sizes a scale may have been taken from, by their names in feedback."""
+    B, H, T, d_k = Q.shape
+    return {"d_k": d_k, "D": H * d_k, "S": K.shape[-2], "T": T, "H": H, "B": B}

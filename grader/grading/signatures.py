@@ -1,0 +1,263 @@
+"""Signatures: a catalogued mistake recognized by what it does to the values, not by one spelling of it.
+
+The twins (``grader/assignments``) recognize a mistake written the way we
+wrote it. These rules look at the student's own output and ask what it is:
+
+- softmax: does it sum to 1 over some axes other than the last (the
+  normalizer is taken over the wrong axes, however it was written)?
+- attention weights: log-weights are scores up to a constant per normalized
+  slice, so fit them as ``alpha * Q @ K' + c``, ``K'`` being K's entries in
+  any arrangement a reshape or transpose gives. The arrangement tells a
+  transpose mistake, ``alpha`` a scale mistake, the slices ``c`` is constant
+  on (and what sums to 1) an axis mistake; weights that are no softmax but the
+  scores themselves are returned scores.
+- attention output: right or explained weights, but an output that is not
+  those weights times V, is a value-product mistake.
+- split/combine: the output is x's entries in another layout (no
+  transpose, dealt round-robin, axes in another order, heads reordered).
+- forward, when it returns its weights: the weights are analysed like
+  attention's (on the reference's projected heads, shipped as the case's
+  ``evidence``), and the output is compared with what the student's *own*
+  weights give through the rest of the layer, with or without ``W_O``. Two
+  mistakes along the path are then each shown by their own evidence.
+
+Every rule returns findings only for what the values show; nothing here
+affects a score. The rules do plain algebra on arrays and need no reference
+code, so they run in a student release too.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from grader.grading.case import Case, same_value
+from grader.grading.fitting import (FIT_TOLERANCE, Finding, attention_sizes, axes_code, axis_sets, divisor_text,
+                                    exponential_rows, fit_logs, is_array, message_data, returned_scores,
+                                    sums_to_one, weights_findings)
+
+__all__ = ["Finding", "RULES", "explain", "message_data", "overflow_kind"]
+
+
+def explain(case: Case, got) -> list[Finding]:
+    """The findings of the first of the case's signature rules that explains ``got``."""
+    for name in case.signatures:
+        findings = RULES[name](case, got)
+        if findings:
+            return findings
+    return []
+
+
+# ---- softmax ----------------------------------------------------------------------------------
+def softmax_normalizer(case: Case, got) -> list[Finding]:
+    """Rows that do not sum to 1 while the values sum to 1 over other axes: the wrong normalizer."""
+    expected = case.expected
+    if not is_array(got, expected.shape) or got.ndim < 2:
+        return []
+    values = got.astype(np.float64)
+    if not np.isfinite(values).all() or (values < 0).any():
+        return []
+    last = values.ndim - 1
+    if sums_to_one(values, last):
+        return []
+    for axes in axis_sets(values.ndim):
+        if axes != (last,) and sums_to_one(values, axes):
+            return [Finding("softmax-wrong-axis", case.function,
+                            message_data("sig_normalized_over", {"what": case.call_text or case.function,
+                                                            "axes": axes_code(axes, values.ndim)}))]
+    return []
+
+
+def _output_findings(Q, K, V, weights, out, *, weights_right: bool, function: str) -> list[Finding]:
+    """A wrong output next to right or explained weights: is it those weights times V?"""
+    if weights_right and not is_array(out):
+        return []
+    if is_array(out) and same_value(out, weights.astype(np.float64) @ V):
+        return []  # the output follows the weights: whatever is wrong is in the weights
+    returned = returned_scores(Q, K, weights)
+    if returned is not None and is_array(out):
+        _, alpha, raw = returned  # the weights are the scores: the output shows how the student scaled them
+        right = 1.0 / np.sqrt(Q.shape[-1])
+        for factor, finding in ((right, None), (1.0, Finding("attention-no-scale", function,
+                                                             message_data("sig_output_unscaled", {}))),
+                                (alpha, Finding("attention-wrong-scale", function, message_data("sig_scores_scaled", {
+                                    "divisor": divisor_text(alpha, attention_sizes(Q, K)),
+                                    "right": f"{np.sqrt(Q.shape[-1]):.4g}"})))):
+            if same_value(out, exponential_rows(factor * raw) @ V):
+                return [finding] if finding is not None else []
+    key = "sig_output_not_weights_times_values" if weights_right else "sig_output_not_own_weights_times_values"
+    return [Finding("attention-wrong-value-product", function, message_data(key, {}))]
+
+
+def attention(case: Case, got) -> list[Finding]:
+    """(out, weights) of scaled dot-product attention: the weights' signature, then the output's."""
+    Q, K, V = (np.asarray(item, dtype=np.float64) for item in case.args[:3])
+    expected_out, expected_weights = case.expected
+    if not (isinstance(got, tuple) and len(got) == 2 and is_array(got[1], expected_weights.shape)):
+        return []
+    out, weights = got
+    findings: list[Finding] = []
+    weights_right = same_value(weights, expected_weights)
+    if not weights_right:
+        found = weights_findings(Q, K, weights, function=case.function, sizes=attention_sizes(Q, K))
+        if found is None:
+            return []
+        findings += found
+    if not same_value(out, expected_out):
+        findings += _output_findings(Q, K, V, weights, out, weights_right=weights_right, function=case.function)
+    return findings
+
+
+# ---- split_heads / combine_heads ----------------------------------------------------------------
+def heads_layout(case: Case, got) -> list[Finding]:
+    """split_heads' output as x's entries in another layout: no transpose, dealt round-robin, wrong axes."""
+    x = np.asarray(case.args[0])
+    expected = case.expected
+    if not is_array(got) or got.size != x.size or x.ndim != 3:
+        return []
+    B, T, D = x.shape
+    H, d_k = expected.shape[1], expected.shape[3]
+    blocks = x.reshape(B, T, H, d_k)  # head h owns the features h*d_k ... (h+1)*d_k - 1
+    dealt = np.swapaxes(x.reshape(B, T, d_k, H), 2, 3)  # head h owns the features h, h+H, h+2H ...
+    layouts = [(("split-heads-no-transpose",), "x.reshape(B, H, T, d_k)", x.reshape(B, H, T, d_k))]
+    for order in itertools.permutations(range(4)):
+        right_order = order == (0, 2, 1, 3)
+        if not right_order:
+            layouts.append((("split-heads-wrong-axes",), f"transpose{order}", blocks.transpose(order)))
+        layouts.append(((("split-heads-interleaved",) if right_order else
+                         ("split-heads-interleaved", "split-heads-wrong-axes")),
+                        f"x.reshape(B, T, d_k, H), axes {order}", dealt.transpose(order)))
+    for misconceptions, label, layout in layouts:
+        if layout.shape == got.shape and not same_value(layout, expected) and same_value(got, layout):
+            return [Finding(misconception, case.function, message_data("sig_layout", {
+                "what": case.call_text or case.function, "layout": label})) for misconception in misconceptions]
+    return []
+
+
+def features_layout(case: Case, got) -> list[Finding]:
+    """combine_heads' output as the heads' features in another layout: no transpose, heads reordered or dealt."""
+    x = np.asarray(case.args[0])
+    expected = case.expected
+    if not is_array(got, expected.shape) or x.ndim != 4:
+        return []
+    B, H, T, d_k = x.shape
+    width = H * d_k
+    layouts = [("combine-heads-no-transpose", "x.reshape(B, T, D)", x.reshape(B, T, width))]
+    for heads in itertools.permutations(range(H)):
+        reordered = x[:, list(heads)]
+        if list(heads) != list(range(H)):
+            layouts.append(("combine-heads-wrong-order", f"heads in the order {heads}",
+                            np.swapaxes(reordered, 1, 2).reshape(B, T, width)))
+        layouts.append(("combine-heads-wrong-order", f"heads in the order {heads}, features dealt round-robin",
+                        reordered.transpose(0, 2, 3, 1).reshape(B, T, width)))
+    for misconception, label, layout in layouts:
+        if not same_value(layout, expected) and same_value(got, layout):
+            return [Finding(misconception, case.function, message_data("sig_layout", {
+                "what": case.call_text or case.function, "layout": label}))]
+    return []
+
+
+# ---- forward ----------------------------------------------------------------------------------------
+def _through_heads(weights: np.ndarray, values: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """Each head's weights times its values, through that head's rows of ``matrix``, summed over heads."""
+    H, d_k = values.shape[1], values.shape[3]
+    return np.einsum("bhts,bhsd,hde->bte", weights.astype(np.float64), values, matrix.reshape(H, d_k, -1))
+
+
+def multihead(case: Case, got) -> list[Finding]:
+    """forward with its weights: the weights' signature on the projected heads, then the rest of the
+    layer applied to the student's own weights, with or without W_O."""
+    evidence = case.evidence or {}
+    expected = case.expected
+    if not (isinstance(expected, tuple) and isinstance(got, tuple) and len(got) == 2 and "value_heads" in evidence):
+        return []
+    out, weights = got
+    if not (is_array(weights, expected[1].shape) and is_array(out, expected[0].shape)):
+        return []
+    queries, keys, values = (evidence[name] for name in ("query_heads", "key_heads", "value_heads"))
+    findings: list[Finding] = []
+    if not same_value(weights, expected[1]):
+        found = weights_findings(queries, keys, weights, function="scaled_dot_product_attention",
+                                 sizes=attention_sizes(queries, keys))
+        if found is None:
+            found = _projections_of_weights(evidence, weights)
+        findings += found or []
+    if not same_value(out, expected[0]) and np.isfinite(weights).all():
+        W_O = case.weights["W_O"]
+        if not same_value(out, _through_heads(weights, values, W_O)):
+            tail = _tail(evidence, weights, out, W_O)
+            if tail is None:
+                return findings
+            findings.append(tail)
+    return findings
+
+
+def _tail(evidence: dict, weights: np.ndarray, out: np.ndarray, W_O: np.ndarray) -> Finding | None:
+    """The step after the weights that explains ``out``: no W_O, W_O.T, or values projected wrongly."""
+    width = W_O.shape[0]
+    options = [("mha-no-output-projection", "sig_no_output_projection", {}, evidence["value_heads"], np.eye(width)),
+               ("mha-wrong-projection", "sig_projected_with", {"projection": "out @ W_O.T"},
+                evidence["value_heads"], W_O.T)]
+    for label, heads in (evidence.get("projections") or {}).items():
+        if label.startswith("V @"):
+            options.append(("mha-wrong-projection", "sig_projected_with", {"projection": label}, heads, W_O))
+    for misconception, key, params, heads, matrix in options:
+        if same_value(out, _through_heads(weights, heads, matrix)):
+            return Finding(misconception, "forward", message_data(key, params))
+    return None
+
+
+def _projections_of_weights(evidence: dict, weights: np.ndarray) -> list[Finding] | None:
+    """Weights that are right attention of queries or keys projected with another matrix."""
+    projections = evidence.get("projections") or {}
+    queries = {"Q @ W_Q": evidence["query_heads"]} | {k: v for k, v in projections.items() if k.startswith("Q @")}
+    keys = {"K @ W_K": evidence["key_heads"]} | {k: v for k, v in projections.items() if k.startswith("K @")}
+    values = weights.astype(np.float64)
+    if not np.isfinite(values).all() or (values <= 0).any() or not sums_to_one(values, values.ndim - 1):
+        return None
+    logs = np.log(values)
+    for (query_label, query), (key_label, key) in itertools.product(queries.items(), keys.items()):
+        if query_label == "Q @ W_Q" and key_label == "K @ W_K":
+            continue
+        fitted = fit_logs(logs, query @ np.swapaxes(key, -1, -2), (values.ndim - 1,))
+        right = 1.0 / np.sqrt(query.shape[-1])
+        if fitted is not None and fitted[1] < FIT_TOLERANCE and abs(fitted[0] - right) <= 1e-3 * right:
+            wrong = [label for label, default in ((query_label, "Q @ W_Q"), (key_label, "K @ W_K")) if label != default]
+            return [Finding("mha-wrong-projection", "forward",
+                            message_data("sig_projected_with", {"projection": ", ".join(wrong)}))]
+    return None
+
+
+def overflow_kind(x: np.ndarray, got: np.ndarray, ids: tuple[str, str]) -> str:
+    """Tell an unstable softmax from a global-max one by which rows broke.
+
+    ``ids`` names the two mistakes (no shift, one global shift) for this case.
+
+    Used when no twin matches exactly (float32 arithmetic over- and underflows
+    at other thresholds than the float64 twins). With one global shift the row
+    holding the largest logit is fine and every row far below it underflows
+    to 0/0; without a shift, or with a shift by the row mean, some row
+    overflows while the rows far below the top stay finite or break anyway.
+    """
+    rows_in, rows_out = x.reshape(-1, x.shape[-1]), got.reshape(-1, x.shape[-1])
+    finite_max = np.where(np.isfinite(rows_in), rows_in, -np.inf).max(axis=-1)
+    if not np.isfinite(finite_max).any() or np.abs(finite_max[np.isfinite(finite_max)]).max() <= 80:
+        return "numeric-mismatch"
+    broken = ~np.isfinite(rows_out).all(axis=-1)
+    top = finite_max.max()
+    certain = finite_max < top - 750  # exp underflows to 0 here in float64 and float32 alike
+    possible = finite_max < top - 87  # ... and here in float32
+    if not broken[int(np.argmax(finite_max))] and certain.any() and broken[certain].all() \
+            and not (broken & ~possible).any():
+        return ids[1]
+    return ids[0]
+
+
+RULES = {
+    "normalizer": softmax_normalizer,
+    "attention": attention,
+    "heads-layout": heads_layout,
+    "features-layout": features_layout,
+    "multihead": multihead,
+}

@@ -1,0 +1,97 @@
+"""Root causes from the student's own calls: "fix Y first" only for a Y the failing call entered and that
+fails its own checks; a mistake written inline is named in the function that holds it.
+
+The submissions are trusted snippets run in this process (the in-process stand-in records which of
+their functions each call entered, as the worker does), so these tests need no worker.
+"""
+
+from pathlib import Path
+
+from conftest import PROJECT
+from grader.content.catalog import misconception_ids
+from grader.grading.assignment import get_assignment
+from grader.grading.runner import collect, run_tests
+from grader.grading.student import StudentCode
+from grader.results import summarize
+from grader.sandbox.in_process import InProcessBox
+
+REFERENCE = (PROJECT / "solutions" / "multihead_attention.py").read_text(encoding="utf-8")
+SCORES = "    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)  # (B, H, T, S)"
+SPLIT = "        queries = self.split_heads(Q @ self.W_Q)  # (B, H, T, d_k)"
+
+
+def graded(tmp_path: Path, source: str, name: str = "submission"):
+    path = tmp_path / f"{name}.py"
+    path.write_text(source, encoding="utf-8")
+    exercise = get_assignment("multihead_attention")
+    tests = collect(exercise, ("public",))
+    student = StudentCode(InProcessBox.load(path))
+    results = run_tests(tests, fixtures={"public": {"student": student, "cases": exercise.public_cases(),
+                                                    "seed": None}}, assignment=exercise, lang="en")
+    return summarize(student=name, tests=results, max_score=sum(t.points for t in tests),
+                     assignment="multihead_attention", catalog_ids=misconception_ids())
+
+
+def _changed(old: str, new: str, source: str = REFERENCE) -> str:
+    assert source.count(old) == 1, old
+    return source.replace(old, new)
+
+
+def test_an_error_in_forward_blames_no_function_it_never_reached(tmp_path):
+    # softmax fails its own checks, but forward stops at a method that does not exist before any attention
+    source = _changed("    shifted = x - np.max(x, axis=-1, keepdims=True)  # (..., N)", "    shifted = x - np.max(x)")
+    source = _changed("    def split_heads(self, x):", "    def split_head(self, x):", source)
+    result = graded(tmp_path, source)
+    forward = [test for test in result.tests if test.function == "forward" and test.outcome != "passed"]
+    assert forward and all(test.root_cause is None and "softmax" not in test.message for test in forward)
+
+
+def test_a_mistake_in_forwards_own_attention_is_forwards_even_when_attention_is_right(tmp_path):
+    inline = ("        d_k = queries.shape[-1]\n"
+              "        weights = softmax(queries @ np.swapaxes(keys, -1, -2))\n"
+              "        heads = weights @ values")
+    source = _changed("        heads, weights = scaled_dot_product_attention(queries, keys, values)", inline)
+    result = graded(tmp_path, source)
+    assert result.misconceptions == ("attention-no-scale",)
+    forward = [test for test in result.tests if test.outcome != "passed"]
+    assert forward and {test.function for test in forward} == {"forward"}
+    assert all(test.root_cause is None for test in forward)
+
+
+def test_a_split_mistake_reached_through_split_heads_is_split_heads(tmp_path):
+    source = _changed("        x = x.reshape(batch, length, self.num_heads, self.d_k)  # (B, T, H, d_k)\n"
+                      "        return x.transpose(0, 2, 1, 3)  # (B, H, T, d_k)",
+                      "        return x.reshape(batch, self.num_heads, length, self.d_k)")
+    result = graded(tmp_path, source)
+    forward = [test for test in result.tests if test.function == "forward" and test.outcome != "passed"]
+    assert forward and all(test.root_cause == "split_heads" for test in forward)
+    assert result.misconceptions == ("split-heads-no-transpose",)
+
+
+def test_upstream_mistakes_are_each_named_once_with_forwards_own(tmp_path):
+    source = _changed(SCORES, "    scores = Q @ np.swapaxes(K, -1, -2)")
+    source = _changed("        out = self.combine_heads(heads) @ self.W_O  # (B, T, D)",
+                      "        out = self.combine_heads(heads)", source)
+    result = graded(tmp_path, source)
+    assert result.misconceptions == ("attention-no-scale", "mha-no-output-projection")
+    weights = next(test for test in result.tests if test.name == "test_forward_returns_per_head_weights_when_asked")
+    assert weights.misconception == "mha-no-output-projection" and weights.root_cause is None
+    assert weights.additional_misconceptions == ("attention-no-scale",)
+
+
+def test_a_downstream_check_never_contradicts_what_the_upstream_functions_own_checks_found(tmp_path):
+    # no scale, and V divided by sqrt(d_k): forward's output alone equals "scaling after the softmax"
+    source = _changed(SCORES, "    scores = Q @ np.swapaxes(K, -1, -2)")
+    source = _changed("    out = weights @ V  # (B, H, T, d_k)", "    out = weights @ (V / np.sqrt(d_k))", source)
+    result = graded(tmp_path, source)
+    assert result.misconceptions == ("attention-no-scale", "attention-wrong-value-product")
+    cross = next(test for test in result.tests if test.name == "test_forward_values_for_cross_attention")
+    assert cross.root_cause == "scaled_dot_product_attention" and "fix scaled_dot_product_attention" in cross.message
+
+
+def test_keys_reshaped_with_the_query_length_are_named_from_the_companion_case(tmp_path):
+    source = _changed("        keys = self.split_heads(K @ self.W_K)  # (B, H, S, d_k)",
+                      "        keys = (K @ self.W_K).reshape(Q.shape[0], Q.shape[1], self.num_heads, self.d_k)"
+                      ".transpose(0, 2, 1, 3)")
+    result = graded(tmp_path, source)
+    assert result.misconceptions == ("mha-kv-uses-query-length",)
