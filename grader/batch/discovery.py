@@ -254,6 +254,15 @@ def _walk(student: str, folder: Path) -> _Walk:
     return walk
 
 
+def submission_in_folder(student: str, folder: Path, *, assignment: str) -> Submission:
+    """The one file to grade in ``folder`` (a student's folder, or a platform's upload folder), or why none is.
+
+    The same choice and the same refusals as for a student's folder of a class.
+    """
+    folder = Path(folder)
+    return _from_folder(student, folder, folder.resolve(), assignment)
+
+
 def _from_folder(stem: str, folder: Path, real_root: Path, assignment: str) -> Submission:
     student = clean_name(stem)
     walk = _walk(student, folder)
