@@ -14,7 +14,7 @@ import yaml
 
 from conftest import PROJECT
 from grader.authoring.classroom import COMMAND_GRADER, REPORTER, build_classroom_starter
-from grader.assignments.registry import get_assignment
+from grader.grading.assignment import get_assignment
 from grader.grading.runner import collect
 
 ASSIGNMENT = "multihead_attention"

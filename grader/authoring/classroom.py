@@ -53,7 +53,7 @@ class ClassroomStarter:
 
 def graded_steps(assignment: str, lang: str) -> tuple[GradedStep, ...]:
     """One step per function that has public checks, in the order the computation uses them."""
-    from grader.assignments.registry import get_assignment
+    from grader.grading.assignment import get_assignment
     from grader.grading.runner import collect
 
     exercise = get_assignment(assignment)

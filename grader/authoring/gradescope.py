@@ -65,7 +65,7 @@ def build_gradescope_bundle(*, target: Path, assignment: str = "multihead_attent
     """Write ``target/autograder.zip`` for ``assignment``; the key is derived from this machine's course key."""
     import tempfile
 
-    from grader.assignments.registry import get_assignment
+    from grader.grading.assignment import get_assignment
     from grader.seeding import assignment_key
 
     exercise = get_assignment(assignment)

@@ -15,7 +15,8 @@ from __future__ import annotations
 import functools
 import html
 
-from grader.content.catalog import load_bilingual, load_catalog
+from grader.content.catalog import load_catalog
+from grader.content.loader import load_bilingual
 from grader.content.messages import check_title
 from grader.i18n import pick
 from grader.paths import CONTENT_DIR
