@@ -7,7 +7,8 @@ Accepted layouts (DESIGN.md, ``mha grade``), side by side in one folder:
     SUBMISSIONS/carol/any/depth/multihead_attention.py
     SUBMISSIONS/dave/multihead_attention/work.ipynb     (nbgrader: submitted/<student>/<assignment>/)
 
-Inside a student's folder the file is the one named after the assignment,
+Inside a student's folder the file is the one named after the assignment
+(the shallowest of several; a notebook beside a script of that name),
 else the only ``.py``/``.ipynb`` under a folder named after it, else the only
 one at all. Hidden entries (``.name``), editor leftovers (``name~``,
 ``#name#``, ``~$name``) and tool folders (``__pycache__``,
@@ -287,8 +288,12 @@ def _choose(candidates: list[Path], assignment: str) -> Path | None:
     if len(named) == 1:
         return named[0]
     if len(named) > 1:
+        # a clone of the student release has exercises/<a>.py above exercises/notebooks/<a>.ipynb:
+        # the shallowest is the file worked on; side by side, the notebook (nbgrader's layout)
+        depth = min(len(path.parts) for path in named)
+        named = [path for path in named if len(path.parts) == depth]
         notebooks = [path for path in named if path.suffix == ".ipynb"]
-        return None if len(notebooks) != 1 else notebooks[0]
+        return named[0] if len(named) == 1 else notebooks[0] if len(notebooks) == 1 else None
     in_folder = [path for path in candidates if assignment in path.parent.parts]
     if len(in_folder) == 1:
         return in_folder[0]
