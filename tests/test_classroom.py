@@ -113,11 +113,12 @@ def test_workflow_commands_score_the_stub_a_bug_and_the_reference(starter, tmp_p
 def test_mha_grade_of_collected_repositories_grades_the_script(starter, tmp_path):
     """A clone holds exercises/<a>.py and exercises/notebooks/<a>.ipynb: the script is what the student filled in."""
     from grader.batch.run import grade_class
+    from grader.batch.settings import GradingRun
 
     repositories = tmp_path / "student-repos"
     shutil.copytree(starter, repositories / "alice-mha")
     shutil.copy(PROJECT / "solutions" / f"{ASSIGNMENT}.py", repositories / "alice-mha" / "exercises" / f"{ASSIGNMENT}.py")
-    summary = grade_class(submissions=repositories, out=tmp_path / "graded", assignment=ASSIGNMENT, jobs=1)
+    summary = grade_class(run=GradingRun(submissions=repositories, out=tmp_path / "graded", assignment=ASSIGNMENT, jobs=1))
     import json
 
     (result,) = json.loads((tmp_path / "graded" / "results.json").read_text(encoding="utf-8"))

@@ -21,6 +21,7 @@ inputs from one submission to the next.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -61,7 +62,9 @@ def student_of(metadata_file: Path) -> str:
             name = str(user.get("email") or user.get("id") or "").strip().lower()
             if name:
                 names.append(name)
-    return "+".join(sorted(set(names))) or ANONYMOUS
+    from grader.text_safety import clean_name
+
+    return clean_name("+".join(sorted(set(names)))) or ANONYMOUS
 
 
 def grade_upload(*, root: Path, without: tuple[str, ...] = ()) -> dict:
@@ -80,25 +83,25 @@ def grade_upload(*, root: Path, without: tuple[str, ...] = ()) -> dict:
     root = Path(root)
     source = root / "source"
     config = BundleConfig.read(source / CONFIG_NAME)
-    _use_bundle(source)
-    key = (source / KEY_NAME).read_text(encoding="utf-8").strip()
-    student = student_of(root / "submission_metadata.json")
-    found = submission_in_folder("submission", root / "submission", assignment=config.assignment)
-    graded_file = None
-    if found.refusal is not None:
-        from grader.batch.run import full_marks
+    with _using_bundle(source):
+        key = (source / KEY_NAME).read_text(encoding="utf-8").strip()
+        student = student_of(root / "submission_metadata.json")
+        found = submission_in_folder("submission", root / "submission", assignment=config.assignment)
+        graded_file = None
+        if found.refusal is not None:
+            from grader.batch.lanes import full_marks
 
-        result = load_failure(student=student, error=found.refusal.render(config.lang),
-                              max_score=full_marks(config.assignment, "all"), assignment=config.assignment)
-    else:
-        graded_file = found.path.relative_to(root / "submission").as_posix()
-        server = start_server(hidden=(str(source.resolve()), str((root / "results").resolve())), without=without)
-        try:
-            result = grade_submission(path=found.path, student=student, assignment=config.assignment,
-                                      visibility="all", seed=student_seed(student, key=key), lang=config.lang,
-                                      server=server)
-        finally:
-            server.stop()
+            result = load_failure(student=student, error=found.refusal.render(config.lang),
+                                  max_score=full_marks(config.assignment, "all"), assignment=config.assignment)
+        else:
+            graded_file = found.path.relative_to(root / "submission").as_posix()
+            server = start_server(hidden=(str(source.resolve()), str((root / "results").resolve())), without=without)
+            try:
+                result = grade_submission(path=found.path, student=student, assignment=config.assignment,
+                                          visibility="all", seed=student_seed(student, key=key), lang=config.lang,
+                                          server=server)
+            finally:
+                server.stop()
     data = result.to_dict()
     results = gradescope_results(data, lang=config.lang, output_format=config.output_format,
                                  hidden_visibility=config.hidden_visibility,
@@ -108,11 +111,22 @@ def grade_upload(*, root: Path, without: tuple[str, ...] = ()) -> dict:
     return results
 
 
-def _use_bundle(source: Path) -> None:
-    """Point the grader at the bundle's solutions and keep its config (course key folder) inside the bundle."""
+@contextlib.contextmanager
+def _using_bundle(source: Path):
+    """The grader pointed at the bundle's solutions, its config folder inside the bundle, no other course key."""
+    names = ("MHA_SOLUTIONS", "MHA_CONFIG_DIR", "MHA_COURSE_KEY")
+    saved = {name: os.environ.get(name) for name in names}
     os.environ["MHA_SOLUTIONS"] = str(source / "solutions")
     os.environ["MHA_CONFIG_DIR"] = str(source / "config")
     os.environ.pop("MHA_COURSE_KEY", None)  # the bundle's key is the only one that counts
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def self_test(*, root: Path) -> dict:
