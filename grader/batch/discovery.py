@@ -111,6 +111,33 @@ def discover_submissions(root: Path, *, assignment: str) -> tuple[list[Submissio
     return sorted(_distinct_ids(submissions), key=lambda entry: entry.student), ignored
 
 
+def discover_file(path: Path, *, assignment: str) -> tuple[list[Submission], list[str]]:
+    """One file graded alone, as a class of one: ``mha grade alice.py --out DIR``.
+
+    The student id is the file's stem, as in a class folder, and a quiz
+    answers file beside it (``alice.answers.toml``) counts as it would there.
+    The same refusals apply: a link, a file with several hard links.
+    """
+    path = Path(path)
+    shown = clean_name(path.name)
+    if path.is_symlink():
+        entry = Submission(path.stem, None, Message("file_symlink", {"name": shown}), entry=shown)
+    else:
+        entry = _checked(path.stem, path, path.parent.resolve(), entry=shown)
+        sheet = path.with_name(path.stem + ANSWERS_SUFFIX)
+        if sheet.exists() or sheet.is_symlink():
+            entry = _with_answers(entry, _answers_of(sheet))
+    return _distinct_ids([entry]), []
+
+
+def _answers_of(path: Path) -> Path | Message:
+    shown = clean_name(path.name)
+    if path.is_symlink():
+        return Message("file_symlink", {"name": shown})
+    links = path.lstat().st_nlink
+    return Message("file_hard_link", {"name": shown, "links": links}) if links > 1 else path
+
+
 def _answers_entry(entry: os.DirEntry, shown: str) -> Path | Message:
     if entry.is_symlink():
         return Message("file_symlink", {"name": shown})

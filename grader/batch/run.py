@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from grader import seeding
-from grader.batch.discovery import Submission, discover_submissions, select_shard
+from grader.batch.discovery import SUFFIXES, Submission, discover_file, discover_submissions, select_shard
 from grader.errors import UsageError
 from grader.batch.journal import MAX_ATTEMPTS, Journal
 from grader.batch.lanes import LanePool, full_marks, grade_task
@@ -77,13 +77,21 @@ def grade_class(*, run: GradingRun, progress: Progress | None = None,
     """
     started = time.monotonic()
     submissions, out = Path(run.submissions), Path(run.out)
-    if not submissions.is_dir():
-        raise UsageError(f"{submissions} is not a folder; pass the folder that holds one entry per student")
-    if out.resolve().is_relative_to(submissions.resolve()):
+    if submissions.is_file():
+        if submissions.suffix not in SUFFIXES:
+            raise UsageError(f"{submissions} is not a .py or .ipynb file; pass a submission, or the folder that "
+                             "holds one entry per student")
+    elif not submissions.is_dir():
+        raise UsageError(f"{submissions} is neither a file nor a folder; pass a submission, or the folder that "
+                         "holds one entry per student")
+    elif out.resolve().is_relative_to(submissions.resolve()):
         raise UsageError(f"--out {out} lies inside {submissions}; choose an output folder outside the submissions")
     progress = progress or _Silent()
     try:
-        everyone, ignored = discover_submissions(submissions, assignment=run.assignment)
+        if submissions.is_file():  # one file alone: a class of one
+            everyone, ignored = discover_file(submissions, assignment=run.assignment)
+        else:
+            everyone, ignored = discover_submissions(submissions, assignment=run.assignment)
     except OSError as bad:
         raise UsageError(f"cannot read {submissions} ({bad.strerror or bad})") from None
     if not everyone:
@@ -109,7 +117,7 @@ def _grade_pending(chosen: list[Submission], journal: Journal, *, run: GradingRu
                    runner: Callable[[Task], dict]) -> int:
     """Grade what the journal does not hold yet; returns how many results this run added."""
     max_score = full_marks(run.assignment, run.visibility)
-    root = Path(run.submissions)
+    root = run.root
     entries = {entry.student: entry for entry in chosen}
 
     def record(student: str, result: dict) -> None:
@@ -156,10 +164,10 @@ def _grade_pending(chosen: list[Submission], journal: Journal, *, run: GradingRu
 
 
 def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, run: GradingRun, record, refuse, runner) -> None:
-    root = Path(run.submissions)
+    root = run.root
     limits = run.limits
     time_limit = limits.submission_timeout + 2 * limits.call_timeout + LANE_GRACE_SECONDS
-    server = _start_server(hidden=(root, journal.root.parent))
+    server = _start_server(hidden=tuple(folder for folder in (root, journal.root.parent) if _hideable(folder)))
     course_key = seeding.course_key()  # read once here; lanes get it with each task (never written to disk)
     pool = LanePool(max(1, min(run.jobs or default_jobs(), len(todo) + len(suspects))), runner)
     attempts: dict[str, int] = {}
@@ -216,6 +224,15 @@ def _start_server(*, hidden: tuple[Path, ...]):
         return start_server(hidden=tuple(str(Path(folder).resolve()) for folder in hidden))
     except ForkServerError:
         return None
+
+
+def _hideable(folder: Path) -> bool:
+    """Whether workers may lose sight of ``folder``: not when it holds the interpreter (a venv beside alice.py)."""
+    import sys
+
+    folder = Path(folder).resolve()
+    needed = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent}
+    return not any(path.is_relative_to(folder) for path in needed)
 
 
 def _twice_message(attempts: int) -> str:

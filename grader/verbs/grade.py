@@ -12,7 +12,7 @@ from grader.practice.schema import LEVELS as QUIZ_LEVELS
 from grader.verbs.options import assignment_option, format_option, lang_option, overwrite_option
 
 @click.command("grade")
-@click.argument("submissions", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("submissions", type=click.Path(exists=True, path_type=Path))
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Folder for grades.csv, results.json, feedback/ and report.html.")
 @click.option("--jobs", type=click.IntRange(min=1), default=None,
@@ -58,7 +58,8 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
 
     SUBMISSIONS holds one entry per student: <student>.py, <student>.ipynb, or
     a folder <student>/ with the file anywhere inside (nbgrader's
-    submitted/<student>/<assignment>/ works). Each result is saved as it
+    submitted/<student>/<assignment>/ works). SUBMISSIONS may also be one
+    file, graded as a class of one (mha grade alice.py --out DIR). Each result is saved as it
     finishes, so --resume continues after an interruption, even kill -9.
     Exit status 0 when the batch finished, whatever the students scored.
     """
