@@ -25,6 +25,8 @@ from typing import Callable, Protocol
 from grader import seeding
 from grader.batch.discovery import SUFFIXES, Submission, discover_file, discover_submissions, select_shard
 from grader.errors import UsageError
+from grader.adjustments import read_adjustments
+from grader.files import atomic_write_text
 from grader.batch.journal import MAX_ATTEMPTS, Journal
 from grader.batch.lanes import LanePool, full_marks, grade_task
 from grader.batch.settings import GradingRun, Task
@@ -35,6 +37,7 @@ from grader.results import load_failure
 from grader.render.text_safety import clean_strings
 from grader.tally import BatchSummary
 
+ADJUSTMENTS_COPY = "adjustments.csv"  # in the journal: the file --adjust gave, for a later --resume
 LANE_GRACE_SECONDS = 60.0  # beyond the sandbox's own limits, before a grading process is presumed stuck
 
 
@@ -101,16 +104,30 @@ def grade_class(*, run: GradingRun, progress: Progress | None = None,
     chosen = select_shard(everyone, run.shard)
     if any(entry.answers is not None for entry in everyone) and not run.quiz.required:
         run = replace(run, quiz=replace(run.quiz, required=True))  # one answers file: a sheet for everyone
+    table = read_adjustments(run.adjustments) if run.adjustments is not None else None
     journal = Journal(out)
     moved = journal.open(run.identity(), resume=run.resume, overwrite=run.overwrite)
     try:
+        table = _kept_adjustments(journal, run, table)
         graded_now = _grade_pending(chosen, journal, run=run, progress=progress, runner=runner)
         tally = write_outputs(out=out, journal=journal, students=[entry.student for entry in chosen], lang=run.lang,
-                              formats=run.formats, title=run.title, assignment=run.assignment)
+                              formats=run.formats, title=run.title, assignment=run.assignment, adjustments=table or {})
     finally:
         journal.close()
+    unmatched = tuple(sorted(set(table or ()) - {entry.student for entry in everyone}))
     return BatchSummary(out=out, students=len(chosen), graded_now=graded_now, ignored=tuple(ignored), tally=tally,
-                        elapsed=time.monotonic() - started, previous=moved)
+                        elapsed=time.monotonic() - started, previous=moved, unmatched_adjustments=unmatched)
+
+
+def _kept_adjustments(journal: Journal, run: GradingRun, table: dict | None) -> dict | None:
+    """The run's adjustments: the file given now (a copy is kept with the journal), else, on --resume, the kept one."""
+    kept = journal.root / ADJUSTMENTS_COPY
+    if run.adjustments is not None:
+        atomic_write_text(kept, Path(run.adjustments).read_text(encoding="utf-8-sig"))
+        return table
+    if run.resume and kept.is_file():
+        return read_adjustments(kept)
+    return None
 
 
 def _grade_pending(chosen: list[Submission], journal: Journal, *, run: GradingRun, progress: Progress,
