@@ -15,11 +15,13 @@ from __future__ import annotations
 import functools
 import html
 
+from grader.adjustments import final_score
 from grader.content.catalog import load_catalog
 from grader.content.loader import load_bilingual
 from grader.content.messages import check_title
 from grader.i18n import pick
 from grader.paths import CONTENT_DIR
+from grader.text_safety import html_text, markdown_code_block, markdown_inline
 
 FORMATS = ("md", "html")
 TEXTS_FILE = CONTENT_DIR / "platforms.toml"
@@ -40,7 +42,7 @@ def gradescope_results(result: dict, *, lang: str = "en", output_format: str = "
     """Gradescope's results object for ``result``; ``summary`` is the top-level output students see at once."""
     if output_format not in FORMATS:
         raise ValueError(f"output_format must be one of {FORMATS}, got {output_format!r}")
-    score = result.get("final_score", result["score"])
+    score = final_score(result)
     data = {"score": score, "execution_time": round(float(result.get("duration") or 0.0), 3),
             "output": summary, "output_format": "md", "test_output_format": output_format,
             "test_name_format": "text", "stdout_visibility": "hidden", "tests": []}
@@ -64,10 +66,10 @@ def summary_of(result: dict, *, graded_file: str | None, lang: str) -> str:
     tests = result.get("tests", ())
     public = [test for test in tests if test.get("visibility") != "hidden"]
     if graded_file is None:
-        return say("gradescope_not_graded", lang, error=_md(result.get("error") or ""))
+        return say("gradescope_not_graded", lang, error=markdown_inline(result.get("error") or ""))
     if result.get("status") != "graded":
-        return say("gradescope_load_error", lang, error=(result.get("error") or "").replace("```", "'''"))
-    summary = say("gradescope_summary", lang, file=_md(graded_file).replace("`", "'"), public=len(public),
+        return say("gradescope_load_error", lang, error=markdown_code_block(result.get("error") or ""))
+    summary = say("gradescope_summary", lang, file=markdown_inline(graded_file).replace("`", "'"), public=len(public),
                   passed=sum(test["outcome"] == "passed" for test in public))
     if len(tests) > len(public):
         summary += "\n\n" + say("gradescope_hidden", lang, hidden=len(tests) - len(public))
@@ -116,7 +118,7 @@ def _adjustment_test(result: dict, adjustments, *, lang: str, output_format: str
     lines = []
     for item in adjustments:
         waived = f" ({say('adjustment_waived', lang)})" if item.get("waived") else ""
-        lines.append(f"{item.get('points', 0):+g}{waived}: {item.get('reason') or ''}")
+        lines.append(f"{item.get('kind', '')} {item.get('change', 0):+g}{waived}: {item.get('reason') or ''}")
     body = "\n".join(lines)
     return {"name": say("adjustments_title", lang), "number": "99", "status": "passed",
             "output": _block(body, output_format), "output_format": output_format, "visibility": "visible"}
@@ -128,10 +130,11 @@ def _md(text: str) -> str:
 
 
 def _text(text: str, output_format: str) -> str:
-    return f"<p>{html.escape(text)}</p>" if output_format == "html" else _md(text)
+    """Student-controlled text (a message quoting their exception): inert in either format."""
+    return f"<p>{html_text(text)}</p>" if output_format == "html" else markdown_inline(text)
 
 
 def _block(text: str, output_format: str) -> str:
     if output_format == "html":
-        return f"<pre>{html.escape(text)}</pre>"
-    return "```text\n" + text.replace("```", "'''") + "\n```"
+        return f"<pre>{html_text(text)}</pre>"
+    return "```text\n" + markdown_code_block(text) + "\n```"
