@@ -25,10 +25,15 @@ except ImportError:  # pragma: no cover - pip always vendors it
 SKIPPED_INFO = {"INSTALLER", "REQUESTED", "direct_url.json", "RECORD"}
 
 
-def runtime_closure(name: str = "mha-lab") -> list[importlib.metadata.Distribution]:
-    """The installed distributions ``name`` needs at run time (no extras), ``name`` itself left out."""
+def runtime_closure() -> list[importlib.metadata.Distribution]:
+    """The installed distributions mha-lab needs at run time (no extras), as its ``pyproject.toml`` says today.
+
+    (Not the installed mha-lab's own metadata, which is as old as its last ``pip install``.)
+    """
+    from grader.authoring.wheel import project_metadata
+
     seen: dict[str, importlib.metadata.Distribution] = {}
-    pending = [Requirement(text) for text in importlib.metadata.requires(name) or ()]
+    pending = [Requirement(text) for text in project_metadata().get("dependencies", ())]
     while pending:
         requirement = pending.pop()
         if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
