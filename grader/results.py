@@ -75,7 +75,7 @@ class SubmissionResult:
     # ``error`` and ``notes`` as data (see ``TestResult.messages``), for renderers in any language
     error_messages: tuple = ()
     note_messages: tuple = ()  # one tuple of parts per note
-    # made after grading (grader.adjustments): each a dict with kind, reason, change...; ``score`` stays
+    # made after grading (grader.batch.adjustments): each a dict with kind, reason, change...; ``score`` stays
     # the checks' sum, ``final_score`` is it plus the changes (None: never adjusted)
     adjustments: tuple = ()
     final_score: float | None = None
@@ -147,3 +147,9 @@ def load_failure(*, student: str, error: str, max_score: float, assignment: str,
         assignment=assignment,
         **extra,
     )
+
+
+def final_score(result: dict) -> float:
+    """The score of a result dict after adjustments (the checks' score where there were none)."""
+    value = result.get("final_score")
+    return float(result["score"] if value is None else value)

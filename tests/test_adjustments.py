@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader.adjustments import apply_adjustments, read_adjustments
+from grader.batch.adjustments import apply_adjustments, read_adjustments
 from grader.cli import root
 from grader.errors import UsageError
 from grader.paths import solution_path

@@ -59,7 +59,7 @@ def test_grades_csv_has_the_contract_columns_and_one_row_per_student():
     grades.add(graded("ann", failing=("scaled_dot_product_attention",)).to_dict())
     grades.add(errored("bob").to_dict())
     rows = list(csv.DictReader(io.StringIO(buffer.getvalue())))
-    # the contract's columns first; then the checks' own score and the adjustments (grader.adjustments)
+    # the contract's columns first; then the checks' own score and the adjustments (grader.batch.adjustments)
     assert list(rows[0]) == ["student", "score", "max_score", "status", "misconceptions", "raw_score", "adjustments"]
     assert rows[0] == {"student": "ann", "score": "13", "max_score": "17", "status": "graded",
                        "misconceptions": SCALE, "raw_score": "13", "adjustments": ""}

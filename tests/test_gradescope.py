@@ -24,7 +24,7 @@ from grader.seeding import assignment_key
 ASSIGNMENT = "multihead_attention"
 DEMO = PROJECT / "examples" / "demo_class"
 REFERENCE = PROJECT / "solutions" / f"{ASSIGNMENT}.py"
-NO_SCALE = PROJECT / "tests" / "fixtures" / "mutants" / "attention_no_scale.py"
+NO_SCALE = PROJECT / "grader" / "authoring" / "mutants" / ASSIGNMENT / "mistakes" / "attention_no_scale.py"
 NOTEBOOK = DEMO / "ines" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
 FOLDER = DEMO / "gabriel"
 

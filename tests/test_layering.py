@@ -51,7 +51,7 @@ LAYERS = (
     ("grader.assignments",),
     ("grader.grading", "grader.render"),
     ("grader.sandbox", "grader.stubs", "grader.tinymodel"),
-    ("grader.content", "grader.adjustments"),  # data read from files: content tables, an adjustments CSV
+    ("grader.content",),
     ("grader.errors", "grader.paths", "grader.i18n", "grader.seeding", "grader.results", "grader.files",
      "grader.tally"),
 )

@@ -62,7 +62,7 @@ def student_of(metadata_file: Path) -> str:
             name = str(user.get("email") or user.get("id") or "").strip().lower()
             if name:
                 names.append(name)
-    from grader.text_safety import clean_name
+    from grader.render.text_safety import clean_name
 
     return clean_name("+".join(sorted(set(names)))) or ANONYMOUS
 

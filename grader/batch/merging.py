@@ -9,7 +9,7 @@ from pathlib import Path
 from grader.tally import BatchSummary
 from grader.errors import UsageError
 from grader.batch.journal import Journal
-from grader.adjustments import read_adjustments
+from grader.batch.adjustments import read_adjustments
 from grader.batch.outputs import write_outputs
 from grader.render.text_safety import clean_strings
 
@@ -21,7 +21,7 @@ def merge_runs(*, sources: list[Path], out: Path, lang: str | None = None, forma
     """Merge ``sources`` (folders holding results.json) into ``out``; returns the summary and warnings.
 
     The results keep the adjustments their shards applied, unless ``adjustments``
-    (a CSV, ``grader.adjustments``) replaces them for the whole class.
+    (a CSV, ``grader.batch.adjustments``) replaces them for the whole class.
     """
     started = time.monotonic()
     out = Path(out)

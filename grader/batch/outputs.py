@@ -17,7 +17,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from grader.adjustments import apply_adjustments
+from grader.batch.adjustments import apply_adjustments
 from grader.render.class_report import write_report
 from grader.tally import ClassTally
 from grader.batch.journal import Journal
@@ -32,7 +32,7 @@ def write_outputs(*, out: Path, journal: Journal, students: list[str], lang: str
                   title: str, assignment: str, adjustments: dict | None = None) -> ClassTally:
     """Write every output of ``students`` (in this order) from ``journal``; returns the class figures.
 
-    ``adjustments`` (``grader.adjustments.read_adjustments``) replaces each
+    ``adjustments`` (``grader.batch.adjustments.read_adjustments``) replaces each
     result's adjustments; None keeps those the results already carry (a merge).
     """
     out = Path(out)

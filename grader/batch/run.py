@@ -25,7 +25,7 @@ from typing import Callable, Protocol
 from grader import seeding
 from grader.batch.discovery import SUFFIXES, Submission, discover_file, discover_submissions, select_shard
 from grader.errors import UsageError
-from grader.adjustments import read_adjustments
+from grader.batch.adjustments import read_adjustments
 from grader.files import atomic_write_text
 from grader.batch.journal import MAX_ATTEMPTS, Journal
 from grader.batch.lanes import LanePool, full_marks, grade_task

@@ -44,7 +44,7 @@ class GradingRun:
     resume: bool = False  # continue the run already in ``out``
     overwrite: bool = False  # move an earlier run in ``out`` aside (never deleted) and grade afresh
     quiz: QuizPolicy = field(default_factory=QuizPolicy)
-    adjustments: Path | None = None  # CSV of late penalties, manual points, extensions (grader.adjustments)
+    adjustments: Path | None = None  # CSV of late penalties, manual points, extensions (grader.batch.adjustments)
 
     @property
     def root(self) -> Path:

@@ -13,7 +13,7 @@ import re
 from typing import IO
 from xml.sax.saxutils import escape, quoteattr
 
-from grader.adjustments import final_score
+from grader.results import final_score
 from grader.render.text_safety import clean_line, clean_text, csv_cell, needs_quotes
 
 # ``score`` is the final score (after adjustments), what a gradebook imports; ``raw_score`` the checks' own

@@ -15,13 +15,13 @@ from __future__ import annotations
 import functools
 import html
 
-from grader.adjustments import final_score
+from grader.results import final_score
 from grader.content.catalog import load_catalog
 from grader.content.loader import load_bilingual
 from grader.content.messages import check_title
 from grader.i18n import pick
 from grader.paths import CONTENT_DIR
-from grader.text_safety import html_text, markdown_code_block, markdown_inline
+from grader.render.text_safety import html_text, markdown_code_block, markdown_inline
 
 FORMATS = ("md", "html")
 TEXTS_FILE = CONTENT_DIR / "platforms.toml"

@@ -18,7 +18,7 @@ shown to the student.
 Adjustments never change a check's score: a result keeps ``score`` (the sum
 of its checks, DESIGN.md's contract) and gains ``adjustments`` (each with the
 points it changed) and ``final_score`` (``score`` plus those changes, not
-below 0). Foundation module: imports nothing from ``grader`` but the errors.
+below 0; ``grader.results.final_score`` reads it).
 """
 
 from __future__ import annotations
@@ -108,9 +108,3 @@ def apply_adjustments(result: dict, adjustments) -> dict:
     score = float(result["score"])
     final = max(0.0, round(score + sum(item.change for item in applied), 6))
     return dict(result, adjustments=[item.to_dict() for item in applied], final_score=final)
-
-
-def final_score(result: dict) -> float:
-    """The score after adjustments (the checks' score where there are none)."""
-    value = result.get("final_score")
-    return float(result["score"] if value is None else value)
