@@ -4,7 +4,9 @@
 renames it into place, so a reader (or a grader killed mid-write) sees the old
 file or the whole new one, never a part. ``file_key`` turns a student id into
 a file name that is safe on any file system and distinct for distinct ids.
-Foundation module: imports nothing from ``grader``.
+Files are readable by the owner's group (``OUTPUT_MODE``, 0640, less what the
+umask removes), so a TA in the course's group can open the outputs, and by
+nobody else: grades are private. Foundation module: imports nothing from ``grader``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,21 @@ _UNSAFE = re.compile(r"[^\w.-]", re.UNICODE)
 # id used as it is can hold, so it never equals another id's key
 # ("mary@uni.edu" and a student literally named "mary_uni.edu-939f9027").
 HASHED_MARK = "+"
+OUTPUT_MODE = 0o640  # owner reads and writes, the group reads; the umask may remove more
+
+
+def output_mode() -> int:
+    """``OUTPUT_MODE`` less the process's umask (read without changing it where /proc tells it)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return OUTPUT_MODE & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o077)  # elsewhere: read it by setting it, then put it back at once
+    os.umask(mask)
+    return OUTPUT_MODE & ~mask
 
 
 def file_key(student: str) -> str:
@@ -47,6 +64,7 @@ def atomic_writer(path: Path, mode: str = "w", *, durable: bool = False) -> Iter
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    os.fchmod(descriptor, output_mode())  # mkstemp makes 0600
     encoding = None if "b" in mode else "utf-8"
     try:
         with open(descriptor, mode, encoding=encoding, newline="" if encoding else None) as handle:

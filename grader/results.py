@@ -86,9 +86,19 @@ class SubmissionResult:
     # ``error`` and ``notes`` as data (see ``TestResult.messages``), for renderers in any language
     error_messages: tuple = ()
     note_messages: tuple = ()  # one tuple of parts per note
+    # made after grading (grader.batch.adjustments): each a dict with kind, reason, change...; ``score`` stays
+    # the checks' sum, ``final_score`` is it plus the changes (None: never adjusted)
+    adjustments: tuple = ()
+    final_score: float | None = None
+
+    @property
+    def final(self) -> float:
+        """The score after adjustments (the checks' score where there were none)."""
+        return self.score if self.final_score is None else self.final_score
 
     def to_dict(self) -> dict:
         data = asdict(self)
+        data["adjustments"] = [dict(item) for item in self.adjustments]
         data["misconceptions"] = list(self.misconceptions)
         data["tests"] = [test.to_dict() for test in self.tests]
         data["notes"] = list(self.notes)
@@ -105,6 +115,7 @@ class SubmissionResult:
         values["notes"] = tuple(values.get("notes", ()))
         values["error_messages"] = tuple(values.get("error_messages", ()))
         values["note_messages"] = tuple(tuple(parts) for parts in values.get("note_messages", ()))
+        values["adjustments"] = tuple(dict(item) for item in values.get("adjustments") or ())
         return cls(**values)
 
     @property
@@ -148,3 +159,9 @@ def load_failure(*, student: str, error: str, max_score: float, assignment: str,
         assignment=assignment,
         **extra,
     )
+
+
+def final_score(result: dict) -> float:
+    """The score of a result dict after adjustments (the checks' score where there were none)."""
+    value = result.get("final_score")
+    return float(result["score"] if value is None else value)

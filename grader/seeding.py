@@ -4,11 +4,17 @@ The key is made on first use and kept in the instructor's config folder
 (``MHA_COURSE_KEY`` overrides it, e.g. in CI). A student cannot predict their
 inputs, two students get different inputs, and grading one submission again
 gives the same inputs.
+
+An autograder bundle handed to a platform (``mha release --gradescope``)
+carries ``assignment_key``, an HMAC of the course key and the assignment's
+name, instead of the course key: a bundle that leaks gives away the seeds of
+that assignment only, and the course key cannot be recovered from it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
 import secrets
 from pathlib import Path
@@ -46,3 +52,13 @@ def derived_seed(seed: int, purpose: str) -> int:
     """A second 63-bit seed drawn from ``seed`` for another use (e.g. a graded run's public inputs)."""
     material = f"{seed}\0{purpose}".encode()
     return int.from_bytes(hashlib.sha256(material).digest()[:8], "big") >> 1
+
+
+def assignment_key(assignment: str, *, key: str | None = None) -> str:
+    """The key of one assignment: HMAC-SHA256 of the course key and the assignment's name, in hex.
+
+    Grading with it as the course key (``MHA_COURSE_KEY``) reproduces what a
+    bundle made for ``assignment`` gives.
+    """
+    course = key if key is not None else course_key()
+    return hmac.new(course.encode(), f"assignment\0{assignment}".encode(), hashlib.sha256).hexdigest()

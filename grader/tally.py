@@ -46,6 +46,20 @@ class CheckTally:
         return (n * self.pass_rest - x * r) / math.sqrt(spread)
 
 
+@dataclass(frozen=True)
+class RosterRow:
+    """One student as the report's roster shows them."""
+
+    student: str
+    status: str  # graded or error
+    score: float  # the checks' score
+    final: float  # after adjustments
+    max_score: float
+    misconceptions: tuple[str, ...]
+    adjustments: tuple[str, ...] = ()  # their reasons
+    timed_out: bool = False
+
+
 @dataclass
 class ClassTally:
     """Running figures of a class, fed one result dict at a time."""
@@ -59,9 +73,19 @@ class ClassTally:
     errored: list[tuple[str, str]] = field(default_factory=list)  # (student, reason); students = graded + errored
     timed_out: list[tuple[str, tuple[str, ...]]] = field(default_factory=list)  # graded ones: (student, functions)
     isolation: Counter = field(default_factory=Counter)
+    roster: list[RosterRow] = field(default_factory=list)  # every student, in the order added
+    adjusted: int = 0  # students whose score an adjustment changed or annotated
 
     def add(self, result: dict) -> None:
         self.students += 1
+        final = result.get("final_score")
+        adjustments = tuple(str(item.get("reason") or item.get("kind") or "") for item in result.get("adjustments") or ())
+        self.adjusted += bool(adjustments)
+        self.roster.append(RosterRow(
+            student=result["student"], status=str(result.get("status")), score=float(result["score"]),
+            final=float(result["score"] if final is None else final), max_score=float(result.get("max_score") or 0.0),
+            misconceptions=tuple(result.get("misconceptions", ())), adjustments=adjustments,
+            timed_out=any(t.get("outcome") == "timeout" for t in result.get("tests", ()))))
         self.max_score = max(self.max_score, float(result.get("max_score") or 0.0))
         if result.get("isolation"):
             self.isolation[result["isolation"]] += 1
@@ -113,3 +137,4 @@ class BatchSummary:
     tally: ClassTally
     elapsed: float
     previous: Path | None = None  # where --overwrite moved the earlier run in ``out``
+    unmatched_adjustments: tuple[str, ...] = ()  # students of --adjust that are not in the class

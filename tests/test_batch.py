@@ -287,7 +287,8 @@ def test_an_empty_shard_of_a_class_still_writes_every_output(tmp_path):
     summary = grade_class(run=GradingRun(submissions=root, out=tmp_path / "out", jobs=1, limits=FAST, shard=(2, 2)))
     assert summary.students == 0
     assert json.loads((tmp_path / "out" / "results.json").read_text()) == []
-    assert (tmp_path / "out" / "grades.csv").read_text() == "student,score,max_score,status,misconceptions\n"
+    assert (tmp_path / "out" / "grades.csv").read_text() == \
+        "student,score,max_score,status,misconceptions,raw_score,adjustments\n"
     assert "None" in (tmp_path / "out" / "report.html").read_text()
 
 

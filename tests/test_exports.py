@@ -59,9 +59,10 @@ def test_grades_csv_has_the_contract_columns_and_one_row_per_student():
     grades.add(graded("ann", failing=("scaled_dot_product_attention",)).to_dict())
     grades.add(errored("bob").to_dict())
     rows = list(csv.DictReader(io.StringIO(buffer.getvalue())))
-    assert list(rows[0]) == ["student", "score", "max_score", "status", "misconceptions"]
+    # the contract's columns first; then the checks' own score and the adjustments (grader.batch.adjustments)
+    assert list(rows[0]) == ["student", "score", "max_score", "status", "misconceptions", "raw_score", "adjustments"]
     assert rows[0] == {"student": "ann", "score": "13", "max_score": "17", "status": "graded",
-                       "misconceptions": SCALE}
+                       "misconceptions": SCALE, "raw_score": "13", "adjustments": ""}
     assert rows[1]["status"] == "error" and rows[1]["score"] == "0"
 
 
@@ -141,7 +142,7 @@ def test_html_feedback_is_self_contained_and_escapes_what_the_student_controls()
     page = render_html(graded("ann", failing=("softmax",), message="<img src=x onerror=alert(1)>"), lang="en")
     assert "<img" not in page
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", page)
-    assert "<link" not in page and "<script" not in page
+    assert "<link" not in page and "<script src" not in page  # self-contained: the roster's script is inline
     markdown = render_markdown(graded("ann", failing=("softmax",), message="<b>bold</b> | pipe"), lang="en")
     assert "<b>" not in markdown and "\\|" in markdown
 
@@ -237,4 +238,4 @@ def test_report_html_has_an_inline_histogram_item_analysis_and_the_problem_submi
     assert "test_attention_values" in page and "70%" in page
     assert load_catalog()[SCALE].text("title", "en") in page and "30%" in page
     assert "bob" in page and "SyntaxError" in page and "sam" in page
-    assert "<link" not in page and "<script" not in page
+    assert "<link" not in page and "<script src" not in page  # self-contained: the roster's script is inline

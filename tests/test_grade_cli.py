@@ -199,3 +199,36 @@ def test_the_progress_bar_counts_every_result(capsys):
     task = bar.progress.tasks[0]
     assert (task.completed, task.total) == (2, 3) and "ann: 60/60" in task.description
     bar.end()
+
+
+# ---- one file alone; who may read the outputs ------------------------------------------------
+def test_one_file_alone_is_graded_as_a_class_of_one(small_class, tmp_path):
+    done = grade(small_class / "ben.py", "--out", tmp_path / "one")
+    assert done.exit_code == 0, done.output
+    results = read_results(tmp_path / "one")
+    assert list(results) == ["ben"] and results["ben"]["submission"] == "ben.py"
+    assert results["ben"]["score"] == scores_of_class(small_class, tmp_path)["ben"][0]
+    assert (tmp_path / "one" / "feedback" / "ben.html").is_file()
+    inside = grade(small_class / "ann.py", "--out", small_class / "out-beside")  # beside the file is fine
+    assert inside.exit_code == 0, inside.output
+    not_code = small_class / "notes.txt"
+    not_code.write_text("hello", encoding="utf-8")
+    refused = grade(not_code, "--out", tmp_path / "txt")
+    assert refused.exit_code == 2 and ".py or .ipynb" in refused.output
+
+
+def scores_of_class(folder: Path, tmp_path: Path) -> dict[str, tuple]:
+    assert grade(folder, "--out", tmp_path / "whole").exit_code == 0
+    return scores(tmp_path / "whole")
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o640), (0o002, 0o640), (0o077, 0o600)])
+def test_outputs_are_readable_by_the_group_as_far_as_the_umask_allows(small_class, tmp_path, umask, mode):
+    previous = os.umask(umask)
+    try:
+        assert grade(small_class / "ann.py", "--out", tmp_path / "out").exit_code == 0
+    finally:
+        os.umask(previous)
+    out = tmp_path / "out"
+    for path in (out / "grades.csv", out / "results.json", out / "report.html", out / "feedback" / "ann.html"):
+        assert path.stat().st_mode & 0o777 == mode, path

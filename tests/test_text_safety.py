@@ -82,7 +82,8 @@ def test_grades_csv_quotes_neutralized_and_semicolon_cells_and_keeps_honest_rows
     for student in ("ann", "=1+1", "bob;=2+2", "x\x1b[2J\ny"):
         grades.add({"student": student, "score": 1.0, "max_score": 2.0, "status": "graded", "misconceptions": []})
     lines = buffer.getvalue().splitlines()
-    assert lines[1] == "ann,1,2,graded," and lines[2] == "\"'=1+1\",\"1\",\"2\",\"graded\",\"\""
+    # raw_score and adjustments follow the contract's columns (grader.batch.adjustments)
+    assert lines[1] == "ann,1,2,graded,,1," and lines[2] == "\"'=1+1\",\"1\",\"2\",\"graded\",\"\",\"1\",\"\""
     assert lines[3].startswith('"bob;=2+2"') and len(lines) == 5
     rows = list(csv.reader(io.StringIO(buffer.getvalue())))
     assert [row[0] for row in rows[1:]] == ["ann", "'=1+1", "bob;=2+2", "x y"]

@@ -7,7 +7,8 @@ Accepted layouts (DESIGN.md, ``mha grade``), side by side in one folder:
     SUBMISSIONS/carol/any/depth/multihead_attention.py
     SUBMISSIONS/dave/multihead_attention/work.ipynb     (nbgrader: submitted/<student>/<assignment>/)
 
-Inside a student's folder the file is the one named after the assignment,
+Inside a student's folder the file is the one named after the assignment
+(the shallowest of several; a notebook beside a script of that name),
 else the only ``.py``/``.ipynb`` under a folder named after it, else the only
 one at all. Hidden entries (``.name``), editor leftovers (``name~``,
 ``#name#``, ``~$name``) and tool folders (``__pycache__``,
@@ -108,6 +109,33 @@ def discover_submissions(root: Path, *, assignment: str) -> tuple[list[Submissio
             submissions.append(Submission(stem, None, Message(
                 "entry_several", {"student": clean_name(stem), "count": len(entries), "names": names}), entry=names))
     return sorted(_distinct_ids(submissions), key=lambda entry: entry.student), ignored
+
+
+def discover_file(path: Path, *, assignment: str) -> tuple[list[Submission], list[str]]:
+    """One file graded alone, as a class of one: ``mha grade alice.py --out DIR``.
+
+    The student id is the file's stem, as in a class folder, and a quiz
+    answers file beside it (``alice.answers.toml``) counts as it would there.
+    The same refusals apply: a link, a file with several hard links.
+    """
+    path = Path(path)
+    shown = clean_name(path.name)
+    if path.is_symlink():
+        entry = Submission(path.stem, None, Message("file_symlink", {"name": shown}), entry=shown)
+    else:
+        entry = _checked(path.stem, path, path.parent.resolve(), entry=shown)
+        sheet = path.with_name(path.stem + ANSWERS_SUFFIX)
+        if sheet.exists() or sheet.is_symlink():
+            entry = _with_answers(entry, _answers_of(sheet))
+    return _distinct_ids([entry]), []
+
+
+def _answers_of(path: Path) -> Path | Message:
+    shown = clean_name(path.name)
+    if path.is_symlink():
+        return Message("file_symlink", {"name": shown})
+    links = path.lstat().st_nlink
+    return Message("file_hard_link", {"name": shown, "links": links}) if links > 1 else path
 
 
 def _answers_entry(entry: os.DirEntry, shown: str) -> Path | Message:
@@ -254,6 +282,15 @@ def _walk(student: str, folder: Path) -> _Walk:
     return walk
 
 
+def submission_in_folder(student: str, folder: Path, *, assignment: str) -> Submission:
+    """The one file to grade in ``folder`` (a student's folder, or a platform's upload folder), or why none is.
+
+    The same choice and the same refusals as for a student's folder of a class.
+    """
+    folder = Path(folder)
+    return _from_folder(student, folder, folder.resolve(), assignment)
+
+
 def _from_folder(stem: str, folder: Path, real_root: Path, assignment: str) -> Submission:
     student = clean_name(stem)
     walk = _walk(student, folder)
@@ -278,8 +315,12 @@ def _choose(candidates: list[Path], assignment: str) -> Path | None:
     if len(named) == 1:
         return named[0]
     if len(named) > 1:
+        # a clone of the student release has exercises/<a>.py above exercises/notebooks/<a>.ipynb:
+        # the shallowest is the file worked on; side by side, the notebook (nbgrader's layout)
+        depth = min(len(path.parts) for path in named)
+        named = [path for path in named if len(path.parts) == depth]
         notebooks = [path for path in named if path.suffix == ".ipynb"]
-        return None if len(notebooks) != 1 else notebooks[0]
+        return named[0] if len(named) == 1 else notebooks[0] if len(notebooks) == 1 else None
     in_folder = [path for path in candidates if assignment in path.parent.parts]
     if len(in_folder) == 1:
         return in_folder[0]

@@ -9,6 +9,7 @@ from pathlib import Path
 from grader.tally import BatchSummary
 from grader.errors import UsageError
 from grader.batch.journal import Journal
+from grader.batch.adjustments import read_adjustments
 from grader.batch.outputs import write_outputs
 from grader.render.text_safety import clean_strings
 
@@ -16,11 +17,16 @@ RUN_KEYS = ("assignment", "visibility", "submissions")
 
 
 def merge_runs(*, sources: list[Path], out: Path, lang: str | None = None, formats: tuple[str, ...] = (),
-               overwrite: bool = False) -> tuple[BatchSummary, list[str]]:
-    """Merge ``sources`` (folders holding results.json) into ``out``; returns the summary and warnings."""
+               overwrite: bool = False, adjustments: Path | None = None) -> tuple[BatchSummary, list[str]]:
+    """Merge ``sources`` (folders holding results.json) into ``out``; returns the summary and warnings.
+
+    The results keep the adjustments their shards applied, unless ``adjustments``
+    (a CSV, ``grader.batch.adjustments``) replaces them for the whole class.
+    """
     started = time.monotonic()
     out = Path(out)
     sources = [Path(source) for source in sources]
+    table = read_adjustments(adjustments) if adjustments is not None else None
     if not sources:
         raise UsageError("name at least one output folder of `mha grade` to merge")
     if any(out.resolve() == source.resolve() for source in sources):
@@ -47,11 +53,12 @@ def merge_runs(*, sources: list[Path], out: Path, lang: str | None = None, forma
                 journal.record(student, result)
         tally = write_outputs(out=out, journal=journal, students=sorted(owner), lang=lang, formats=formats,
                               title=f"mha grade: {first.get('assignment')}",
-                              assignment=str(first.get("assignment") or ""))
+                              assignment=str(first.get("assignment") or ""), adjustments=table)
     finally:
         journal.close()
     summary = BatchSummary(out=out, students=len(owner), graded_now=len(owner), ignored=(), tally=tally,
-                           elapsed=time.monotonic() - started, previous=moved)
+                           elapsed=time.monotonic() - started, previous=moved,
+                           unmatched_adjustments=tuple(sorted(set(table or ()) - set(owner))))
     return summary, warnings
 
 

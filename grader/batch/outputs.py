@@ -17,6 +17,7 @@ import json
 import tempfile
 from pathlib import Path
 
+from grader.batch.adjustments import apply_adjustments
 from grader.render.class_report import write_report
 from grader.tally import ClassTally
 from grader.batch.journal import Journal
@@ -28,8 +29,12 @@ from grader.render.text_safety import clean_line
 
 
 def write_outputs(*, out: Path, journal: Journal, students: list[str], lang: str, formats: tuple[str, ...],
-                  title: str, assignment: str) -> ClassTally:
-    """Write every output of ``students`` (in this order) from ``journal``; returns the class figures."""
+                  title: str, assignment: str, adjustments: dict | None = None) -> ClassTally:
+    """Write every output of ``students`` (in this order) from ``journal``; returns the class figures.
+
+    ``adjustments`` (``grader.batch.adjustments.read_adjustments``) replaces each
+    result's adjustments; None keeps those the results already carry (a merge).
+    """
     out = Path(out)
     (out / "feedback").mkdir(parents=True, exist_ok=True)
     tally = ClassTally()
@@ -42,7 +47,8 @@ def write_outputs(*, out: Path, journal: Journal, students: list[str], lang: str
             junit = JUnitReport(spool)
         for student in students:
             data = _student_outputs(journal, student, out=out, lang=lang, formats=formats, assignment=assignment,
-                                    max_score=tally.max_score)
+                                    max_score=tally.max_score,
+                                    adjustments=None if adjustments is None else adjustments.get(student, ()))
             if junit is not None:
                 junit.add(data)
             grades.add(data)
@@ -57,7 +63,7 @@ def write_outputs(*, out: Path, journal: Journal, students: list[str], lang: str
 
 
 def _student_outputs(journal: Journal, student: str, *, out: Path, lang: str, formats: tuple[str, ...],
-                     assignment: str, max_score: float) -> dict:
+                     assignment: str, max_score: float, adjustments=None) -> dict:
     """Write ``student``'s own files; returns the result the class files show.
 
     A defect of the grader on one result (a journal file it cannot read, a
@@ -66,6 +72,7 @@ def _student_outputs(journal: Journal, student: str, *, out: Path, lang: str, fo
     """
     try:
         data = journal.read(student)
+        data = apply_adjustments(data, data.get("adjustments") if adjustments is None else adjustments)
         _write_student_files(data, out=out, lang=lang, formats=formats)
         return data
     except Exception as failure:  # noqa: BLE001 - one student's defect must not stop the class's outputs

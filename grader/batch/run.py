@@ -23,8 +23,10 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from grader import seeding
-from grader.batch.discovery import Submission, discover_submissions, select_shard
+from grader.batch.discovery import SUFFIXES, Submission, discover_file, discover_submissions, select_shard
 from grader.errors import UsageError
+from grader.batch.adjustments import read_adjustments
+from grader.files import atomic_write_text
 from grader.batch.journal import MAX_ATTEMPTS, Journal
 from grader.batch.lanes import LanePool, full_marks, grade_task
 from grader.batch.settings import GradingRun, Task
@@ -35,6 +37,7 @@ from grader.results import load_failure
 from grader.render.text_safety import clean_strings
 from grader.tally import BatchSummary
 
+ADJUSTMENTS_COPY = "adjustments.csv"  # in the journal: the file --adjust gave, for a later --resume
 LANE_GRACE_SECONDS = 60.0  # beyond the sandbox's own limits, before a grading process is presumed stuck
 
 
@@ -77,13 +80,21 @@ def grade_class(*, run: GradingRun, progress: Progress | None = None,
     """
     started = time.monotonic()
     submissions, out = Path(run.submissions), Path(run.out)
-    if not submissions.is_dir():
-        raise UsageError(f"{submissions} is not a folder; pass the folder that holds one entry per student")
-    if out.resolve().is_relative_to(submissions.resolve()):
+    if submissions.is_file():
+        if submissions.suffix not in SUFFIXES:
+            raise UsageError(f"{submissions} is not a .py or .ipynb file; pass a submission, or the folder that "
+                             "holds one entry per student")
+    elif not submissions.is_dir():
+        raise UsageError(f"{submissions} is neither a file nor a folder; pass a submission, or the folder that "
+                         "holds one entry per student")
+    elif out.resolve().is_relative_to(submissions.resolve()):
         raise UsageError(f"--out {out} lies inside {submissions}; choose an output folder outside the submissions")
     progress = progress or _Silent()
     try:
-        everyone, ignored = discover_submissions(submissions, assignment=run.assignment)
+        if submissions.is_file():  # one file alone: a class of one
+            everyone, ignored = discover_file(submissions, assignment=run.assignment)
+        else:
+            everyone, ignored = discover_submissions(submissions, assignment=run.assignment)
     except OSError as bad:
         raise UsageError(f"cannot read {submissions} ({bad.strerror or bad})") from None
     if not everyone:
@@ -93,23 +104,37 @@ def grade_class(*, run: GradingRun, progress: Progress | None = None,
     chosen = select_shard(everyone, run.shard)
     if any(entry.answers is not None for entry in everyone) and not run.quiz.required:
         run = replace(run, quiz=replace(run.quiz, required=True))  # one answers file: a sheet for everyone
+    table = read_adjustments(run.adjustments) if run.adjustments is not None else None
     journal = Journal(out)
     moved = journal.open(run.identity(), resume=run.resume, overwrite=run.overwrite)
     try:
+        table = _kept_adjustments(journal, run, table)
         graded_now = _grade_pending(chosen, journal, run=run, progress=progress, runner=runner)
         tally = write_outputs(out=out, journal=journal, students=[entry.student for entry in chosen], lang=run.lang,
-                              formats=run.formats, title=run.title, assignment=run.assignment)
+                              formats=run.formats, title=run.title, assignment=run.assignment, adjustments=table or {})
     finally:
         journal.close()
+    unmatched = tuple(sorted(set(table or ()) - {entry.student for entry in everyone}))
     return BatchSummary(out=out, students=len(chosen), graded_now=graded_now, ignored=tuple(ignored), tally=tally,
-                        elapsed=time.monotonic() - started, previous=moved)
+                        elapsed=time.monotonic() - started, previous=moved, unmatched_adjustments=unmatched)
+
+
+def _kept_adjustments(journal: Journal, run: GradingRun, table: dict | None) -> dict | None:
+    """The run's adjustments: the file given now (a copy is kept with the journal), else, on --resume, the kept one."""
+    kept = journal.root / ADJUSTMENTS_COPY
+    if run.adjustments is not None:
+        atomic_write_text(kept, Path(run.adjustments).read_text(encoding="utf-8-sig"))
+        return table
+    if run.resume and kept.is_file():
+        return read_adjustments(kept)
+    return None
 
 
 def _grade_pending(chosen: list[Submission], journal: Journal, *, run: GradingRun, progress: Progress,
                    runner: Callable[[Task], dict]) -> int:
     """Grade what the journal does not hold yet; returns how many results this run added."""
     max_score = full_marks(run.assignment, run.visibility)
-    root = Path(run.submissions)
+    root = run.root
     entries = {entry.student: entry for entry in chosen}
 
     def record(student: str, result: dict) -> None:
@@ -156,10 +181,10 @@ def _grade_pending(chosen: list[Submission], journal: Journal, *, run: GradingRu
 
 
 def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, run: GradingRun, record, refuse, runner) -> None:
-    root = Path(run.submissions)
+    root = run.root
     limits = run.limits
     time_limit = limits.submission_timeout + 2 * limits.call_timeout + LANE_GRACE_SECONDS
-    server = _start_server(hidden=(root, journal.root.parent))
+    server = _start_server(hidden=tuple(folder for folder in (root, journal.root.parent) if _hideable(folder)))
     course_key = seeding.course_key()  # read once here; lanes get it with each task (never written to disk)
     pool = LanePool(max(1, min(run.jobs or default_jobs(), len(todo) + len(suspects))), runner)
     attempts: dict[str, int] = {}
@@ -216,6 +241,15 @@ def _start_server(*, hidden: tuple[Path, ...]):
         return start_server(hidden=tuple(str(Path(folder).resolve()) for folder in hidden))
     except ForkServerError:
         return None
+
+
+def _hideable(folder: Path) -> bool:
+    """Whether workers may lose sight of ``folder``: not when it holds the interpreter (a venv beside alice.py)."""
+    import sys
+
+    folder = Path(folder).resolve()
+    needed = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent}
+    return not any(path.is_relative_to(folder) for path in needed)
 
 
 def _twice_message(attempts: int) -> str:

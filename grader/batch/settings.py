@@ -32,7 +32,7 @@ class QuizPolicy:
 class GradingRun:
     """The settings of one `mha grade` run."""
 
-    submissions: Path  # the class folder: one entry per student
+    submissions: Path  # the class folder: one entry per student (or one file, a class of one)
     out: Path  # where the outputs and the journal go
     assignment: str = DEFAULT_ASSIGNMENT
     visibility: str = "all"  # public, hidden or all checks
@@ -44,6 +44,13 @@ class GradingRun:
     resume: bool = False  # continue the run already in ``out``
     overwrite: bool = False  # move an earlier run in ``out`` aside (never deleted) and grade afresh
     quiz: QuizPolicy = field(default_factory=QuizPolicy)
+    adjustments: Path | None = None  # CSV of late penalties, manual points, extensions (grader.batch.adjustments)
+
+    @property
+    def root(self) -> Path:
+        """The folder the submissions' paths are shown relative to: the class folder, or the one file's folder."""
+        submissions = Path(self.submissions)
+        return submissions.parent if submissions.is_file() else submissions
 
     @property
     def title(self) -> str:

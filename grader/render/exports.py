@@ -13,9 +13,11 @@ import re
 from typing import IO
 from xml.sax.saxutils import escape, quoteattr
 
+from grader.results import final_score
 from grader.render.text_safety import clean_line, clean_text, csv_cell, needs_quotes
 
-CSV_COLUMNS = ("student", "score", "max_score", "status", "misconceptions")
+# ``score`` is the final score (after adjustments), what a gradebook imports; ``raw_score`` the checks' own
+CSV_COLUMNS = ("student", "score", "max_score", "status", "misconceptions", "raw_score", "adjustments")
 FORMATS = ("gradescope", "junit")
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
@@ -35,10 +37,21 @@ class GradesCsv:
         self.writer.writerow(CSV_COLUMNS)
 
     def add(self, result: dict) -> None:
-        row = [csv_cell(result["student"]), f"{result['score']:g}", f"{result['max_score']:g}",
-               csv_cell(result["status"]), csv_cell(";".join(result.get("misconceptions", ())))]
-        writer = self.quoted if any(needs_quotes(cell) for cell in (row[0], row[3])) else self.writer
+        final = result.get("final_score")
+        row = [csv_cell(result["student"]), f"{result['score'] if final is None else final:g}",
+               f"{result['max_score']:g}", csv_cell(result["status"]), csv_cell(";".join(result.get("misconceptions", ()))),
+               f"{result['score']:g}", csv_cell(adjustments_text(result))]
+        writer = self.quoted if any(needs_quotes(cell) for cell in (row[0], row[3], row[6])) else self.writer
         writer.writerow(row)
+
+
+def adjustments_text(result: dict) -> str:
+    """The adjustments of a result in one cell: ``late -6: late by 1 day; late waived: ...``."""
+    parts = []
+    for item in result.get("adjustments") or ():
+        change = "waived" if item.get("waived") else f"{item.get('change', 0):+g}"
+        parts.append(f"{item.get('kind', '')} {change}: {item.get('reason', '')}".strip())
+    return "; ".join(parts)
 
 
 # ---- results.json ----------------------------------------------------------------------
@@ -83,7 +96,7 @@ def gradescope_results(result: dict, *, feedback: str = "") -> dict:
             "output_format": "text",
             "visibility": "after_published" if test.get("visibility") == "hidden" else "visible",
         })
-    data = {"score": result["score"], "execution_time": round(float(result.get("duration") or 0.0), 3),
+    data = {"score": final_score(result), "execution_time": round(float(result.get("duration") or 0.0), 3),
             "output": clean_text(feedback) if feedback else clean_text(result.get("error") or ""),
             "output_format": "md" if feedback else "text", "test_output_format": "text",
             "stdout_visibility": "hidden", "tests": tests}
@@ -137,7 +150,11 @@ class JUnitReport:
             f'  <testsuite name={quoteattr(student)} tests="{count}" failures="{failures}" errors="{errors}" '
             f'skipped="0" time="{float(result.get("duration") or 0.0):.3f}">\n'
             f'    <properties><property name="score" value="{result["score"]:g}"/>'
-            f'<property name="max_score" value="{result["max_score"]:g}"/></properties>\n'
+            f'<property name="max_score" value="{result["max_score"]:g}"/>'
+            f'<property name="final_score" value="{final_score(result):g}"/>'
+            + "".join(f'<property name="adjustment" value={quoteattr(_clean(text))}/>'
+                      for text in adjustments_text(result).split("; ") if text)
+            + '</properties>\n'
             + "".join(f"    {case}\n" for case in cases) + "  </testsuite>\n")
         self.totals["tests"] += count
         self.totals["failures"] += failures

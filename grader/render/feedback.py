@@ -20,7 +20,7 @@ from grader.content.messages import case_text, check_text, check_title, error_te
 from grader.paths import CONTENT_DIR
 from grader.render import marks
 from grader.results import SubmissionResult, TestResult
-from grader.render.text_safety import html_text, markdown_code_block, markdown_inline
+from grader.render.text_safety import clean_line, html_text, markdown_code_block, markdown_inline
 
 FEEDBACK_FILE = CONTENT_DIR / "feedback.toml"
 
@@ -100,9 +100,34 @@ def _ours(text: str) -> str:
     return html.escape(text, quote=False).replace("|", "\\|").replace("\n", " ")
 
 
+def adjustment_lines(result: SubmissionResult, lang: str) -> list[str]:
+    """Each adjustment made after grading, as a sentence (the reason as the instructor wrote it, cleaned)."""
+    lines = []
+    for item in result.adjustments:
+        kind = say(f"kind_{item.get('kind', 'manual')}", lang)
+        reason = clean_line(item.get("reason") or "")
+        if item.get("waived"):
+            lines.append(say("adjustment_waived", lang, kind=kind, reason=reason))
+            continue
+        change = float(item.get("change") or 0.0)
+        if item.get("kind") == "extension":
+            line = say("adjustment_note", lang, kind=kind, reason=reason)
+        elif item.get("percent") is None:
+            line = say("adjustment_line", lang, kind=kind, change=change, reason=reason)
+        else:
+            line = say("adjustment_percent_line", lang, kind=kind, change=change, reason=reason,
+                       percent=float(item["percent"]), max_score=result.max_score)
+        lines.append(line)
+    return lines
+
+
 def render_markdown(result: SubmissionResult, *, lang: str) -> str:
     lines = [f"# {say('title', lang, assignment=_ours(result.assignment), student=_md(result.student))}", "",
              f"**{say('score', lang, score=result.score, max_score=result.max_score)}**", ""]
+    if result.adjustments:
+        lines += [f"## {say('adjustments_heading', lang)}", ""] + [
+            f"- {_md(line)}" for line in adjustment_lines(result, lang)] + [
+            "", f"**{say('final_score', lang, score=result.final, max_score=result.max_score)}**", ""]
     if result.notes:
         lines += [f"## {say('report_notes', lang)}", ""] + [f"- {_md(note)}" for note in note_texts(result, lang)] + [""]
     if result.status != "graded":
@@ -146,6 +171,10 @@ def render_html(result: SubmissionResult, *, lang: str) -> str:
     body = [f"<h1>{e(title)}</h1>",
             f"<p class=score>{e(say('score', lang, score=result.score, max_score=result.max_score))}</p>",
             f"<div class=meter><span style='width:{100 * share:.1f}%'></span></div>"]
+    if result.adjustments:
+        body.append(f"<h2>{e(say('adjustments_heading', lang))}</h2><ul>"
+                    + "".join(f"<li>{e(line)}</li>" for line in adjustment_lines(result, lang)) + "</ul>"
+                    f"<p class=score>{e(say('final_score', lang, score=result.final, max_score=result.max_score))}</p>")
     if result.notes:
         body.append(f"<h2>{e(say('report_notes', lang))}</h2><ul>"
                     + "".join(f"<li>{e(note)}</li>" for note in note_texts(result, lang)) + "</ul>")

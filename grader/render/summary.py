@@ -115,6 +115,15 @@ def print_summary(summary, *, formats=(), merged: bool = False, lang: str = "en"
         click.echo(say("error_row", student=clean_line(student), reason=_cut(lines[0]) if lines else ""))
     for student, functions in tally.timed_out[:10]:
         click.echo(say("timeout_row", student=clean_line(student), functions=", ".join(functions)))
+    if tally.adjusted:
+        finals = [row.final for row in tally.roster if row.status == "graded"]
+        mean = say("adjusted_mean", mean=f"{sum(finals) / len(finals):.2f}", max_score=f"{tally.max_score:g}") \
+            if finals else ""
+        click.echo(say("adjusted", students=count("student", tally.adjusted), mean=mean))
+    if summary.unmatched_adjustments:
+        shown = ", ".join(clean_line(name) for name in summary.unmatched_adjustments[:10])
+        more = " ..." if len(summary.unmatched_adjustments) > 10 else ""
+        click.echo(say("adjust_unmatched", students=shown + more), err=True)
     if tally.isolation:
         click.echo(say("isolation", layers="; ".join(kind for kind, _ in tally.isolation.most_common())))
     extra = [name for name in (("junit.xml" if "junit" in formats else ""),

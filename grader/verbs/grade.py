@@ -9,10 +9,11 @@ from pathlib import Path
 import click
 
 from grader.practice.schema import LEVELS as QUIZ_LEVELS
-from grader.verbs.options import assignment_option, format_option, lang_option, overwrite_option
+from grader.verbs.options import adjust_option, assignment_option, format_option, lang_option, overwrite_option
+
 
 @click.command("grade")
-@click.argument("submissions", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("submissions", type=click.Path(exists=True, path_type=Path))
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
               help="Folder for grades.csv, results.json, feedback/ and report.html.")
 @click.option("--jobs", type=click.IntRange(min=1), default=None,
@@ -47,18 +48,20 @@ from grader.verbs.options import assignment_option, format_option, lang_option, 
 @click.option("--quiz-due", type=click.DateTime(), default=None, metavar="WHEN",
               help="Due date of the quiz (e.g. 2025-03-01 or '2025-03-01 23:59', local time); "
                    "after it the feedback shows the expected answers.")
+@adjust_option
 @lang_option
 @assignment_option
 def command(submissions: Path, out: Path, jobs: int | None, timeout: float | None, resume: bool, overwrite: bool,
             formats: tuple[str, ...], shard: str | None, visibility: str, nbgrader_db: Path | None,
             add_students: bool, quiz_points: str | None, quiz_count: int | None, quiz_topics: tuple[str, ...],
-            quiz_levels: tuple[str, ...], show_answers: bool, quiz_due: datetime | None, lang: str | None,
-            assignment: str) -> None:
+            quiz_levels: tuple[str, ...], show_answers: bool, quiz_due: datetime | None,
+            adjustments: Path | None, lang: str | None, assignment: str) -> None:
     """Grade every submission in SUBMISSIONS, in parallel and sandboxed, into --out.
 
     SUBMISSIONS holds one entry per student: <student>.py, <student>.ipynb, or
     a folder <student>/ with the file anywhere inside (nbgrader's
-    submitted/<student>/<assignment>/ works). Each result is saved as it
+    submitted/<student>/<assignment>/ works). SUBMISSIONS may also be one
+    file, graded as a class of one (mha grade alice.py --out DIR). Each result is saved as it
     finishes, so --resume continues after an interruption, even kill -9.
     Exit status 0 when the batch finished, whatever the students scored.
     """
@@ -85,7 +88,8 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
                      lang=resolve_language(lang), limits=limits, jobs=jobs, shard=shard_range,
                      formats=tuple(dict.fromkeys(formats)), resume=resume, overwrite=overwrite,
                      quiz=quiz_policy(points=quiz_points, count=quiz_count, topics=quiz_topics, levels=quiz_levels,
-                                      show_answers=show_answers, due=quiz_due))
+                                      show_answers=show_answers, due=quiz_due),
+                     adjustments=adjustments)
     try:
         summary = grade_class(run=run, progress=make_progress())
     except KeyboardInterrupt:

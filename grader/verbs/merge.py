@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from grader.i18n import resolve_language
-from grader.verbs.options import format_option, lang_option, overwrite_option
+from grader.verbs.options import adjust_option, format_option, lang_option, overwrite_option
 
 
 @click.command("merge")
@@ -16,18 +16,22 @@ from grader.verbs.options import format_option, lang_option, overwrite_option
               help="Folder for the merged grades.csv, results.json, feedback/ and report.html.")
 @format_option
 @overwrite_option
+@adjust_option
 @lang_option
-def command(folders: tuple[Path, ...], out: Path, formats: tuple[str, ...], overwrite: bool, lang: str | None) -> None:
+def command(folders: tuple[Path, ...], out: Path, formats: tuple[str, ...], overwrite: bool, adjustments: Path | None,
+            lang: str | None) -> None:
     """Merge the --out FOLDERS of `mha grade --shard K/N` runs into one --out folder.
 
     Example: mha merge out-1 out-2 out-3 --out class. A student graded in two
-    folders is an error; a missing shard is reported.
+    folders is an error; a missing shard is reported. The shards' adjustments
+    are kept, unless --adjust gives the whole class's.
     """
     from grader.batch.merging import merge_runs
     from grader.render.summary import print_summary
 
     summary, warnings = merge_runs(sources=list(folders), out=out, lang=lang,
-                                   formats=tuple(dict.fromkeys(formats)), overwrite=overwrite)
+                                   formats=tuple(dict.fromkeys(formats)), overwrite=overwrite,
+                                   adjustments=adjustments)
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)
     print_summary(summary, formats=formats, merged=True, lang=resolve_language(lang))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
 from grader.i18n import LANGUAGES
@@ -65,3 +67,9 @@ time_limit_option = click.option(
          "in a drill a late submit is marked overtime and ends the drill.",
 )
 
+adjust_option = click.option(
+    "--adjust", "adjustments", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+    metavar="FILE.csv",
+    help="Apply late penalties, manual points and extensions after grading: a CSV of student,points,reason[,kind] "
+         "(points such as -2 or -10%; kind late, manual or extension). grades.csv keeps the raw and the final score.",
+)

@@ -1,4 +1,5 @@
-"""``mha release``: the student release (folder and zip) and a ready nbgrader course."""
+"""``mha release``: the student release (folder and zip), an nbgrader course, a Gradescope autograder,
+a GitHub Classroom starter repository."""
 
 from __future__ import annotations
 
@@ -17,26 +18,40 @@ from grader.verbs.options import assignment_option, json_option, lang_option
               help="Write the student release to this folder, and DIR.zip next to it.")
 @click.option("--nbgrader", "course_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write an nbgrader course here: nbgrader_config.py and source/<assignment>/.")
+@click.option("--gradescope", "gradescope_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write a Gradescope autograder here: DIR/autograder.zip with setup.sh and run_autograder.")
+@click.option("--gradescope-hidden", "hidden_visibility", default="after_published", show_default=True,
+              type=click.Choice(("hidden", "after_due_date", "after_published", "visible")),
+              help="When Gradescope shows students the results of the hidden checks.")
+@click.option("--gradescope-format", "output_format", default="md", show_default=True, type=click.Choice(("md", "html")),
+              help="Format of the Gradescope test outputs: Markdown or HTML.")
+@click.option("--github-classroom", "classroom_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write a GitHub Classroom starter repository here: the student release and its autograding workflow.")
 @click.option("--zip/--no-zip", "archive", default=True, show_default=True,
               help="Also zip the student release.")
 @click.option("--force", is_flag=True, help="Replace an existing release folder or course notebook.")
 @lang_option
 @json_option
 @assignment_option
-def command(student_dir: Path | None, course_dir: Path | None, archive: bool, force: bool, lang: str | None,
+def command(student_dir: Path | None, course_dir: Path | None, gradescope_dir: Path | None, hidden_visibility: str,
+            output_format: str, classroom_dir: Path | None, archive: bool, force: bool, lang: str | None,
             as_json: bool, assignment: str) -> None:
-    """Hand out the exercise: a student release, an nbgrader course, or both.
+    """Hand out the exercise: a student release, an nbgrader course, a Gradescope autograder, a GitHub Classroom starter.
 
     The student release holds the stub, the notebooks, the public checks and
     the `mha` command (`pip install .` in it); never the solutions, the hidden
     checks or your course key. The nbgrader course's test cells run the same
-    checks as `mha grade`, so both give the same scores. --lang picks the
-    language of the READMEs and of the course notebook.
+    checks as `mha grade`, so both give the same scores. The Gradescope
+    autograder grades with the same checks, seeds and sandbox as `mha grade`,
+    with a key made for this assignment only. The GitHub Classroom starter runs
+    the public checks of each function on every push. --lang picks the
+    language of the READMEs, the course notebook and the feedback.
     """
     from grader.authoring.release import build_nbgrader_course, build_student_release
 
-    if student_dir is None and course_dir is None:
-        raise UsageError("say what to release: --student DIR, --nbgrader COURSE_DIR, or both")
+    if student_dir is None and course_dir is None and gradescope_dir is None and classroom_dir is None:
+        raise UsageError("say what to release: --student DIR, --nbgrader COURSE_DIR, --gradescope DIR "
+                         "or --github-classroom DIR (several at once are fine)")
     lang = resolve_language(lang)
     report = {}
     if student_dir is not None:
@@ -46,6 +61,17 @@ def command(student_dir: Path | None, course_dir: Path | None, archive: bool, fo
     if course_dir is not None:
         course = build_nbgrader_course(course_dir=course_dir, assignment=assignment, lang=lang, force=force)
         report["nbgrader"] = course.to_dict()
+    if gradescope_dir is not None:
+        from grader.authoring.gradescope import build_gradescope_bundle
+
+        bundle = build_gradescope_bundle(target=gradescope_dir, assignment=assignment, lang=lang,
+                                         hidden_visibility=hidden_visibility, output_format=output_format, force=force)
+        report["gradescope"] = bundle.to_dict()
+    if classroom_dir is not None:
+        from grader.authoring.classroom import build_classroom_starter
+
+        starter = build_classroom_starter(target=classroom_dir, assignment=assignment, lang=lang, force=force)
+        report["github_classroom"] = starter.to_dict()
     if as_json:
         click.echo(json.dumps(report, ensure_ascii=False, indent=2))
         return
@@ -59,3 +85,12 @@ def command(student_dir: Path | None, course_dir: Path | None, archive: bool, fo
         click.echo(f"  notebook: {course.notebook}")
         click.echo("  points per test cell: " + ", ".join(f"{name} {value:g}" for name, value in course.points.items()))
         click.echo(f"  next: cd {course.folder} && nbgrader generate_assignment {assignment}")
+    if "gradescope" in report:
+        click.echo(f"Gradescope autograder: {bundle.archive} (key fingerprint {bundle.key_fingerprint})")
+        click.echo("  next: upload it on the assignment's Configure Autograder page (Ubuntu 22.04 base image); "
+                   "see docs/gradescope.md")
+    if "github_classroom" in report:
+        click.echo(f"GitHub Classroom starter: {starter.folder} ({len(starter.tests)} graded steps, "
+                   f"{sum(test.points for test in starter.tests):g} points)")
+        click.echo(f"  next: cd {starter.folder} && git init && git add . && git commit -m starter, push it as a "
+                   "template repository; see docs/github-classroom.md")
