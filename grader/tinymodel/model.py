@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from grader.tinymodel.vocabulary import TOKENS
+from grader.tinymodel.tokens import TOKENS
 
 # The weights of one layer, named as in the multi-head attention exercise and applied as x @ W.
 PROJECTIONS = ("W_Q", "W_K", "W_V", "W_O")

@@ -34,7 +34,7 @@ import numpy as np
 
 from grader.tinymodel.model import TinyTransformer, causal_mask, next_token_loss
 from grader.tinymodel.tasks import Batch, repeated_runs
-from grader.tinymodel.vocabulary import LETTERS
+from grader.tinymodel.tokens import LETTERS
 
 ROLES = ("previous", "induction", "first", "self", "diffuse")
 PATTERNS = ROLES[:-1]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.tinymodel.vocabulary import LETTERS, START_ID
+from grader.tinymodel.tokens import LETTERS, START_ID
 
 SHORTEST_RUN = 3
 LONGEST_RUN = 10

@@ -11,11 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.errors import UsageError
-
-START = "<s>"
-LETTERS = tuple("abcdefghijklmnopqrstuvwxyz")
-TOKENS = (START, *LETTERS)
-START_ID = 0
+from grader.tinymodel.tokens import LETTERS, START, START_ID, TOKENS  # noqa: F401 - re-exported for readers of sentences
 _IDS = {token: index for index, token in enumerate(TOKENS)}
 
 
