@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from conftest import PROJECT
-from grader.authoring.classroom import COMMAND_GRADER, REPORTER, build_classroom_starter
+from grader.authoring.classroom import COMMAND_GRADER, REPORTER, add_classroom_autograding
+from grader.authoring.release import build_student_release
 from grader.grading.assignment import get_assignment
 from grader.grading.runner import collect
 
@@ -22,7 +23,9 @@ ASSIGNMENT = "multihead_attention"
 
 @pytest.fixture(scope="module")
 def starter(tmp_path_factory) -> Path:
-    return build_classroom_starter(target=tmp_path_factory.mktemp("classroom") / "starter", assignment=ASSIGNMENT).folder
+    release = build_student_release(target=tmp_path_factory.mktemp("classroom") / "starter", assignment=ASSIGNMENT,
+                                    archive=False)
+    return add_classroom_autograding(folder=release.folder, assignment=ASSIGNMENT).folder
 
 
 def workflow(folder: Path) -> dict:

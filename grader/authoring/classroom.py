@@ -1,6 +1,6 @@
 """``mha release --github-classroom``: a starter repository that GitHub Classroom grades on every push.
 
-The repository is the student release (``grader.authoring.release``) plus
+The repository is the student release (``grader.authoring.release``, made by the verb) plus
 ``.github/workflows/classroom.yml``: one step installs the release, then one
 ``classroom-resources/autograding-command-grader`` step per graded function
 runs ``mha check --function NAME`` and is worth that function's public points
@@ -118,20 +118,26 @@ def workflow_text(steps: tuple[GradedStep, ...], assignment: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def build_classroom_starter(*, target: Path, assignment: str = "multihead_attention", lang: str = "en",
-                            force: bool = False) -> ClassroomStarter:
-    """Write the starter repository of ``assignment`` to ``target`` (no zip: it becomes a git repository)."""
-    from grader.authoring.release import build_student_release, release_texts
+def add_classroom_autograding(*, folder: Path, assignment: str = "multihead_attention",
+                              lang: str = "en") -> ClassroomStarter:
+    """Make the student release in ``folder`` a starter repository: the workflow, a README section, a .gitignore.
 
-    release = build_student_release(target=target, assignment=assignment, lang=lang, archive=False, force=force)
+    ``folder`` is what ``grader.authoring.release.build_student_release`` wrote
+    (``mha release --github-classroom`` does both).
+    """
+    from grader.content.loader import load_bilingual
+    from grader.paths import CONTENT_DIR
+
+    folder = Path(folder)
     steps = graded_steps(assignment, lang)
-    workflow = release.folder / ".github" / "workflows" / "classroom.yml"
-    workflow.parent.mkdir(parents=True)
+    workflow = folder / ".github" / "workflows" / "classroom.yml"
+    workflow.parent.mkdir(parents=True, exist_ok=True)
     workflow.write_text(workflow_text(steps, assignment), encoding="utf-8")
-    (release.folder / ".gitignore").write_text(GITIGNORE, encoding="utf-8")
+    (folder / ".gitignore").write_text(GITIGNORE, encoding="utf-8")
     table = "\n".join(f"| `{step.function}` | {step.points:g} |" for step in steps)
-    section = pick(release_texts()["classroom_readme"], lang).format(
-        assignment=assignment, table=table, points=sum(step.points for step in steps))
-    readme = release.folder / "README.md"
+    texts = load_bilingual(CONTENT_DIR / "release.toml", "text")
+    section = pick(texts["classroom_readme"], lang).format(assignment=assignment, table=table,
+                                                           points=sum(step.points for step in steps))
+    readme = folder / "README.md"
     readme.write_text(readme.read_text(encoding="utf-8") + "\n" + section.strip("\n") + "\n", encoding="utf-8")
-    return ClassroomStarter(folder=release.folder, workflow=workflow, tests=steps)
+    return ClassroomStarter(folder=folder, workflow=workflow, tests=steps)

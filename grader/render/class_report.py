@@ -102,7 +102,7 @@ def render_report(tally: ClassTally, *, title: str, lang: str = "en") -> str:
     language = "zh-Hans" if lang == "zh" else "en"
     return (f"<!DOCTYPE html><html lang='{language}'><head><meta charset='utf-8'>"
             f"<meta name=viewport content='width=device-width,initial-scale=1'><title>{e(title)}</title>"
-            f"<style>{_STYLE}</style></head><body>{''.join(parts)}<script>{_SCRIPT}</script></body></html>\n")
+            f"<style>{_STYLE}</style></head><body>{''.join(parts)}<script>{ROSTER_SCRIPT}</script></body></html>\n")
 
 
 def _overview(tally: ClassTally, lang: str) -> str:
@@ -174,7 +174,7 @@ def _problems(tally: ClassTally, lang: str) -> str:
 
 
 # Sorting and searching the roster: no library, nothing fetched.
-_SCRIPT = """
+ROSTER_SCRIPT = """
 (function () {
   var table = document.getElementById('students');
   if (!table) return;

@@ -68,9 +68,11 @@ def command(student_dir: Path | None, course_dir: Path | None, gradescope_dir: P
                                          hidden_visibility=hidden_visibility, output_format=output_format, force=force)
         report["gradescope"] = bundle.to_dict()
     if classroom_dir is not None:
-        from grader.authoring.classroom import build_classroom_starter
+        from grader.authoring.classroom import add_classroom_autograding
 
-        starter = build_classroom_starter(target=classroom_dir, assignment=assignment, lang=lang, force=force)
+        repository = build_student_release(target=classroom_dir, assignment=assignment, lang=lang, archive=False,
+                                           force=force)
+        starter = add_classroom_autograding(folder=repository.folder, assignment=assignment, lang=lang)
         report["github_classroom"] = starter.to_dict()
     if as_json:
         click.echo(json.dumps(report, ensure_ascii=False, indent=2))
