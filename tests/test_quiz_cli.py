@@ -302,7 +302,7 @@ def test_the_command_the_feedback_suggests_works_as_pasted():
 
     from conftest import PROJECT
 
-    buggy = PROJECT / "tests" / "fixtures" / "mutants" / "split_heads_no_transpose.py"
+    buggy = PROJECT / "grader" / "authoring" / "mutants" / "multihead_attention" / "mistakes" / "split_heads_no_transpose.py"
     checked = CliRunner().invoke(root, ["check", str(buggy), "--lang", "en"])
     commands = re.findall(r"`(mha quiz [^`]+)`", checked.output)
     assert commands, checked.output

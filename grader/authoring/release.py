@@ -27,7 +27,9 @@ RELEASE_TEXTS_FILE = CONTENT_DIR / "release.toml"
 # What of the grader package a student must not get is said by folder: the
 # instructor's layers (exercises' cases and twins, class grading, authoring), the
 # hidden suites, and the instructor's verbs. Paths are relative to the package.
-INSTRUCTOR_FOLDERS = ("assignments", "batch", "authoring")
+INSTRUCTOR_FOLDERS = ("assignments", "batch", "authoring", "tinymodel")
+# The trained model's views: the model holds a working attention forward, so it stays with the instructor.
+TRAINED_VIEWS = ("viz/trained", "viz/training_curves")
 INSTRUCTOR_VERBS = ("verbs/grade.py", "verbs/merge.py", "verbs/audit.py", "verbs/release.py")
 NBGRADER_CONFIG = '''\
 # nbgrader configuration of this mha-lab course, written by `mha release --nbgrader`.
@@ -130,7 +132,7 @@ def instructor_only(relative: str, assignment: str) -> bool:
         return True
     if parts[0] == "suites" and len(parts) > 2 and (parts[1] != assignment or parts[2] == "hidden"):
         return True
-    if parts[0] in INSTRUCTOR_FOLDERS:
+    if parts[0] in INSTRUCTOR_FOLDERS or relative.startswith(TRAINED_VIEWS):
         return True
     return relative in INSTRUCTOR_VERBS
 

@@ -13,7 +13,10 @@ from grader.i18n import resolve_language
 from grader.verbs.options import json_option, lang_option, seed_option
 from grader.viz.draw import DEFAULT_SENTENCE, draw_attention
 from grader.viz.texts import load_viz_texts
-from grader.viz.trained import DEFAULT_TRAINED_SENTENCE, load_trained_texts
+try:
+    from grader.viz.trained import DEFAULT_TRAINED_SENTENCE, load_trained_texts
+except ImportError:  # a student release: the trained model stays with the instructor
+    DEFAULT_TRAINED_SENTENCE, load_trained_texts = "", None
 
 
 @click.command(name="viz")
@@ -52,6 +55,9 @@ def command(file, sentence, num_heads, d_model, heads_subset, out, export, train
     (grader/tinymodel), labelled by role; --ablate adds the head-ablation table.
     """
     lang = resolve_language(lang)
+    if (trained or ablate) and load_trained_texts is None:
+        raise UsageError("--trained: the trained model is not part of this release; ask your instructor "
+                         "or use a full install of mha-lab")
     if trained or ablate:
         _trained_command(file, sentence, heads_subset, out, export, ablate, lang, as_json)
         return
