@@ -212,7 +212,9 @@ def test_the_worker_sees_only_the_interpreter_numpy_and_scipy(server):
     try:
         with opened(code, unguarded) as box:
             tops = box.call("tops").value
-            present = box.call("exists", [str(PROJECT), "/run", "/var/run", "/proc", "/sys", "/home",
+            # the project's own files (its folder itself may hold the environment, e.g. a .venv inside the clone)
+            present = box.call("exists", [str(PROJECT / "solutions"), str(PROJECT / "grader"), "/run", "/var/run",
+                                          "/proc", "/sys", "/home",
                                           "/usr/lib/python3/dist-packages/yaml", os.path.expanduser("~/.ssh"),
                                           os.path.dirname(np.__file__)]).value
     finally:
