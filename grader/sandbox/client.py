@@ -41,7 +41,7 @@ STUDENT_PACKAGES = ("scipy",)  # besides NumPy, where installed: e.g. scipy.spec
 class Limits:
     """Resource limits of one worker; the defaults suit this exercise."""
 
-    call_timeout: float = 5.0  # seconds of wall clock for one call
+    call_timeout: float = 5.0  # seconds of wall clock for one call, unless the caller gives its own limit
     submission_timeout: float = 60.0  # seconds of wall clock for all calls together
     memory_mb: int = 2048  # memory of the worker and all it starts, together (and the address space of each)
     cpu_seconds: int = 60
@@ -49,9 +49,10 @@ class Limits:
     file_size_mb: int = 16
     scratch_mb: int = 64  # what the worker may write into its scratch folder, in all
     max_reply_mb: int = 64  # largest reply accepted from the worker
-    max_restarts: int = 4
+    max_restarts: int = 10  # fresh workers after the first; the grader calls a function that hung or crashed once no more
     open_files: int = 64
     start_timeout: float = 30.0  # seconds to get a confined worker (and, for a private server, to start it)
+    load_timeout: float = 0.0  # seconds to load the submission; 0: twice call_timeout
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,12 @@ class CallOutcome:
     # worker recorded them (for a call that hung or crashed: those entered before it ended); empty when
     # unknown. Untrusted: for hints and for which checks a hang affects, never for a score.
     reached: tuple[str, ...] = ()
+    seconds: float | None = None  # wall clock from sending the call (or the end of the one before) to its reply
+
+    @property
+    def stopped_at(self) -> str | None:
+        """The function whose entry stopped the call (``Sandbox.run(..., stop_on=...)``), if one did."""
+        return self.error.message if self.error is not None and self.error.type == "Stopped" else None
 
     @property
     def ok(self) -> bool:
@@ -145,6 +152,7 @@ class Sandbox:
         self._entered: list[str] = []  # names the current call announced as it entered them
         self.worker_seconds = 0.0  # what the worker itself said it spent on the exchanges of calls (untrusted)
         self.ending: tuple[tuple[str, float], ...] = ()  # (step, seconds after asking) of the last worker's end
+        self.load_seconds = 0.0  # what the last load of the submission took, after the worker's hello
 
     @classmethod
     def open(cls, *, path: Path | None = None, source: SubmissionSource | None = None,
@@ -183,37 +191,75 @@ class Sandbox:
         """Like ``call``; the outcome's ``peak_memory`` is the peak the call allocated (tracemalloc)."""
         return self._call({"function": function}, args, kwargs, measure_peak_memory=True)
 
-    def run(self, target: dict, args: tuple = (), kwargs: dict | None = None) -> CallOutcome:
-        """One call described as a request target (see ``grader.grading.student.request_of``)."""
-        return self._call(target, args, kwargs or {})
+    def run(self, target: dict, args: tuple = (), kwargs: dict | None = None, *, timeout: float | None = None,
+            stop_on: frozenset = frozenset()) -> CallOutcome:
+        """One call described as a request target (see ``grader.grading.student.request_of``).
 
-    def call_batch(self, calls: list[tuple[dict, tuple, dict]]) -> list[CallOutcome] | None:
+        ``timeout``: this call's own limit in seconds (default ``call_timeout``).
+        ``stop_on``: names of the submission's functions that must not run: a
+        call that enters one is stopped there and then (its error is
+        ``Stopped``, its message the name), without waiting for its deadline.
+        """
+        return self._call(target, args, kwargs or {}, timeout=timeout, stop_on=stop_on)
+
+    @property
+    def budget_left(self) -> float:
+        """Seconds left of the submission's budget (``submission_timeout``) for all calls together."""
+        return self.limits.submission_timeout - self.spent
+
+    def call_batch(self, calls: list[tuple[dict, tuple, dict]], *, timeouts: list[float] | None = None,
+                   stop_on: frozenset = frozenset(), on_start=None) -> list[CallOutcome | None] | None:
         """Several independent calls ``(target, args, kwargs)`` in one exchange with the worker.
 
-        Returns one outcome per call, or None when the batch could not finish
-        (a hang, a crash, the worker gone): the caller then makes the calls
-        one by one, so that each failure is pinned to its own call.
+        The worker sends each call's reply as soon as it is ready, and each call
+        is held to its own deadline: ``timeouts[i]`` seconds (default
+        ``call_timeout``) from the end of the call before it. Returns one entry
+        per call: its outcome, or None for the calls after one that hung,
+        crashed or entered a function of ``stop_on`` (see ``run``); that one's
+        outcome says what happened, and the worker is gone (the next call gets
+        a fresh one). Returns None when no call could be made at all.
+        ``on_start(i)`` is told when call ``i`` begins.
         """
         if not calls or not self._ready():
             return None
+        timeouts = list(timeouts) if timeouts is not None else [self.limits.call_timeout] * len(calls)
         blobs: list[bytes] = []
         sent: dict[int, int] = {}
-        header = {"op": "batch", "calls": [self._request(target, args, kwargs, blobs, sent)
-                                           for target, args, kwargs in calls]}
+        # entries are announced as they happen only when one may stop a call: otherwise each reply says them
+        header = {"op": "batch", "stream": True, "names": bool(stop_on),
+                  "calls": [self._request(target, args, kwargs, blobs, sent) for target, args, kwargs in calls]}
+        outcomes: list[CallOutcome | None] = [None] * len(calls)
+        started = begun = time.monotonic()
+        budget_end = started + self.budget_left
+        index = 0
+        self._entered = []
         try:
-            reply, reply_blobs = self._exchange(header, blobs, timeout=self.limits.call_timeout)
-        except WorkerGone:
+            if on_start is not None:
+                on_start(0)
+            self.worker.send(protocol.frame(header, blobs), min(started + timeouts[0], budget_end))
+            begun = time.monotonic()
+            while index < len(calls):
+                reply, reply_blobs = self._receive(min(begun + timeouts[index], budget_end), stop_on)
+                if reply.get("op") != "item" or reply.get("index") != index:
+                    raise WorkerGone("the worker broke the protocol (a reply that is not the next call's)")
+                now = time.monotonic()
+                outcomes[index] = replace(self._outcome(reply, reply_blobs), seconds=now - begun)
+                index, begun, self._entered = index + 1, now, []
+                if index < len(calls) and on_start is not None:
+                    on_start(index)
+            final, _ = self._receive(min(begun + self.limits.call_timeout, budget_end), frozenset())
+            if final.get("ok") is not True or final.get("count") != len(calls):
+                raise WorkerGone("the worker broke the protocol (no end to the batch)")
+        except _Stopped as stopped:
             self._kill()
-            return None
-        replies = reply.get("replies")
-        if not isinstance(replies, list) or len(replies) > len(calls):
-            return None
-        outcomes = []
-        for item in replies:
-            offset, count = item.get("blob_offset"), item.get("blob_count")
-            if not (type(offset) is int and type(count) is int and 0 <= offset <= offset + count <= len(reply_blobs)):
-                return None
-            outcomes.append(self._outcome(item, reply_blobs[offset:offset + count]))
+            outcomes[index] = self._stopped(stopped.name, time.monotonic() - begun)
+        except WorkerGone as gone:
+            self._kill()
+            if index < len(calls):
+                limit = timeouts[index] if begun + timeouts[index] <= budget_end else None
+                outcomes[index] = replace(self._gone(gone, limit), seconds=time.monotonic() - begun)
+        finally:
+            self.spent += time.monotonic() - started
         return outcomes
 
     def _ready(self) -> bool:
@@ -229,32 +275,46 @@ class Sandbox:
         return {"op": "call", "target": encode_request(target, blobs, sent),
                 "args": encode_request(list(args), blobs, sent), "kwargs": encode_request(kwargs, blobs, sent)}
 
-    def _call(self, target: dict, args: tuple, kwargs: dict, *, measure_peak_memory: bool = False) -> CallOutcome:
+    def _call(self, target: dict, args: tuple, kwargs: dict, *, measure_peak_memory: bool = False,
+              timeout: float | None = None, stop_on: frozenset = frozenset()) -> CallOutcome:
+        timeout = self.limits.call_timeout if timeout is None else timeout
         if self.load_report is None or not self.load_report.ok:
             return CallOutcome(error=CallError("LoadError", "the submission could not be loaded"))
-        if self.spent >= self.limits.submission_timeout:
-            return self._timed_out()
+        if self.budget_left <= 0:
+            return self._timed_out(None)
         if self.worker is None:
             if self.restarts >= self.limits.max_restarts:
                 return CallOutcome(error=CallError("WorkerGone", "the worker was stopped too often; no more calls"))
             restarted = self._start()
             if not restarted.ok:
                 if restarted.error.type == "Timeout":
-                    return self._timed_out()
+                    return self._timed_out(None)
                 return CallOutcome(error=CallError("WorkerGone", f"the worker could not be restarted: "
                                                                  f"{restarted.error.message}"))
         blobs: list[bytes] = []
         header = self._request(target, args, kwargs, blobs)
         if measure_peak_memory:
             header["measure_peak_memory"] = True
+        started = time.monotonic()
+        within_budget = timeout <= self.budget_left
         try:
-            reply, reply_blobs = self._exchange(header, blobs, timeout=self.limits.call_timeout)
+            reply, reply_blobs = self._exchange(header, blobs, timeout=timeout, stop_on=stop_on)
+        except _Stopped as stopped:
+            self._kill()
+            return self._stopped(stopped.name, time.monotonic() - started)
         except WorkerGone as gone:
             self._kill()
-            if gone.timed_out:
-                return self._timed_out()
-            return CallOutcome(error=CallError("WorkerGone", str(gone)), reached=tuple(self._entered))
-        return self._outcome(reply, reply_blobs)
+            return replace(self._gone(gone, timeout if within_budget else None), seconds=time.monotonic() - started)
+        return replace(self._outcome(reply, reply_blobs), seconds=time.monotonic() - started)
+
+    def _gone(self, gone: WorkerGone, limit: float | None) -> CallOutcome:
+        """The outcome of a call whose worker overran ``limit`` (None: the submission's budget) or died."""
+        if gone.timed_out:
+            return self._timed_out(limit)
+        return CallOutcome(error=CallError("WorkerGone", str(gone)), reached=tuple(self._entered))
+
+    def _stopped(self, name: str, seconds: float) -> CallOutcome:
+        return CallOutcome(error=CallError("Stopped", name), reached=tuple(self._entered), seconds=seconds)
 
     def _outcome(self, reply: dict, reply_blobs: list[bytes]) -> CallOutcome:
         """The checked outcome of one call's reply."""
@@ -273,9 +333,9 @@ class Sandbox:
         return CallOutcome(value=value, args_after=after, peak_memory=peak if type(peak) is int else None,
                            reached=reached)
 
-    def _timed_out(self) -> CallOutcome:
-        """A timeout, naming the limit that ended it (the message is the limit in seconds)."""
-        limit = self.limits.submission_timeout if self.spent >= self.limits.submission_timeout else self.limits.call_timeout
+    def _timed_out(self, limit: float | None) -> CallOutcome:
+        """A timeout, naming the limit that ended it (the message is the limit in seconds; None: the budget's)."""
+        limit = self.limits.submission_timeout if limit is None or self.budget_left <= 0 else limit
         return CallOutcome(error=CallError("Timeout", f"{limit:g}"), timed_out=True, reached=tuple(self._entered))
 
     # ---- process management ------------------------------------------------------
@@ -308,7 +368,8 @@ class Sandbox:
         self.worker_folder = str(hello.get("cwd", ""))[:300]
         self.phases = _phases(started, self.worker.marks, hello.get("phases"), ("hello", said_hello))
         try:
-            deadline = said_hello + min(self.limits.call_timeout * 2, self.limits.submission_timeout - self.spent)
+            load_limit = self.limits.load_timeout or self.limits.call_timeout * 2
+            deadline = said_hello + min(load_limit, self.limits.submission_timeout - self.spent)
             reply, _ = self.worker.receive(deadline, limit)
         except WorkerGone as gone:
             self._kill()
@@ -318,6 +379,7 @@ class Sandbox:
         finally:
             self.spent += time.monotonic() - said_hello
         self.phases += (("loaded", time.monotonic() - started),)
+        self.load_seconds = time.monotonic() - said_hello
         if not reply.get("ok"):
             self._kill()
             return LoadReport(ok=False, error=_call_error(reply.get("error")))
@@ -345,8 +407,9 @@ class Sandbox:
         self.scratch = self.worker.scratch
         return reserved
 
-    def _exchange(self, header: dict, blobs: list[bytes], *, timeout: float) -> tuple[dict, list[bytes]]:
-        remaining_budget = self.limits.submission_timeout - self.spent
+    def _exchange(self, header: dict, blobs: list[bytes], *, timeout: float,
+                  stop_on: frozenset = frozenset()) -> tuple[dict, list[bytes]]:
+        remaining_budget = self.budget_left
         if remaining_budget <= 0:
             raise WorkerGone(f"the submission used up its {self.limits.submission_timeout:g} s in total", timed_out=True)
         started = time.monotonic()
@@ -354,17 +417,24 @@ class Sandbox:
         self._entered = []
         try:
             self.worker.send(protocol.frame(header, blobs), deadline)
-            while True:
-                reply, reply_blobs = self.worker.receive(deadline, self.limits.max_reply_mb << 20)
-                if reply.get("op") != "entered":
-                    took = reply.get("worker_seconds")
-                    self.worker_seconds += took if type(took) is float and 0 <= took < 3600 else 0.0
-                    return reply, reply_blobs
-                name = reply.get("name")  # a call announcing a function it entered, before its reply
-                if type(name) is str and len(self._entered) < MAX_NAMES and name[:100] not in self._entered:
-                    self._entered.append(name[:100])
+            return self._receive(deadline, stop_on)
         finally:
             self.spent += time.monotonic() - started
+
+    def _receive(self, deadline: float, stop_on: frozenset) -> tuple[dict, list[bytes]]:
+        """The next reply, noting the functions the call announces as it enters them; raises ``_Stopped``
+        as soon as it enters one of ``stop_on``."""
+        while True:
+            reply, reply_blobs = self.worker.receive(deadline, self.limits.max_reply_mb << 20)
+            if reply.get("op") != "entered":
+                took = reply.get("worker_seconds")
+                self.worker_seconds += took if type(took) is float and 0 <= took < 3600 else 0.0
+                return reply, reply_blobs
+            name = reply.get("name")  # a call announcing a function it entered, before its reply
+            if type(name) is str and len(self._entered) < MAX_NAMES and name[:100] not in self._entered:
+                self._entered.append(name[:100])
+                if name[:100] in stop_on:
+                    raise _Stopped(name[:100])
 
     def output(self, limit: int = 4000) -> str:
         """What the student's code printed (the start of it)."""
@@ -400,6 +470,14 @@ class Sandbox:
         if self._own_server is not None:
             self._own_server.stop()
             self._own_server = None
+
+
+class _Stopped(Exception):
+    """A call entered a function it was told to stop at."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.name = name
 
 
 def _phases(started: float, *parts) -> tuple[tuple[str, float], ...]:

@@ -160,6 +160,7 @@ class Worker:
         self.builtins = BuiltinsGuard()
         self.recorder = recording.Recorder()  # which of the submission's functions each call enters
         self.stream = None  # where each newly entered name is announced during a single call
+        self.outgoing = None  # the reply stream, for the items of a streamed batch
         self._announcements = {}
 
     def _notify(self, stream_names):
@@ -257,7 +258,25 @@ class Worker:
         return reply, out_blobs
 
     def batch(self, request, blobs):
-        """Run several independent calls in one exchange; each reply names its slice of the blobs."""
+        """Run several independent calls in one exchange; each reply names its slice of the blobs.
+
+        With ``stream`` each call's reply is sent the moment it is ready (an
+        ``item`` message, with its ``index`` and its own blobs, after the
+        ``entered`` announcements of that call unless ``names`` is false), so
+        the trusted side can hold every call to its own deadline and keep the
+        replies of the calls that finished before one hung; the final reply
+        then only says how many.
+        """
+        if request.get("stream") and self.outgoing is not None:
+            cache = {}
+            calls = request.get("calls", [])[:1000]
+            announce = bool(request.get("names", True))
+            for index, call in enumerate(calls):
+                reply, reply_blobs = self.call(call, blobs, cache, stream_names=announce)
+                reply["op"], reply["index"] = "item", index
+                sys.stdout.flush()
+                protocol.write_message(self.outgoing, reply, reply_blobs)
+            return {"ok": True, "count": len(calls)}, []
         replies, out_blobs, cache, size = [], [], {}, 0
         for call in request.get("calls", [])[:1000]:
             reply, reply_blobs = self.call(call, blobs, cache)
@@ -310,7 +329,7 @@ def serve(read_fd, write_fd, numpy, hello=None):
     if hello is not None:
         protocol.write_message(outgoing, hello)
     worker = Worker(numpy)
-    worker.stream = write_fd
+    worker.stream, worker.outgoing = write_fd, outgoing
     while True:
         message = protocol.read_message(incoming)
         if message is None:
