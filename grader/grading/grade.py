@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 
 from grader.grading.assignment import get_assignment
 from grader.content.catalog import misconception_ids
 from grader.content.messages import Message, parts_of, render_parts
 from grader.results import SubmissionResult, load_failure, summarize
 from grader.grading.runner import collect, run_tests
-from grader.sandbox.client import CallError, ForkServer, Limits, Sandbox
+from grader.grading.calibration import Calibration, run_calibration, uncalibrated
+from grader.sandbox.client import CallError, ForkServer, ForkServerError, Limits, Sandbox, start_server
 from grader.seeding import derived_seed, student_seed
 from grader.grading.student import StudentCode
 from grader.sandbox.source import SubmissionError, SubmissionSource, read_submission
@@ -22,13 +25,17 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
                      assignment: str = "multihead_attention", visibility: str = "public",
                      functions: tuple[str, ...] | None = None, student: str | None = None,
                      seed: int | None = None, limits: Limits | None = None, lang: str = "en",
-                     server: ForkServer | str | None = None) -> SubmissionResult:
+                     server: ForkServer | str | None = None, calibration: Calibration | None = None,
+                     timeout_scale: float = 1.0, on_function: Callable[[str], None] | None = None) -> SubmissionResult:
     """Grade the submission at ``path`` (or an already read ``source``).
 
     ``visibility`` is ``public`` (the student's own check), ``hidden`` or
     ``all``; hidden checks draw their inputs from ``seed``, by default derived
     from the course key and ``student``. ``server``: a shared fork server
     (``grader.sandbox.client.start_server()``, or its address) for bulk grading.
+    ``calibration``: the run's call limits (``grader.grading.calibration``);
+    by default measured once per process, scaled by ``timeout_scale``.
+    ``on_function(name)`` is told which function is being checked or called.
     """
     started = time.monotonic()
     exercise = get_assignment(assignment)
@@ -46,30 +53,63 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
     except SubmissionError as bad:
         parts = parts_of(bad.message)
         return load_failure(error=render_parts(parts, lang), error_messages=parts, **common)
-    with Sandbox.open(source=source, limits=limits or Limits(), server=server) as box:
+    own_server = None
+    if server is None:  # one private fork server for the calibration and the submission
+        try:
+            server = own_server = start_server()
+        except ForkServerError:
+            pass  # Sandbox.open says why, as the submission's error
+    try:
+        if calibration is None:
+            calibration = run_calibration(assignment=assignment, server=server, limits=limits, scale=timeout_scale) \
+                if server is not None else uncalibrated(limits=limits, scale=timeout_scale)
+        return _grade_loaded(source, exercise=exercise, tests=tests, visibility=visibility, seed=seed,
+                             limits=_with_load_limit(limits or Limits(), calibration), lang=lang, server=server,
+                             calibration=calibration, on_function=on_function, started=started, common=common)
+    finally:
+        if own_server is not None:
+            own_server.stop()
+
+
+def _grade_loaded(source: SubmissionSource, *, exercise, tests, visibility: str, seed, limits: Limits, lang: str,
+                  server, calibration: Calibration, on_function, started: float, common: dict) -> SubmissionResult:
+    uses_hidden = any(test.visibility == "hidden" for test in tests)
+    with Sandbox.open(source=source, limits=limits, server=server) as box:
         report = box.load_report
+        isolation = f"{box.isolation}; {calibration.note(lang)}"
         if not report.ok:
             error, notes = _load_message(report.error), _notes(source.notes)
             return load_failure(error=render_parts(error, lang), error_messages=error,
                                 notes=tuple(render_parts(note, lang) for note in notes), note_messages=notes,
-                                isolation=box.isolation, duration=time.monotonic() - started, **common)
-        fixtures = {"public": {"student": StudentCode(box), "cases": None, "seed": None}}
+                                isolation=isolation, duration=time.monotonic() - started, **common)
+        student = StudentCode(box, limit=calibration.limit, on_call=on_function)
+        fixtures = {"public": {"student": student, "cases": None, "seed": None}}
         if "public" in VISIBILITIES[visibility]:
             # In a graded run nothing shipped to students is worth a point: public checks get drawn inputs too.
             fixtures["public"]["cases"] = (exercise.drawn_public_cases(derived_seed(seed, "public")) if uses_hidden
                                            else exercise.public_cases())
         if uses_hidden:
-            fixtures["hidden"] = {"student": fixtures["public"]["student"],
-                                  "cases": exercise.build_hidden_cases(seed), "seed": seed}
+            fixtures["hidden"] = {"student": student, "cases": exercise.build_hidden_cases(seed), "seed": seed}
         graded = {test.function for test in tests}
-        fixtures["public"]["student"].prefetch(
-            case for chosen in fixtures.values() for case in (chosen["cases"] or {}).values()
-            if case.function in graded)  # one exchange for most calls instead of one each
-        results = run_tests(tests, fixtures=fixtures, assignment=exercise, lang=lang)
+        order = {name: position for position, name in enumerate(exercise.functions)}
+        wanted = [case for chosen in fixtures.values() for case in (chosen["cases"] or {}).values()
+                  if case.function in graded]
+        # one exchange for most calls instead of one each; a function's callees first, so that
+        # a hang is met in the function that has it before the functions that call it
+        student.prefetch(sorted(wanted, key=lambda case: order.get(case.function, len(order))))
+        on_check = (lambda test: on_function(test.function)) if on_function is not None else None
+        results = run_tests(tests, fixtures=fixtures, assignment=exercise, lang=lang, on_check=on_check)
         notes = _notes(source.notes) + tuple(_cell_note(error) for error in report.cell_errors)
         return summarize(tests=results, catalog_ids=misconception_ids(), notes=tuple(render_parts(note, lang)
-                         for note in notes), note_messages=notes, isolation=box.isolation,
+                         for note in notes), note_messages=notes, isolation=isolation,
                          seed=seed, duration=round(time.monotonic() - started, 3), **common)
+
+
+def _with_load_limit(limits: Limits, calibration: Calibration) -> Limits:
+    """Loading gets the calibrated limit unless the caller set one."""
+    if calibration.calibrated and not limits.load_timeout:
+        return replace(limits, load_timeout=calibration.load_limit)
+    return limits
 
 
 def _notes(notes) -> tuple[tuple[dict, ...], ...]:

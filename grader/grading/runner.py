@@ -58,8 +58,13 @@ def collect(assignment: Assignment, visibilities: tuple[str, ...]) -> list[Suite
 
 
 def run_tests(tests: list[SuiteTest], *, fixtures: dict[str, dict], assignment: Assignment,
-              lang: str) -> list[TestResult]:
-    """Run each check; ``fixtures[visibility]`` maps fixture names to values."""
+              lang: str, on_check: Callable[[SuiteTest], None] | None = None) -> list[TestResult]:
+    """Run each check; ``fixtures[visibility]`` maps fixture names to values.
+
+    A check that ends on a function that hung or crashed (now or in an earlier
+    check) is settled by the student proxy's ledger, which words its message.
+    ``on_check(test)`` is told as each check begins.
+    """
     outcomes: list[tuple[SuiteTest, CheckFailure | None]] = []
     printed: dict[int, str] = {}
     for test in tests:
@@ -67,13 +72,15 @@ def run_tests(tests: list[SuiteTest], *, fixtures: dict[str, dict], assignment: 
         wanted = {name: available[name] for name in inspect.signature(test.run).parameters}
         student = available.get("student")
         listening = hasattr(student, "begin_check")
+        if on_check is not None:
+            on_check(test)
         if listening:
-            student.begin_check()
+            student.begin_check(test.name)
         try:
             test.run(**wanted)
             outcomes.append((test, None))
         except CheckFailure as failure:
-            outcomes.append((test, failure))
+            outcomes.append((test, _settled(failure, test, student)))
         except Exception as bug:  # a defect of the suite, not of the student: say so plainly
             outcomes.append((test, CheckFailure(
                 Message("worker_gone", {"function": test.function, "reason": f"the check itself failed: {bug!r}"}),
@@ -88,6 +95,18 @@ def run_tests(tests: list[SuiteTest], *, fixtures: dict[str, dict], assignment: 
     return [dataclasses.replace(_result(test, failure, chosen.get(id(failure)), failed, own, order, lang),
                                 output=_truncated(printed.get(position, "")))
             for position, (test, failure) in enumerate(outcomes)]
+
+
+def _settled(failure: CheckFailure, test: SuiteTest, student) -> CheckFailure:
+    """A failure that a hang or a crash caused, worded by the ledger (once with the limit, then by reference)."""
+    stopped = failure.outcome == "timeout" or (failure.messages and failure.messages[0].key == "worker_gone")
+    ledger = getattr(student, "ledger", None)
+    explained = ledger.explain(test.function) if stopped and ledger is not None else None
+    if explained is None:
+        return failure
+    messages, root = explained
+    return CheckFailure(*messages, misconception="timeout" if failure.outcome == "timeout" else "error",
+                        root_cause=root, outcome=failure.outcome, function=test.function)
 
 
 def _truncated(text: str, limit: int = OUTPUT_SHOWN) -> str:

@@ -1,16 +1,21 @@
 """The student's code as the trusted side sees it: calls through the sandbox.
 
-Every call goes to the worker; replies are cached per case, so several checks
-of one case cost one round trip, and ``prefetch`` asks for many cases in a
-single exchange. What a call printed is kept with it, so feedback can show a
-student's ``print`` output under the check whose call produced it.
+Every call goes to the worker, held to its function's own limit; replies are
+cached per case, so several checks of one case cost one round trip, and
+``prefetch`` asks for many cases in one streamed exchange. A function that
+hung or crashed once is not called again, and calls that depend on it are
+settled without being made (``grader.grading.settling``). What a call printed
+is kept with it, so feedback can show a student's ``print`` output under the
+check whose call produced it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import replace
+from typing import TYPE_CHECKING, Callable
 
 from grader.grading.case import Case
+from grader.grading.settling import CONSTRUCTOR, Ledger, Stop
 
 if TYPE_CHECKING:  # annotations only: the proxy is handed an open sandbox
     from grader.sandbox.client import CallOutcome, Sandbox
@@ -20,53 +25,91 @@ PRINTED_LIMIT = 2000  # bytes of one call's printed output kept
 
 
 class StudentCode:
-    def __init__(self, sandbox: Sandbox):
+    """``limit(function)``: seconds one call of it may take (default: the sandbox's ``call_timeout``).
+    ``on_call(function)`` is told as each call begins (a spinner shows it)."""
+
+    def __init__(self, sandbox: Sandbox, *, limit: Callable[[str], float] | None = None,
+                 on_call: Callable[[str], None] | None = None):
         self.sandbox = sandbox
-        self._cache: dict[str, CallOutcome] = {}
+        self.limit = limit or (lambda function: sandbox.limits.call_timeout)
+        self.on_call = on_call
+        self.ledger = Ledger()
+        self._cache: dict[str, tuple[CallOutcome, Stop | None]] = {}
         self._printed: dict[str, str] = {}  # case id -> what its call printed
         self._check_printed: list[str] | None = None  # what the calls of the running check printed
 
     def invoke(self, case: Case) -> CallOutcome:
         """The student's value for ``case`` (cached by case id)."""
         if case.id not in self._cache:
-            target, args, kwargs = request_of(case)
-            self._cache[case.id], self._printed[case.id] = self._measured(lambda: self.sandbox.run(target, args, kwargs))
+            (outcome, stop), printed = self._made(case.function, request_of(case), construction_of(case))
+            self._cache[case.id], self._printed[case.id] = (outcome, stop), printed
+        outcome, stop = self._cache[case.id]
+        self.ledger.meet(stop)
         self._heard(self._printed.get(case.id, ""))
-        return self._cache[case.id]
+        return outcome
 
     def prefetch(self, cases) -> None:
-        """Ask for every case not yet cached in one exchange; on any trouble, leave them to ``invoke``.
+        """Ask for every case not yet cached, in streamed exchanges, in the order given.
 
-        A batch's output cannot be told apart call by call: when it printed anything, its replies are
-        dropped and the calls made again one by one, so each check shows what its own call printed.
+        Each instance a case needs is built once first, so that a constructor
+        that hangs is found as itself. After a call that hangs or crashes, the
+        rest are asked for again from a fresh worker, leaving out what that
+        settles, as long as a restart stays for the checks' own calls; what
+        is not asked for here is left to ``invoke``. A batch's output cannot be
+        told apart call by call: when it printed anything, only what it taught
+        the ledger is kept, and the calls are made again one by one, so each
+        check shows what its own call printed.
         """
-        missing = [case for case in cases if case.id not in self._cache]
-        before = self._output_size()
-        outcomes = self.sandbox.call_batch([request_of(case) for case in missing]) if missing else None
-        if outcomes is not None and self._output_size() != before:
-            return
-        for case, outcome in zip(missing, outcomes or ()):
-            if not outcome.timed_out:
-                self._cache[case.id] = outcome
+        plan: list[tuple[str, str, tuple, tuple | None]] = []  # (key, function, request, construction)
+        built: set = set()
+        for case in cases:
+            construction = construction_of(case)
+            if construction is not None and construction not in built:
+                built.add(construction)
+                plan.append((f"build:{construction}", CONSTRUCTOR, construction_request(*construction), construction))
+            plan.append((case.id, case.function, request_of(case), construction))
+        while True:
+            todo = [item for item in plan
+                    if item[0] not in self._cache and self.ledger.settled(item[1], item[3]) is None]
+            if not todo or not self._may_restart():
+                return
+            before: list[int] = []
+
+            def on_start(index: int) -> None:
+                if index == 0:
+                    before.append(self._output_size())  # the worker is the one the batch goes to by now
+                if self.on_call is not None:
+                    self.on_call(todo[index][1])
+            outcomes = self.sandbox.call_batch([request for _, _, request, _ in todo],
+                                               timeouts=[self.limit(function) for _, function, _, _ in todo],
+                                               stop_on=self.ledger.stop_on(), on_start=on_start)
+            if outcomes is None:
+                return
+            printed = bool(before) and self._output_size() != before[0]
+            for (key, function, _, construction), outcome in zip(todo, outcomes):
+                if outcome is None:
+                    break
+                learned = self._learn(function, outcome, construction)
+                if not printed or learned[1] is not None:  # a stop is kept: it is not made again
+                    self._cache[key] = learned
+            if printed:
+                return
+
+    def _may_restart(self) -> bool:
+        """Whether prefetching may go on: a worker is there, or starting one leaves a restart for the checks."""
+        box = self.sandbox
+        return box.worker is not None or box.limits.max_restarts - box.restarts > 1
 
     # ---- printed output ---------------------------------------------------------------------
-    def begin_check(self) -> None:
-        """Start collecting what the calls of one check print."""
+    def begin_check(self, name: str | None = None) -> None:
+        """The runner starts the check ``name``: collect what its calls print, and the stops it meets."""
         self._check_printed = []
+        self.ledger.begin(name)
 
     def end_check(self) -> str:
         """What the calls of the check begun last printed, in call order, each call's output once."""
         printed, self._check_printed = self._check_printed or [], None
         return "".join(dict.fromkeys(text for text in printed if text))
-
-    def _measured(self, run) -> tuple[CallOutcome, str]:
-        before = self._output_size()
-        outcome = run()
-        after = self._output_size()
-        if after <= before:
-            return outcome, ""  # nothing printed, or a fresh worker (whose output is not this call's alone)
-        since = getattr(self.sandbox, "output_since", None)
-        return outcome, since(before, min(after - before, PRINTED_LIMIT)) if since else ""
 
     def _heard(self, text: str) -> None:
         if self._check_printed is not None and text:
@@ -81,20 +124,58 @@ class StudentCode:
         """Call ``function`` on new inputs: a module function, or a method of a fresh
         instance built and set up the way ``like``'s instance is."""
         if like is not None and like.class_name is not None:
-            run = lambda: self.sandbox.call_method(like.class_name, init=like.init or (),  # noqa: E731
-                                                   attributes=like.weights or {}, method=function, args=args,
-                                                   kwargs=kwargs)
-        else:
-            run = lambda: self.sandbox.call(function, *args, **kwargs)  # noqa: E731
-        outcome, printed = self._measured(run)
-        self._heard(printed)
-        return outcome
+            target = {"class": like.class_name, "init": list(like.init or ()), "attributes": like.weights or {},
+                      "method": function}
+            return self._deliver(*self._made(function, (target, args, kwargs), construction_of(like)))
+        return self._deliver(*self._made(function, ({"function": function}, args, kwargs), None))
 
     def construct(self, class_name: str, *init) -> CallOutcome:
         """Only build ``class_name(*init)``."""
-        outcome, printed = self._measured(lambda: self.sandbox.call_method(class_name, init=init))
+        construction = (class_name, tuple(init))
+        return self._deliver(*self._made(CONSTRUCTOR, construction_request(*construction), construction))
+
+    def _made(self, function: str, request: tuple,
+              construction: tuple | None) -> tuple[tuple[CallOutcome, Stop | None], str]:
+        """The call's outcome and stop, made unless the ledger settles it, and what it printed."""
+        stop = self.ledger.settled(function, construction)
+        if stop is not None:
+            return (settled_outcome(stop), stop), ""
+        if self.on_call is not None:
+            self.on_call(function)
+        target, args, kwargs = request
+        before = self._output_size()
+        outcome = self.sandbox.run(target, args, kwargs, timeout=self.limit(function), stop_on=self.ledger.stop_on())
+        after = self._output_size()
+        since = getattr(self.sandbox, "output_since", None)
+        # nothing printed, or a fresh worker (whose output is not this call's alone): nothing to show
+        printed = since(before, min(after - before, PRINTED_LIMIT)) if since and after > before else ""
+        return self._learn(function, outcome, construction), printed
+
+    def _learn(self, function: str, outcome: CallOutcome, construction: tuple | None) -> tuple[CallOutcome, Stop | None]:
+        given, stop = self.ledger.record(function, outcome, construction=construction, limit=self.limit(function),
+                                         budget_left=self.sandbox.budget_left)
+        return (given if given is not None else settled_outcome(stop)), stop
+
+    def _deliver(self, made: tuple[CallOutcome, Stop | None], printed: str) -> CallOutcome:
+        outcome, stop = made
+        self.ledger.meet(stop)
         self._heard(printed)
         return outcome
+
+
+def settled_outcome(stop: Stop) -> CallOutcome:
+    """What a call settled by ``stop`` returns, without being made: the timeout or the crash it had."""
+    return replace(stop.outcome, value=None, args_after=(), reached=(), seconds=None)
+
+
+def construction_of(case: Case) -> tuple | None:
+    """The instance a case's call builds first, as ``(class, init)``; None for a module function."""
+    return (case.class_name, tuple(case.init or ())) if case.class_name is not None else None
+
+
+def construction_request(class_name: str, init: tuple) -> tuple[dict, tuple, dict]:
+    """The worker request that only builds ``class_name(*init)``."""
+    return {"class": class_name, "init": list(init), "attributes": {}, "method": None}, (), {}
 
 
 def request_of(case: Case) -> tuple[dict, tuple, dict]:

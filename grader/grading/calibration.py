@@ -1,0 +1,123 @@
+"""Call limits calibrated from the reference's own time on this machine, measured once per run.
+
+A call of a student's function may take a generous multiple of what the
+reference takes for the same call, through the same worker path (a confined
+worker of the run's fork server, the same streamed batch), and never less
+than a floor. So a correct but slow style (Python loops over every element)
+is never cut off, while an infinite loop is stopped in about half a second
+instead of five. Loading the submission gets its own, longer limit.
+
+The measurement is kept for the run (in this process; ``mha grade`` hands it
+to its grading processes), never on disk: another machine, or the same one
+under other load, needs its own. Where the reference is not installed (a
+student's release) the limits are a fixed default, and the note says so.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import asdict, dataclass, field
+
+from grader.grading.assignment import get_assignment
+from grader.content.messages import render
+from grader.grading.student import construction_request, request_of
+from grader.paths import solution_path
+from grader.sandbox.client import ForkServer, Limits, Sandbox
+from grader.sandbox.source import read_submission
+
+MULTIPLE = 50.0  # a call may take this many times the reference's time for the same call...
+FLOOR = 0.5  # ... and never less than this many seconds
+LOAD_MULTIPLE = 50.0
+LOAD_FLOOR = 2.0  # seconds to load a submission, at least: notebooks may run their own demo cells
+UNCALIBRATED = 2.0  # seconds per call where there is no reference to time
+ROUNDS = 3  # the reference's calls are timed this many times; the median of each counts
+CALIBRATION_SEED = 0  # hidden cases of some student's sizes: every student's are alike in scale
+
+_RUN: dict[tuple, Calibration] = {}  # this process's calibrations (one run), by assignment and scale
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Seconds each graded function's calls may take, and what they were derived from."""
+
+    limits: dict = field(default_factory=dict)  # function -> seconds per call
+    load_limit: float = 2 * Limits().call_timeout  # seconds to load the submission
+    reference: dict = field(default_factory=dict)  # function -> the reference's seconds for its slowest call
+    reference_load: float = 0.0
+    scale: float = 1.0
+    calibrated: bool = False  # False: no reference here, every call gets ``default``
+    default: float = UNCALIBRATED  # seconds for a function the calibration did not time
+
+    def limit(self, function: str) -> float:
+        """Seconds one call of ``function`` may take (a method call includes building the instance)."""
+        return self.limits.get(function, self.default)
+
+    def note(self, lang: str) -> str:
+        """One line for the result's ``isolation``: the limits in force and where they come from."""
+        scale = render("call_limits_scale", {"scale": f"{self.scale:g}"}, lang) if self.scale != 1 else ""
+        if not self.calibrated:
+            return render("call_limits_default", {"limit": f"{self.default:g}", "scale": scale}, lang)
+        values = sorted(set(self.limits.values()))
+        limits = f"{values[0]:g}" if len(values) == 1 else ", ".join(
+            f"{function} {seconds:g}" for function, seconds in self.limits.items())
+        return render("call_limits_calibrated", {"limits": limits, "multiple": f"{MULTIPLE:g}", "floor": f"{FLOOR:g}",
+                                                 "load": f"{self.load_limit:g}", "scale": scale}, lang)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Calibration:
+        return cls(**data)
+
+
+def uncalibrated(*, limits: Limits | None = None, scale: float = 1.0) -> Calibration:
+    """The fixed limits used where the reference cannot be timed."""
+    limits = limits or Limits()
+    return Calibration(load_limit=round(scale * (limits.load_timeout or 2 * limits.call_timeout), 3), scale=scale,
+                       default=round(scale * min(UNCALIBRATED, limits.call_timeout), 3))
+
+
+def run_calibration(*, assignment: str, server: ForkServer | str | None, limits: Limits | None = None,
+                    scale: float = 1.0) -> Calibration:
+    """This run's calibration of ``assignment``: measured on first use, then kept for the process."""
+    key = (assignment, scale)
+    if key not in _RUN:
+        _RUN[key] = calibrate(assignment=assignment, server=server, limits=limits, scale=scale)
+    return _RUN[key]
+
+
+def calibrate(*, assignment: str, server: ForkServer | str | None, limits: Limits | None = None,
+              scale: float = 1.0) -> Calibration:
+    """Time the reference's own calls (every public and hidden case, and building each instance) in a worker."""
+    limits = limits or Limits()
+    reference = solution_path(assignment)
+    if reference is None:
+        return uncalibrated(limits=limits, scale=scale)
+    exercise = get_assignment(assignment)
+    cases = [*exercise.public_cases().values(), *exercise.build_hidden_cases(CALIBRATION_SEED).values()]
+    calls = [(case.function, request_of(case)) for case in cases]
+    calls += [("__init__", construction_request(name, init))
+              for name, init in dict.fromkeys((case.class_name, tuple(case.init or ())) for case in cases
+                                              if case.class_name is not None)]
+    times: list[list[float]] = [[] for _ in calls]
+    with Sandbox.open(source=read_submission(reference), limits=limits, server=server) as box:
+        if not box.load_report.ok:
+            return uncalibrated(limits=limits, scale=scale)
+        load_seconds = box.load_seconds
+        for _ in range(ROUNDS):
+            outcomes = box.call_batch([request for _, request in calls])
+            if outcomes is None or any(outcome is None or outcome.seconds is None for outcome in outcomes):
+                return uncalibrated(limits=limits, scale=scale)
+            for spent, outcome in zip(times, outcomes):
+                spent.append(outcome.seconds)
+    slowest: dict[str, float] = {}
+    for (function, _), spent in zip(calls, times):
+        slowest[function] = max(slowest.get(function, 0.0), statistics.median(spent))
+    call_limits = {function: round(scale * max(FLOOR, MULTIPLE * seconds), 3) for function, seconds in slowest.items()}
+    return Calibration(
+        limits=call_limits, load_limit=round(scale * max(LOAD_FLOOR, LOAD_MULTIPLE * load_seconds), 3),
+        reference={function: round(seconds, 6) for function, seconds in slowest.items()},
+        reference_load=round(load_seconds, 6), scale=scale, calibrated=True,
+        default=max(call_limits.values(), default=round(scale * FLOOR, 3)),
+    )
