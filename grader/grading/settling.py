@@ -63,7 +63,7 @@ class Ledger:
     constructions: dict = field(default_factory=dict)  # (class, init) -> the Stop of building it
     built: set = field(default_factory=set)  # (class, init) that some call built and came back from
     check: str | None = None  # the check running now
-    met: list = field(default_factory=list)  # Stops the current check ran into, in order
+    met: list = field(default_factory=list)  # Stops the current check ran into, in order (the last ended it)
 
     def begin(self, check: str) -> None:
         self.check, self.met = check, []
@@ -122,7 +122,7 @@ class Ledger:
         """The messages and root cause of the current check of ``function``, if a stop ended it."""
         if not self.met:
             return None
-        stop = self.met[0]
+        stop = self.met[-1]  # the stop the check ended on
         own = stop.function == function
         params = {"function": function, "root": stop.function}
         if stop.first_check is None or stop.first_check == self.check:

@@ -62,9 +62,13 @@ def test_combine_heads_concatenates_heads_in_order(student, cases):
 @pytest.mark.mha(points=1, function="combine_heads")
 def test_combine_heads_undoes_split_heads(student, cases):
     case = cases["split/cross"]
-    expect_value(student, case)  # a wrong split_heads is the root cause, not combine_heads
     split = student.invoke(case)
-    outcome = student.call("combine_heads", split.value, like=case)
+    if _stopped(split):  # split_heads hangs or crashes: undo the right split, so combine_heads is judged alone
+        heads = case.expected
+    else:
+        expect_value(student, case)  # a wrong split_heads is the root cause, not combine_heads
+        heads = split.value
+    outcome = student.call("combine_heads", heads, like=case)
     if outcome.error is not None:
         raise failure_from_error("combine_heads", outcome)
     back = outcome.value
@@ -78,4 +82,10 @@ def test_combine_heads_undoes_split_heads(student, cases):
 @pytest.mark.mha(points=1, function="split_heads", probes=("mha-mutates-input",))
 def test_split_and_combine_leave_their_input_unchanged(student, cases):
     expect_unchanged(student, cases["split/cross"])
-    expect_unchanged(student, cases["combine/cross"])
+    if not _stopped(student.invoke(cases["combine/cross"])):  # a hang or crash is combine_heads' own checks' to report
+        expect_unchanged(student, cases["combine/cross"])
+
+
+def _stopped(outcome) -> bool:
+    """The call did not come back: it hung, or it ended the worker."""
+    return outcome.error is not None and outcome.error.type in ("Timeout", "WorkerGone")
