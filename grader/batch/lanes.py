@@ -52,6 +52,7 @@ class Finished:
 
 def grade_task(task: Task) -> dict:
     """What a lane does with one task: grade the submission, return the result as a dict."""
+    from grader.grading.calibration import Calibration
     from grader.grading.grade import grade_submission
     from grader.seeding import student_seed
 
@@ -68,7 +69,8 @@ def grade_task(task: Task) -> dict:
         seed = student_seed(task.student, key=task.course_key) if task.course_key is not None else None
         result = grade_submission(path=task.path, student=task.student, assignment=run.assignment,
                                   visibility=run.visibility, limits=run.limits, lang=run.lang, server=task.server,
-                                  seed=seed)
+                                  seed=seed, timeout_scale=run.timeout_scale,
+                                  calibration=Calibration.from_dict(task.calibration) if task.calibration else None)
     if run.quiz.required:
         from grader.practice.homework import with_quiz
 

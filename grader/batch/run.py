@@ -46,6 +46,8 @@ class Progress(Protocol):
 
     def begin(self, total: int, done: int) -> None: ...
 
+    def start(self, student: str) -> None: ...
+
     def advance(self, result: dict) -> None: ...
 
     def end(self) -> None: ...
@@ -53,6 +55,9 @@ class Progress(Protocol):
 
 class _Silent:
     def begin(self, total: int, done: int) -> None:
+        pass
+
+    def start(self, student: str) -> None:
         pass
 
     def advance(self, result: dict) -> None:
@@ -175,16 +180,22 @@ def _grade_pending(chosen: list[Submission], journal: Journal, *, run: GradingRu
         else:
             suspects.append(entry)
     if todo or suspects:
-        _run_lanes(todo, suspects, journal, run=run, record=record, refuse=refuse, runner=runner)
+        _run_lanes(todo, suspects, journal, run=run, record=record, refuse=refuse, runner=runner,
+                   started=getattr(progress, "start", None))
     progress.end()
     return added
 
 
-def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, run: GradingRun, record, refuse, runner) -> None:
+def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, run: GradingRun, record, refuse, runner,
+               started=None) -> None:
+    from grader.grading.grade import run_calibration
+
     root = run.root
     limits = run.limits
     time_limit = limits.submission_timeout + 2 * limits.call_timeout + LANE_GRACE_SECONDS
     server = _start_server(hidden=tuple(folder for folder in (root, journal.root.parent) if _hideable(folder)))
+    # the reference's own time on this machine, once for the run: every lane holds calls to the same limits
+    calibration = run_calibration(assignment=run.assignment, server=server, limits=limits, scale=run.timeout_scale)
     course_key = seeding.course_key()  # read once here; lanes get it with each task (never written to disk)
     pool = LanePool(max(1, min(run.jobs or default_jobs(), len(todo) + len(suspects))), runner)
     attempts: dict[str, int] = {}
@@ -203,9 +214,12 @@ def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, run: GradingRu
                     alone = entry.student
                 task = Task(student=entry.student, path=entry.path, submission=entry.shown_path(root),
                             run=run, answers=entry.answers, course_key=course_key,
-                            server=server.address if server is not None else None)
+                            server=server.address if server is not None else None,
+                            calibration=calibration.to_dict())
                 waiting[entry.student] = entry
                 pool.submit(task, time_limit=time_limit)
+                if started is not None:
+                    started(entry.student)
             for finished in pool.collect(timeout=0.5):
                 student = finished.task.student
                 if student == alone:

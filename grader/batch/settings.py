@@ -45,6 +45,7 @@ class GradingRun:
     overwrite: bool = False  # move an earlier run in ``out`` aside (never deleted) and grade afresh
     quiz: QuizPolicy = field(default_factory=QuizPolicy)
     adjustments: Path | None = None  # CSV of late penalties, manual points, extensions (grader.batch.adjustments)
+    timeout_scale: float = 1.0  # the calibrated call limits are multiplied by this
 
     @property
     def root(self) -> Path:
@@ -77,3 +78,4 @@ class Task:
     answers: Path | None = None  # quiz answers graded with the code
     course_key: str | None = None  # from the process that started the run, never written to disk
     server: str | None = None  # address of the run's fork server
+    calibration: dict | None = None  # the run's call limits (grader.grading.calibration), measured once

@@ -46,6 +46,9 @@ class LineProgress:
         note = f" ({done} already graded)" if done else ""
         click.echo(f"grading {_count(total, 'submission')}{note}")
 
+    def start(self, student: str) -> None:
+        pass
+
     def advance(self, result: dict) -> None:
         self.count += 1
         click.echo(f"[{self.count}/{self.total}] {clean_line(result['student'])}: {_short(result)}")
@@ -55,26 +58,51 @@ class LineProgress:
 
 
 class BarProgress:
-    """A rich progress bar with counts, elapsed time and ETA, on stderr."""
+    """A rich progress bar with counts, elapsed time and an ETA that counts the submissions in flight, on stderr."""
 
     def begin(self, total: int, done: int) -> None:
         from rich.console import Console
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
-                                   TimeRemainingColumn)
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+        from grader.batch.eta import Estimate
+
+        self.estimate = Estimate(total, done)
         self.progress = Progress(TextColumn("[bold]grading"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                                 TimeElapsedColumn(), TextColumn("ETA"), _remaining_column(self.estimate),
                                  TextColumn("{task.description}"), console=Console(stderr=True), transient=False)
         self.progress.start()
         self.task = self.progress.add_task("", total=total, completed=done)
 
+    def start(self, student: str) -> None:
+        self.estimate.start(student)
+
     def advance(self, result: dict) -> None:
+        self.estimate.finish(result["student"])
         text = f"{clean_line(result['student'])}: {_short(result)}"[:60]
         self.progress.update(self.task, advance=1, description=escape(text))
 
     def end(self) -> None:
         self.progress.update(self.task, description="")
         self.progress.stop()
+
+
+def _remaining_column(estimate):
+    """A rich column showing ``estimate.remaining()`` as h:mm:ss (-:--:-- until one submission finished)."""
+    from rich.progress import ProgressColumn
+    from rich.text import Text
+
+    class Remaining(ProgressColumn):
+        def render(self, task) -> Text:
+            if task.finished:
+                return Text("0:00:00", style="progress.remaining")
+            seconds = estimate.remaining()
+            if seconds is None:
+                return Text("-:--:--", style="progress.remaining")
+            minutes, second = divmod(int(round(seconds)), 60)
+            hours, minute = divmod(minutes, 60)
+            return Text(f"{hours}:{minute:02d}:{second:02d}", style="progress.remaining")
+
+    return Remaining()
 
 
 def print_summary(summary, *, formats=(), merged: bool = False, lang: str = "en") -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from itertools import groupby
 from typing import Callable
 
@@ -144,3 +145,47 @@ def next_step(result: SubmissionResult, lang: str) -> str | None:
         # the functions come in the order the computation uses them: the first that fails comes first
         return render("report_next_fix", {"function": function, "check": check_title(failing[0].name, lang)}, lang)
     return None
+
+
+class CheckSpinner:
+    """A spinner on stderr naming the function being checked, shown once checking has taken ``delay`` seconds.
+
+    A quick check prints nothing extra; a slow or hanging one is never a
+    blank screen. Use as a context manager and pass ``update`` as the
+    grader's ``on_function``. Drawn only on a terminal.
+    """
+
+    def __init__(self, *, file: str, lang: str, delay: float = 0.5, console: Console | None = None):
+        self.console = console or Console(stderr=True, highlight=False)
+        self.lang, self.delay = lang, delay
+        self.text = render("spinner_loading", {"file": file}, lang)
+        self.status = None
+        self._lock = threading.Lock()
+        self._done = False
+        self._timer = threading.Timer(delay, self.show)
+        self._timer.daemon = True
+
+    def __enter__(self) -> CheckSpinner:
+        if self.console.is_terminal:
+            self._timer.start()
+        return self
+
+    def update(self, function: str) -> None:
+        """The grader has moved on to ``function``."""
+        with self._lock:
+            self.text = render("spinner_checking", {"function": function}, self.lang)
+            if self.status is not None:
+                self.status.update(escape(self.text))
+
+    def show(self) -> None:
+        with self._lock:
+            if not self._done and self.status is None:
+                self.status = self.console.status(escape(self.text))
+                self.status.start()
+
+    def __exit__(self, *exc) -> None:
+        with self._lock:
+            self._done = True
+            self._timer.cancel()
+            if self.status is not None:
+                self.status.stop()

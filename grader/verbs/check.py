@@ -11,7 +11,7 @@ import click
 from grader.grading.assignment import get_assignment
 from grader.errors import ChecksFailed, UsageError
 from grader.i18n import resolve_language
-from grader.verbs.options import assignment_option, json_option, lang_option
+from grader.verbs.options import assignment_option, json_option, lang_option, timeout_scale_option
 from grader.paths import DEFAULT_ASSIGNMENT, exercise_path
 
 
@@ -23,11 +23,12 @@ from grader.paths import DEFAULT_ASSIGNMENT, exercise_path
 @click.option("--unlock", is_flag=True,
               help="Before a function's checks run for the first time, answer a question about what it must return.")
 @click.option("--failed", "failed_only", is_flag=True, help="Show only the checks that fail.")
+@timeout_scale_option
 @json_option
 @lang_option
 @assignment_option
 def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock: bool, failed_only: bool,
-            as_json: bool, lang: str | None, assignment: str) -> None:
+            timeout_scale: float, as_json: bool, lang: str | None, assignment: str) -> None:
     """Check FILE (default: exercises/<assignment>.py) and explain every failure.
 
     Without --assignment, the exercise is the one FILE is named after, or else the one whose functions
@@ -58,8 +59,12 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
             visibility = "all"
         else:
             notice = render("report_no_hidden", {}, lang)
-    result = grade_submission(path=file, assignment=assignment, visibility=visibility,
-                              functions=functions or None, lang=lang)
+    from grader.render.terminal import CheckSpinner
+
+    with CheckSpinner(file=str(file), lang=lang) as spinner:  # a hanging check is never a blank screen
+        result = grade_submission(path=file, assignment=assignment, visibility=visibility,
+                                  functions=functions or None, lang=lang, timeout_scale=timeout_scale,
+                                  on_function=spinner.update)
     if as_json:
         from grader.render.text_safety import clean_strings
 

@@ -9,7 +9,8 @@ from pathlib import Path
 import click
 
 from grader.practice.schema import LEVELS as QUIZ_LEVELS
-from grader.verbs.options import adjust_option, assignment_option, format_option, lang_option, overwrite_option
+from grader.verbs.options import (adjust_option, assignment_option, format_option, lang_option, overwrite_option,
+                                  timeout_scale_option)
 
 
 @click.command("grade")
@@ -19,7 +20,8 @@ from grader.verbs.options import adjust_option, assignment_option, format_option
 @click.option("--jobs", type=click.IntRange(min=1), default=None,
               help="Submissions graded at once (default: every core).")
 @click.option("--timeout", type=click.FloatRange(min=0.5), default=None,
-              help="Seconds of wall clock one submission may use in all (default: 60); one call gets at most 5.")
+              help="Seconds of wall clock one submission may use in all (default: 60); each call has its own, "
+                   "calibrated limit (see --timeout-scale).")
 @click.option("--resume", is_flag=True,
               help="Continue the run in --out (interrupted, or to add late students), keeping its results.")
 @overwrite_option
@@ -49,13 +51,14 @@ from grader.verbs.options import adjust_option, assignment_option, format_option
               help="Due date of the quiz (e.g. 2025-03-01 or '2025-03-01 23:59', local time); "
                    "after it the feedback shows the expected answers.")
 @adjust_option
+@timeout_scale_option
 @lang_option
 @assignment_option
 def command(submissions: Path, out: Path, jobs: int | None, timeout: float | None, resume: bool, overwrite: bool,
             formats: tuple[str, ...], shard: str | None, visibility: str, nbgrader_db: Path | None,
             add_students: bool, quiz_points: str | None, quiz_count: int | None, quiz_topics: tuple[str, ...],
             quiz_levels: tuple[str, ...], show_answers: bool, quiz_due: datetime | None,
-            adjustments: Path | None, lang: str | None, assignment: str) -> None:
+            adjustments: Path | None, timeout_scale: float, lang: str | None, assignment: str) -> None:
     """Grade every submission in SUBMISSIONS, in parallel and sandboxed, into --out.
 
     SUBMISSIONS holds one entry per student: <student>.py, <student>.ipynb, or
@@ -89,7 +92,7 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
                      formats=tuple(dict.fromkeys(formats)), resume=resume, overwrite=overwrite,
                      quiz=quiz_policy(points=quiz_points, count=quiz_count, topics=quiz_topics, levels=quiz_levels,
                                       show_answers=show_answers, due=quiz_due),
-                     adjustments=adjustments)
+                     adjustments=adjustments, timeout_scale=timeout_scale)
     try:
         summary = grade_class(run=run, progress=make_progress())
     except KeyboardInterrupt:
@@ -134,7 +137,9 @@ def quiz_policy(*, points: str | None, count: int | None, topics: tuple[str, ...
 
 
 def make_progress():
-    """A rich bar with ETA on a terminal, one plain line per submission otherwise."""
+    """A rich bar on a terminal, its ETA counting the submissions still in flight; one plain line per
+    submission otherwise."""
+    from grader.batch.eta import Estimate
     from grader.render.summary import BarProgress, LineProgress
 
-    return BarProgress() if sys.stderr.isatty() else LineProgress()
+    return BarProgress(estimate=Estimate) if sys.stderr.isatty() else LineProgress()

@@ -73,3 +73,9 @@ adjust_option = click.option(
     help="Apply late penalties, manual points and extensions after grading: a CSV of student,points,reason[,kind] "
          "(points such as -2 or -10%; kind late, manual or extension). grades.csv keeps the raw and the final score.",
 )
+
+timeout_scale_option = click.option(
+    "--timeout-scale", type=click.FloatRange(min=0.1, max=100.0), default=1.0, show_default=True,
+    help="Multiply the call limits by this factor. Each call may take 50x the reference's own time for it "
+         "on this machine (measured once per run), at least 0.5 s; loading at least 2 s.",
+)
