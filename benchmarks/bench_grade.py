@@ -1,7 +1,7 @@
 """Benchmark `mha grade` against nbgrader autograde and against the same checks run unsandboxed.
 
     python benchmarks/bench_grade.py                 # N=200, nbgrader on a subset of 12, memory at 100 and 1000
-    python benchmarks/bench_grade.py --n 50 --scale none --nbgrader-subset 6   # a quick look
+    python benchmarks/bench_grade.py --n 50 --scale none --nbgrader-subset 6 --nbgrader-hangs 0   # a quick look
 
 Figures, all on this machine and in this run:
 
@@ -17,6 +17,14 @@ Figures, all on this machine and in this run:
   favour); printed with the extrapolation to N.
 - the same suites run unsandboxed in this one process (each submission
   imported, the checks calling it directly): the floor the sandbox is compared to.
+- a realistic class: the same N plus 5% more submissions that each hang in
+  one function (the five in turn), graded by `mha grade` in the same run; the
+  cost per hanging submission is the extra CPU the run used (sampled from
+  /proc over every process under the grader) and the extra time a lane spent
+  on it, per hanging submission. nbgrader autogrades 5 of them (one per
+  function, its own 30 s cell timeout as its users leave it) beside 2 clean
+  ones; its cost per hanging notebook, with its clean cost, extrapolates it to
+  the realistic class.
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from generated_class import REFERENCE, write_class  # noqa: E402
+from generated_class import REFERENCE, write_class, write_realistic_class  # noqa: E402
 
 KEY = "benchmark-course-key"
 
@@ -47,7 +55,14 @@ class TreeSampler(threading.Thread):
         self.root, self.interval = root, interval
         self.peak_pss = self.peak_rss = self.peak_root_rss = 0
         self.peak_processes = 0
+        self.cpu_ticks: dict[tuple[int, int], int] = {}  # (pid, start time) -> user + system ticks, last seen
         self.stopped = threading.Event()
+
+    @property
+    def cpu_seconds(self) -> float:
+        """CPU time of every process seen under the root (each one's last sample: a short-lived one loses
+        at most one interval's worth)."""
+        return sum(self.cpu_ticks.values()) / os.sysconf("SC_CLK_TCK")
 
     def run(self) -> None:
         while not self.stopped.is_set():
@@ -56,6 +71,9 @@ class TreeSampler(threading.Thread):
             for pid in tree:
                 pss += _field_kb(f"/proc/{pid}/smaps_rollup", "Pss:")
                 rss += _field_kb(f"/proc/{pid}/status", "VmRSS:")
+                ticks = _cpu_ticks(pid)
+                if ticks is not None:
+                    self.cpu_ticks[ticks[0]] = ticks[1]
             self.peak_pss, self.peak_rss = max(self.peak_pss, pss), max(self.peak_rss, rss)
             self.peak_root_rss = max(self.peak_root_rss, _field_kb(f"/proc/{self.root}/status", "VmHWM:"))
             self.peak_processes = max(self.peak_processes, len(tree))
@@ -83,6 +101,16 @@ def descendants(root: int) -> list[int]:
         found.append(pid)
         queue.extend(children.get(pid, ()))
     return found
+
+
+def _cpu_ticks(pid: int) -> tuple[tuple[int, int], int] | None:
+    """((pid, start time), user + system clock ticks) of a process, from /proc/PID/stat."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return (pid, int(fields[19])), int(fields[11]) + int(fields[12])
+    except (OSError, IndexError, ValueError):
+        return None
 
 
 def _field_kb(path: str, name: str) -> int:
@@ -122,12 +150,13 @@ def run_mha(folder: Path, out: Path, *, jobs: int | None) -> dict:
     if process.returncode != 0:
         raise RuntimeError(f"mha grade failed: {process.stderr.read()[-2000:]}")
     count = len(list(folder.glob("*.py")))
-    return {"count": count, "grading": last - first, "total": finished - started,
+    results = json.loads((out / "results.json").read_text())
+    return {"count": count, "grading": last - first, "total": finished - started, "cpu": sampler.cpu_seconds,
             "peak_pss_mb": sampler.peak_pss / 1024, "peak_rss_mb": sampler.peak_rss / 1024,
             "grader_peak_rss_mb": sampler.peak_root_rss / 1024, "processes": sampler.peak_processes,
-            "scores": {r["student"]: r["score"] for r in json.loads((out / "results.json").read_text())},
-            "isolation": next((r["isolation"] for r in json.loads((out / "results.json").read_text())
-                               if r.get("isolation")), "")}
+            "scores": {r["student"]: r["score"] for r in results},
+            "durations": {r["student"]: r.get("duration", 0.0) for r in results},
+            "isolation": next((r["isolation"] for r in results if r.get("isolation")), "")}
 
 
 def run_nbgrader(work: Path, submissions: list[Path], subset: int) -> dict:
@@ -139,7 +168,16 @@ def run_nbgrader(work: Path, submissions: list[Path], subset: int) -> dict:
     per_submission = (time_large - time_small) / (subset - 2)
     scores = autograde_scores(large)
     return {"subset": subset, "time_2": time_small, "time_subset": time_large, "per_submission": per_submission,
-            "graded": len(scores)}
+            "graded": len(scores), "course_2": small}
+
+
+def run_nbgrader_hangs(work: Path, clean: list[Path], hanging: list[Path], time_clean: float) -> dict:
+    """nbgrader on the same 2 clean submissions plus one hanging in each function: the cost per hanging one."""
+    from nbgrader_course import build_course, time_autograde
+
+    course = build_course(work / "nbgrader-hangs", clean[:2] + hanging, REFERENCE)
+    elapsed = time_autograde(course)
+    return {"hanging": len(hanging), "time": elapsed, "per_hanging": (elapsed - time_clean) / len(hanging)}
 
 
 def main() -> None:
@@ -147,6 +185,10 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=200, help="submissions in the main comparison (default 200)")
     parser.add_argument("--nbgrader-subset", type=int, default=12,
                         help="submissions nbgrader autogrades (default 12; 0 skips nbgrader)")
+    parser.add_argument("--nbgrader-hangs", type=int, default=5,
+                        help="hanging submissions nbgrader autogrades, one per function in turn (default 5; 0 skips)")
+    parser.add_argument("--hang-share", type=float, default=0.05,
+                        help="share of the realistic class that hangs in one function (default 0.05)")
     parser.add_argument("--scale", default="100,1000", help="class sizes for the memory comparison, or 'none'")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     options = parser.parse_args()
@@ -160,12 +202,25 @@ def main() -> None:
         print(f"{options.n} generated submissions ({correct} correct, {options.n - correct} with a mistake or a "
               f"syntax error), {figures['cores']} cores\n")
 
+        realistic_folder = work / "realistic"
+        realistic_kinds = write_realistic_class(realistic_folder, options.n, share=options.hang_share)
+        hangs = sorted(student for student, kind in realistic_kinds if kind.startswith("hang:"))
+
         parallel = run_mha(folder, work / "out-parallel", jobs=None)
+        realistic = run_mha(realistic_folder, work / "out-realistic", jobs=None)
         serial = run_mha(folder, work / "out-serial", jobs=1)
         figures["mha"], figures["mha_jobs_1"] = _strip(parallel), _strip(serial)
+        figures["mha_realistic"] = _strip(realistic)
         print(f"mha grade (default --jobs = {figures['cores']}): {_rate(parallel)}")
         print(f"mha grade --jobs 1:                  {_rate(serial)}")
         print(f"  isolation: {parallel['isolation']}")
+        hang_cost = _hang_cost(parallel, realistic, hangs)
+        figures["hang_cost"] = hang_cost
+        print(f"realistic class, {len(realistic_kinds)} with {len(hangs)} hanging ({100 * options.hang_share:g}%): "
+              f"{_rate(realistic)}")
+        print(f"  per hanging submission: {hang_cost['cpu']:.2f} s of CPU beyond the clean class's "
+              f"(goal <= 1.5 s of one core), {hang_cost['lane']:.2f} s of a lane's time (an ordinary one: "
+              f"{hang_cost['ordinary']:.3f} s)")
 
         from in_process import grade_folder_in_process
 
@@ -178,7 +233,7 @@ def main() -> None:
         overhead_serial = serial["grading"] / unsandboxed_time
         overhead_parallel = parallel["grading"] / unsandboxed_time
         figures["sandbox_overhead"] = {"jobs_1": overhead_serial, "default_jobs": overhead_parallel}
-        print(f"  sandbox overhead: {overhead_serial:.2f}x the unsandboxed cost at --jobs 1 (goal <= 1.5x); "
+        print(f"  sandbox overhead: {overhead_serial:.2f}x the unsandboxed cost at --jobs 1 (goal <= 2x); "
               f"{overhead_parallel:.2f}x with all cores against the one-process floor\n")
 
         if options.nbgrader_subset >= 3:
@@ -192,6 +247,20 @@ def main() -> None:
             figures["throughput_ratio_vs_nbgrader"] = ratio
             print(f"  mha grade throughput = {ratio:.0f}x nbgrader's (goal >= 50x); "
                   f"end to end with outputs: {(per * options.n) / parallel['total']:.0f}x\n")
+            if options.nbgrader_hangs > 0:
+                chosen = [realistic_folder / f"{student}.py" for student in hangs[:options.nbgrader_hangs]]
+                nb_hangs = run_nbgrader_hangs(work, sorted(folder.glob("*.py")), chosen, nbgrader["time_2"])
+                figures["nbgrader_hangs"] = nb_hangs
+                nb_realistic = per * options.n + nb_hangs["per_hanging"] * len(hangs)
+                realistic_ratio = nb_realistic / realistic["grading"]
+                figures["realistic_ratio_vs_nbgrader"] = realistic_ratio
+                print(f"nbgrader autograde, {nb_hangs['hanging']} hanging notebooks beside 2 clean ones: "
+                      f"{nb_hangs['time']:.1f} s -> {nb_hangs['per_hanging']:.1f} s per hanging notebook; "
+                      f"the realistic class extrapolated: {nb_realistic:.0f} s "
+                      f"({len(realistic_kinds) / nb_realistic:.2f} submissions/s)")
+                print(f"  realistic class: mha grade {len(realistic_kinds) / realistic['grading']:.1f} submissions/s "
+                      f"= {realistic_ratio:.0f}x nbgrader's (goal >= 50x); a hanging submission costs nbgrader "
+                      f"{nb_hangs['per_hanging'] / max(hang_cost['lane'], 1e-9):.0f}x what it costs mha grade\n")
 
         sizes = [] if options.scale == "none" else [int(size) for size in options.scale.split(",")]
         memory = {}
@@ -222,7 +291,18 @@ def _rate(run: dict) -> str:
 
 
 def _strip(run: dict) -> dict:
-    return {key: value for key, value in run.items() if key != "scores"}
+    return {key: value for key, value in run.items() if key not in ("scores", "durations")}
+
+
+def _hang_cost(clean: dict, realistic: dict, hangs: list[str]) -> dict:
+    """What each hanging submission cost in all: the CPU the realistic run used beyond the clean run's (the
+    same ordinary submissions), and the time a lane spent on it (its duration)."""
+    durations = realistic["durations"]
+    ordinary = [seconds for student, seconds in durations.items() if student not in hangs]
+    count = max(1, len(hangs))
+    return {"hanging": len(hangs), "cpu": (realistic["cpu"] - clean["cpu"]) / count,
+            "lane": sum(durations[student] for student in hangs) / count,
+            "ordinary": sum(ordinary) / max(1, len(ordinary))}
 
 
 if __name__ == "__main__":

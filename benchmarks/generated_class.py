@@ -2,8 +2,11 @@
 
 Correct ones are the reference and the correct submissions of the demo class;
 buggy ones are the reference with one catalogued mistake put in by text
-replacement (each replacement is checked to apply). No infinite loops: a
-timeout costs the same wall clock in any grader and would only measure it.
+replacement (each replacement is checked to apply). ``write_class`` writes no
+infinite loops; ``write_realistic_class`` adds a share of submissions that
+each hang in one function (the five graded functions in turn, as a spinning
+``while True`` or a Python loop too long to finish: both burn a core, the
+worst case for the grader's cost).
 """
 
 from __future__ import annotations
@@ -28,6 +31,15 @@ MISTAKES = {
     "mha-no-divisibility-check": ("if d_model % num_heads != 0:", "if False:"),
     "mha-ignores-key-value": ("keys = self.split_heads(K @ self.W_K)", "keys = self.split_heads(Q @ self.W_K)"),
 }
+# function -> a line of the reference the hang is put in front of
+HANG_BEFORE = {
+    "softmax": "shifted = x - np.max(x, axis=-1, keepdims=True)",
+    "scaled_dot_product_attention": "scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)",
+    "split_heads": "x = x.reshape(batch, length, self.num_heads, self.d_k)",
+    "combine_heads": "x = x.transpose(0, 2, 1, 3)  # (B, T, H, d_k)",
+    "forward": "heads, weights = scaled_dot_product_attention(queries, keys, values)",
+}
+HANG_STYLES = ("while True:\n{indent}    pass\n", "for _ in range(10**12):\n{indent}    pass\n")
 SYNTAX_ERROR = "import numpy as np\n\n\ndef softmax(x)\n    return np.exp(x)\n"
 
 
@@ -58,4 +70,31 @@ def write_class(folder: Path, count: int) -> list[tuple[str, str]]:
         student = f"student_{index + 1:04d}"
         (folder / f"{student}.py").write_text(source, encoding="utf-8")
         written.append((student, kind))
+    return written
+
+
+def hanging(function: str, style: int = 0) -> str:
+    """The reference with an endless loop at the start of ``function``'s work."""
+    reference = REFERENCE.read_text(encoding="utf-8")
+    anchor = HANG_BEFORE[function]
+    if reference.count(anchor) != 1:
+        raise RuntimeError(f"the reference no longer holds exactly one line the {function} hang goes before")
+    start = reference.index(anchor)
+    indent = reference[reference.rindex("\n", 0, start) + 1:start]
+    return reference[:start] + HANG_STYLES[style % len(HANG_STYLES)].format(indent=indent) + indent + reference[start:]
+
+
+def write_realistic_class(folder: Path, count: int, *, share: float = 0.05) -> list[tuple[str, str]]:
+    """``write_class(folder, count)`` plus hanging submissions making ``share`` of the whole class.
+
+    They are spread through the class (``student_hang_0001.py``...), hanging in
+    each of the five graded functions in turn. Returns (student, kind) of each.
+    """
+    written = write_class(folder, count)
+    functions = list(HANG_BEFORE)
+    for index in range(round(count * share / (1 - share))):
+        function = functions[index % len(functions)]
+        student = f"student_{(index * count) // max(1, round(count * share / (1 - share))) + 1:04d}_hang"
+        (folder / f"{student}.py").write_text(hanging(function, index // len(functions)), encoding="utf-8")
+        written.append((student, f"hang:{function}"))
     return written

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from grader.sandbox.client import CallError, CallOutcome
+from grader.sandbox.client import CallError, CallOutcome, Limits
 from grader.sandbox.codec import ForeignObject
 from grader.sandbox.worker.recording import Recorder
 
@@ -22,6 +22,8 @@ class InProcessBox:
     """Same calls as ``grader.sandbox.client.Sandbox``, evaluated in this process."""
 
     isolation = "none (in-process, for benchmarks only)"
+    limits = Limits()
+    budget_left = float("inf")  # no call is timed here
 
     def __init__(self, module):
         self.module = module
@@ -49,8 +51,8 @@ class InProcessBox:
             return getattr(instance, method)(*arguments, **(kwargs or {})) if method else None
         return self._run(run, args)
 
-    def run(self, target: dict, args: tuple = (), kwargs: dict | None = None) -> CallOutcome:
-        """A request target as ``grader.grading.student.request_of`` builds it."""
+    def run(self, target: dict, args: tuple = (), kwargs: dict | None = None, **limits) -> CallOutcome:
+        """A request target as ``grader.grading.student.request_of`` builds it (``limits`` are not enforced here)."""
         if "class" not in target:
             return self.call(target["function"], *args, **(kwargs or {}))
         if target.get("calls") is not None:
@@ -59,7 +61,7 @@ class InProcessBox:
                                 attributes=target.get("attributes"), method=target.get("method"), args=args,
                                 kwargs=kwargs)
 
-    def call_batch(self, calls) -> None:
+    def call_batch(self, calls, **limits) -> None:
         return None  # nothing to save in one process: each call is made on its own
 
     def _steps(self, target: dict):
