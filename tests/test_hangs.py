@@ -34,7 +34,7 @@ from grader.sandbox.client import CallError, CallOutcome, Limits, Sandbox, start
 from grader.sandbox.source import Cell, SubmissionSource
 
 HANGS = FIXTURES / "hangs"
-CORRECT = ("elementwise_loops_style", "loops_style")
+CORRECT = ("elementwise_loops_style", "loops_style", "lazy_import_style")
 
 
 def declared(path) -> dict[str, str]:
@@ -318,3 +318,26 @@ def test_the_spinner_names_the_function_being_checked():
     with CheckSpinner(file="alice.py", lang="zh", console=Console(file=quiet, force_terminal=True), delay=60.0) as s:
         s.update("forward")  # a quick check: the delay never passes, nothing is drawn
     assert quiet.getvalue() == ""
+
+
+def test_imports_inside_functions_are_made_while_loading_without_binding_a_name():
+    from grader.grading.imports import nested_imports, with_early_imports
+
+    text = textwrap.dedent("""
+        import numpy as np
+        def softmax(x):
+            from scipy.special import softmax as s
+            import math, numpy.linalg
+            from . import nothing
+            return s(x)
+    """)
+    assert nested_imports(text) == [("scipy.special", ("softmax",)), ("math", ()), ("numpy.linalg", ())]
+    assert nested_imports("def broken(:\n") == []
+    source = SubmissionSource(cells=(Cell(text, "s.py", "s.py"),), mode="module")
+    early = with_early_imports(source)
+    assert early.cells[:1] == source.cells and len(early.cells) == 2
+    namespace: dict = {}
+    exec(compile(early.cells[1].source, "early", "exec"), namespace)  # the standard library only here
+    assert set(namespace) == {"__builtins__"}
+    assert with_early_imports(SubmissionSource(cells=(Cell("x = 1\n", "s.py", "s.py"),), mode="module")).cells == (
+        Cell("x = 1\n", "s.py", "s.py"),)

@@ -13,6 +13,7 @@ from grader.content.messages import Message, parts_of, render_parts
 from grader.results import SubmissionResult, load_failure, summarize
 from grader.grading.runner import collect, run_tests
 from grader.grading.calibration import Calibration, run_calibration, uncalibrated
+from grader.grading.imports import with_early_imports
 from grader.sandbox.client import CallError, ForkServer, ForkServerError, Limits, Sandbox, start_server
 from grader.seeding import derived_seed, student_seed
 from grader.grading.student import StudentCode
@@ -74,7 +75,8 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
 def _grade_loaded(source: SubmissionSource, *, exercise, tests, visibility: str, seed, limits: Limits, lang: str,
                   server, calibration: Calibration, on_function, started: float, common: dict) -> SubmissionResult:
     uses_hidden = any(test.visibility == "hidden" for test in tests)
-    with Sandbox.open(source=source, limits=limits, server=server) as box:
+    # a module imported inside a function is imported while loading, under the load limit, not on the first call
+    with Sandbox.open(source=with_early_imports(source), limits=limits, server=server) as box:
         report = box.load_report
         isolation = f"{box.isolation}; {calibration.note(lang)}"
         if not report.ok:
