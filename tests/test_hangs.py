@@ -26,9 +26,11 @@ from rich.console import Console
 
 from conftest import FIXTURES, PROJECT
 from grader.batch.eta import Estimate
+from grader.content.messages import check_title, parts_of, render_parts
 from grader.grading import calibration as calibration_module
 from grader.grading.calibration import FLOOR, Calibration, calibrate, uncalibrated
 from grader.grading.settling import Ledger
+from grader.grading.student import settled_outcome
 from grader.render.terminal import CheckSpinner
 from grader.sandbox.client import CallError, CallOutcome, Limits, Sandbox, start_server
 from grader.sandbox.source import Cell, SubmissionSource
@@ -64,12 +66,20 @@ def hanging_class(tmp_path_factory):
     return results, elapsed
 
 
-def run_limits(results: dict) -> tuple[float, float]:
-    """The longest call limit and the load limit the run calibrated, from a result's isolation note."""
+def run_limits(results: dict) -> tuple[dict[str, float], float]:
+    """The call limit of each function and the load limit the run calibrated, from a result's isolation note.
+
+    The note reads "call limits 0.5 s (...)" when every function has the same, else "call limits
+    softmax 0.5, forward 0.62 s (...)".
+    """
     isolation = results["reference"]["isolation"]
     calls = re.search(r"call limits (.*?) s \(", isolation).group(1)
-    load = re.search(r"loading ([\d.]+) s", isolation).group(1)
-    return max(float(number) for number in re.findall(r"[\d.]+", calls)), float(load)
+    load = float(re.search(r"loading ([\d.]+) s", isolation).group(1))
+    named = dict(re.findall(r"(\w+) ([\d.]+)", calls))
+    functions = ("softmax", "scaled_dot_product_attention", "split_heads", "combine_heads", "__init__", "forward")
+    if not named:
+        return {function: float(calls) for function in functions}, load
+    return {function: float(seconds) for function, seconds in named.items()}, load
 
 
 @pytest.mark.slow
@@ -95,14 +105,14 @@ def test_correct_functions_of_a_hanging_submission_keep_their_points(hanging_cla
 @pytest.mark.slow
 def test_each_hanging_function_is_reported_once_with_its_limit(hanging_class):
     results, _ = hanging_class
-    limit, _ = run_limits(results)
+    limits, _ = run_limits(results)
     for path in sorted(HANGS.glob("*.py")):
         header = declared(path)
         if "hangs" not in header or header["costs"] == "everything":
             continue
         hung = header["hangs"]
         tests = results[path.stem]["tests"]
-        with_limit = [test for test in tests if f"within {limit:g} s" in test["message"]]
+        with_limit = [test for test in tests if f"within {limits[hung]:g} s" in test["message"]]
         assert len(with_limit) == 1, (path.stem, [test["message"] for test in with_limit])
         assert hung in with_limit[0]["message"]
         for test in tests:
@@ -113,7 +123,8 @@ def test_each_hanging_function_is_reported_once_with_its_limit(hanging_class):
 @pytest.mark.slow
 def test_the_class_finishes_within_what_its_hangs_allow(hanging_class):
     results, elapsed = hanging_class
-    limit, load = run_limits(results)
+    limits, load = run_limits(results)
+    limit = max(limits.values())
     loads = sum(declared(path)["costs"] == "everything" for path in HANGS.glob("*.py"))
     stops = len(list(HANGS.glob("*.py"))) - loads
     # One short timeout per hanging submission (its callers are stopped on entry), one load limit for a hang
@@ -144,15 +155,17 @@ def test_a_function_that_hung_is_settled_without_another_call():
     ledger.begin("test_softmax_values")
     outcome, stop = ledger.record("softmax", hung("softmax"), limit=0.5)
     ledger.meet(stop)
-    assert outcome.timed_out and ledger.settled("softmax") is stop
+    assert outcome.timed_out and ledger.settled("softmax") is stop  # the hang's own outcome, as it came
     assert ledger.stop_on() == {"softmax"}  # it never came back: callers are stopped when they enter it
-    messages, root = ledger.explain("softmax", "en")
+    messages, root = ledger.explain("softmax")
     assert [m.key for m in messages] == ["timeout", "settled_rest"] and messages[0].params["limit"] == "0.5"
     assert root is None
     ledger.begin("test_softmax_rows_sum_to_one")
     ledger.meet(ledger.settled("softmax"))
-    messages, _ = ledger.explain("softmax", "en")
-    assert [m.key for m in messages] == ["hung_settled"] and "values" in messages[0].params["check"]
+    messages, _ = ledger.explain("softmax")
+    assert [m.key for m in messages] == ["hung_settled"] and messages[0].params["check"].name == "test_softmax_values"
+    parts = parts_of(*messages)
+    assert check_title("test_softmax_values", "zh") in render_parts(parts, "zh")  # results re-render in any language
 
 
 def test_a_caller_stopped_on_entering_a_hung_function_is_settled_with_it_as_root():
@@ -161,11 +174,12 @@ def test_a_caller_stopped_on_entering_a_hung_function_is_settled_with_it_as_root
     stopped = CallOutcome(error=CallError("Stopped", "softmax"), reached=("scaled_dot_product_attention", "softmax"),
                           seconds=0.001)
     outcome, stop = ledger.record("scaled_dot_product_attention", stopped, limit=0.5)
-    assert outcome.timed_out and stop.function == "softmax"
+    assert outcome is None and stop.function == "softmax"  # settled with softmax's timeout
+    assert settled_outcome(stop).timed_out and settled_outcome(stop).error.message == "0.5"
     assert ledger.settled("scaled_dot_product_attention") is stop
     ledger.begin("test_attention_values")
     ledger.meet(stop)
-    messages, root = ledger.explain("scaled_dot_product_attention", "en")
+    messages, root = ledger.explain("scaled_dot_product_attention")
     assert root == "softmax" and messages[0].key == "hung_upstream_first"
 
 
@@ -207,7 +221,7 @@ def test_a_crash_settles_like_a_hang_with_its_reason():
     died = CallOutcome(error=CallError("WorkerGone", "the worker exited with status 3"), reached=("split_heads",),
                        seconds=0.01)
     _, stop = ledger.record("split_heads", died)
-    assert stop.kind == "crash" and ledger.settled("split_heads").outcome().error.type == "WorkerGone"
+    assert stop.kind == "crash" and settled_outcome(ledger.settled("split_heads")).error.type == "WorkerGone"
     assert ledger.stop_on() == {"split_heads"}  # a caller is stopped before it takes the worker down again
 
 
@@ -299,7 +313,7 @@ def test_the_eta_counts_a_submission_that_is_still_running():
 def test_the_progress_bar_hears_when_each_submission_starts():
     from grader.render.summary import BarProgress
 
-    bar = BarProgress()
+    bar = BarProgress(estimate=Estimate)
     bar.begin(2, 0)
     bar.start("ann")
     bar.advance({"student": "ann", "status": "graded", "score": 60.0, "max_score": 60.0, "misconceptions": []})

@@ -28,9 +28,22 @@ class Message:
         return {"key": self.key, "params": {name: _plain(value) for name, value in self.params.items()}}
 
 
+@dataclass(frozen=True)
+class CheckName:
+    """A check named inside a message: rendered as its title in the reader's language."""
+
+    name: str
+
+    def to_data(self) -> dict:
+        return {"check": self.name}
+
+    def __format__(self, spec: str) -> str:  # rendered straight from a Message: the English title
+        return check_title(self.name, "en")
+
+
 def _plain(value):
     """A parameter as JSON keeps it and ``format`` shows it: shapes and other tuples as their text."""
-    if isinstance(value, Message):
+    if isinstance(value, (Message, CheckName)):
         return value.to_data()
     if isinstance(value, bool) or value is None or isinstance(value, (int, float, str)):
         return value
@@ -51,6 +64,8 @@ def render_parts(parts, lang: str) -> str:
             return "".join(one(item) for item in value["parts"])
         if isinstance(value, dict) and ("key" in value or "plain" in value):
             return one(value)
+        if isinstance(value, dict) and "check" in value:
+            return check_title(str(value["check"]), lang)
         return value
 
     def one(part) -> str:

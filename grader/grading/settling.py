@@ -30,8 +30,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from grader.content.messages import Message, check_title
-from grader.sandbox.client import CallError, CallOutcome
+from grader.content.messages import CheckName, Message
 
 CONSTRUCTOR = "__init__"
 
@@ -45,12 +44,6 @@ class Stop:
     limit: float | None = None  # the call limit it overran, seconds
     reason: str = ""  # why the worker ended, for a crash
     first_check: str | None = None  # the first check that reported it
-
-    def outcome(self) -> CallOutcome:
-        """What a call settled by this stop returns, without being made."""
-        if self.kind == "timeout":
-            return CallOutcome(error=CallError("Timeout", f"{self.limit:g}"), timed_out=True)
-        return CallOutcome(error=CallError("WorkerGone", self.reason))
 
 
 @dataclass
@@ -78,9 +71,10 @@ class Ledger:
         """Functions whose entry stops a call at once: stopped, and never returned from."""
         return frozenset(name for name in self.stopped if name not in self.returned)
 
-    def record(self, function: str, outcome: CallOutcome, *, construction: tuple | None = None,
-               limit: float | None = None, budget_left: float = 1.0) -> tuple[CallOutcome, Stop | None]:
-        """Learn from one call's outcome; returns what the check gets, and the stop it settles on (if any)."""
+    def record(self, function: str, outcome, *, construction: tuple | None = None, limit: float | None = None,
+               budget_left: float = 1.0) -> tuple[object | None, Stop | None]:
+        """Learn from one call's outcome (a ``CallOutcome``); returns what the check gets (None: what the
+        stop settles it with, see ``grader.grading.student.settled_outcome``) and the stop, if any."""
         reached = tuple(outcome.reached)
         error = outcome.error
         for name in reached:
@@ -89,7 +83,7 @@ class Ledger:
         if outcome.stopped_at is not None:  # it entered a function that hangs
             stop = self.stopped.get(outcome.stopped_at) or Stop(outcome.stopped_at, "timeout", limit)
             self.stopped.setdefault(function, stop)
-            return stop.outcome(), stop
+            return None, stop
         hung = error is not None and error.type == "Timeout" and outcome.seconds is not None and budget_left > 0
         crashed = error is not None and error.type == "WorkerGone" and outcome.seconds is not None
         if not (hung or crashed):
@@ -111,14 +105,14 @@ class Ledger:
         self.stopped.setdefault(function, stop)
         if function == CONSTRUCTOR and construction is not None:
             self.constructions[construction] = stop
-        return stop.outcome() if root is not None else outcome, stop
+        return (None if root is not None else outcome), stop
 
     def meet(self, stop: Stop | None) -> None:
         """The current check received an outcome settled by ``stop``."""
         if stop is not None and self.check is not None:
             self.met.append(stop)
 
-    def explain(self, function: str, lang: str) -> tuple[list[Message], str | None] | None:
+    def explain(self, function: str) -> tuple[list[Message], str | None] | None:
         """The messages and root cause of the current check of ``function``, if a stop ended it."""
         if not self.met:
             return None
@@ -136,5 +130,5 @@ class Ledger:
             messages = [first, Message("settled_rest", {"root": stop.function})]
         else:
             key = ("hung" if stop.kind == "timeout" else "crashed") + ("_settled" if own else "_upstream")
-            messages = [Message(key, params | {"check": check_title(stop.first_check, lang)})]
+            messages = [Message(key, params | {"check": CheckName(stop.first_check)})]
         return messages, None if own else stop.function

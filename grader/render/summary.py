@@ -58,26 +58,37 @@ class LineProgress:
 
 
 class BarProgress:
-    """A rich progress bar with counts, elapsed time and an ETA that counts the submissions in flight, on stderr."""
+    """A rich progress bar with counts, elapsed time and ETA, on stderr.
+
+    ``estimate(total, done)`` makes what the ETA is read from (``start``,
+    ``finish``, ``remaining()``; ``grader.batch.eta.Estimate`` counts the
+    submissions still in flight); without it, rich's own rate-based ETA.
+    """
+
+    def __init__(self, estimate=None):
+        self.make_estimate = estimate
+        self.estimate = None
 
     def begin(self, total: int, done: int) -> None:
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn,
+                                   TimeRemainingColumn)
 
-        from grader.batch.eta import Estimate
-
-        self.estimate = Estimate(total, done)
+        self.estimate = self.make_estimate(total, done) if self.make_estimate is not None else None
+        remaining = _remaining_column(self.estimate) if self.estimate is not None else TimeRemainingColumn()
         self.progress = Progress(TextColumn("[bold]grading"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), TextColumn("ETA"), _remaining_column(self.estimate),
+                                 TimeElapsedColumn(), TextColumn("ETA"), remaining,
                                  TextColumn("{task.description}"), console=Console(stderr=True), transient=False)
         self.progress.start()
         self.task = self.progress.add_task("", total=total, completed=done)
 
     def start(self, student: str) -> None:
-        self.estimate.start(student)
+        if self.estimate is not None:
+            self.estimate.start(student)
 
     def advance(self, result: dict) -> None:
-        self.estimate.finish(result["student"])
+        if self.estimate is not None:
+            self.estimate.finish(result["student"])
         text = f"{clean_line(result['student'])}: {_short(result)}"[:60]
         self.progress.update(self.task, advance=1, description=escape(text))
 
