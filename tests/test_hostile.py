@@ -418,7 +418,9 @@ def test_a_class_with_attacks_on_the_host_keeps_every_honest_score(tmp_path, ser
     attacks = ["memory_tree", "scratch_fill", "unix_sockets", "system_packages"]
     try:
         honest_class(tmp_path / "class", attacks)
-        done = mha_grade(tmp_path / "class", tmp_path / "out", "--jobs", "2")
+        # memory_tree's call waits up to 3 s for its children: longer call limits let it, so the memory limit
+        # (not the call limit) is what ends the tree
+        done = mha_grade(tmp_path / "class", tmp_path / "out", "--jobs", "2", "--timeout-scale", "10")
         with pytest.raises(socket.timeout):
             listener.accept()
     finally:
