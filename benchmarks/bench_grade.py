@@ -168,7 +168,7 @@ def run_nbgrader(work: Path, submissions: list[Path], subset: int) -> dict:
     per_submission = (time_large - time_small) / (subset - 2)
     scores = autograde_scores(large)
     return {"subset": subset, "time_2": time_small, "time_subset": time_large, "per_submission": per_submission,
-            "graded": len(scores), "course_2": small}
+            "graded": len(scores)}
 
 
 def run_nbgrader_hangs(work: Path, clean: list[Path], hanging: list[Path], time_clean: float) -> dict:
