@@ -185,6 +185,7 @@ class WorkerLink:
         self.status: int | None = None  # the exit code, once the keeper has reported it
         self.reason = ""  # the limit the keeper killed it for, if it did
         self.alive = True
+        self.received = bytearray()  # read from the worker but not yet taken: the start of the next message
         self.marks: list[tuple[str, float]] = []  # when the steps on this side ended (time.monotonic)
         self.ending: list[tuple[str, float]] = []  # when the keeper killed, reaped, cleaned up (its report)
 
@@ -270,7 +271,7 @@ class WorkerLink:
 
     def receive(self, deadline: float, limit: int) -> tuple[dict, list[bytes]]:
         """One message of at most ``limit`` bytes of blobs, by ``deadline``."""
-        reader = _DeadlineReader(self.from_worker, deadline, limit)
+        reader = _DeadlineReader(self.from_worker, deadline, limit, self.received)
         try:
             message = protocol.read_message(reader, limit=limit)
         except WorkerGone:
@@ -319,16 +320,24 @@ def _widen(fd: int) -> None:
 
 
 class _DeadlineReader:
-    """A file-like reader over a pipe that gives up at a deadline or a size limit."""
+    """A file-like reader over a pipe that gives up at a deadline or a size limit.
 
-    def __init__(self, fd: int, deadline: float, limit: int):
+    It reads what the pipe holds (a streamed batch sends many small messages)
+    into ``buffer``, which keeps what the next message starts with.
+    """
+
+    def __init__(self, fd: int, deadline: float, limit: int, buffer: bytearray | None = None):
         self.fd, self.deadline, self.left = fd, deadline, limit + (1 << 21)  # room for the JSON header
+        self.buffer = buffer if buffer is not None else bytearray()
 
     def read(self, size: int) -> bytes:
-        remaining = self.deadline - time.monotonic()
-        if remaining <= 0 or not select.select([self.fd], [], [], remaining)[0]:
-            raise WorkerGone("the call did not finish in time", timed_out=True)
-        chunk = os.read(self.fd, min(size, 1 << 20))
+        if not self.buffer:
+            remaining = self.deadline - time.monotonic()
+            if remaining <= 0 or not select.select([self.fd], [], [], remaining)[0]:
+                raise WorkerGone("the call did not finish in time", timed_out=True)
+            self.buffer += os.read(self.fd, max(min(size, 1 << 20), 1 << 16))
+        chunk = bytes(self.buffer[:size])
+        del self.buffer[:size]
         self.left -= len(chunk)
         if self.left < 0:
             raise WorkerGone("the reply was larger than allowed")
