@@ -24,11 +24,11 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from conftest import FIXTURES, PROJECT
+from conftest import FIXTURES, MUTANTS, PROJECT
 from grader.batch.eta import Estimate
 from grader.content.messages import check_title, parts_of, render_parts
-from grader.grading import calibration as calibration_module
-from grader.grading.calibration import FLOOR, Calibration, calibrate, uncalibrated
+from grader.grading import grade as grade_module
+from grader.grading.calibration import FLOOR, Calibration, from_times, uncalibrated
 from grader.grading.settling import Ledger
 from grader.grading.student import settled_outcome
 from grader.render.terminal import CheckSpinner
@@ -54,7 +54,7 @@ def hanging_class(tmp_path_factory):
     for path in HANGS.glob("*.py"):
         shutil.copy(path, folder / path.name)
     for name in CORRECT:
-        shutil.copy(FIXTURES / "correct" / f"{name}.py", folder / f"{name}.py")
+        shutil.copy(MUTANTS / "multihead_attention" / "correct" / f"{name}.py", folder / f"{name}.py")
     shutil.copy(PROJECT / "solutions" / "multihead_attention.py", folder / "reference.py")
     started = time.monotonic()
     completed = subprocess.run(["mha", "grade", str(folder), "--out", str(root / "out"), "--jobs", "2"],
@@ -263,10 +263,11 @@ def test_a_streamed_batch_keeps_the_calls_before_a_hang_and_stops_a_call_on_entr
 def test_calibrated_limits_come_from_the_reference_and_keep_the_floor():
     server = start_server()
     try:
-        measured = calibrate(assignment="multihead_attention", server=server)
-        doubled = calibrate(assignment="multihead_attention", server=server, scale=2.0)
+        times, load_seconds = grade_module.time_reference(assignment="multihead_attention", server=server,
+                                                          limits=Limits())
     finally:
         server.stop()
+    measured, doubled = from_times(times, load_seconds), from_times(times, load_seconds, scale=2.0)
     assert measured.calibrated
     assert set(measured.limits) == {"softmax", "scaled_dot_product_attention", "split_heads", "combine_heads",
                                     "__init__", "forward"}
@@ -278,9 +279,10 @@ def test_calibrated_limits_come_from_the_reference_and_keep_the_floor():
 
 
 def test_without_the_reference_the_limits_are_a_fixed_default(monkeypatch):
-    monkeypatch.setattr(calibration_module, "solution_path", lambda assignment: None)
-    fixed = calibrate(assignment="multihead_attention", server=None)
-    assert not fixed.calibrated and fixed.limit("softmax") == uncalibrated().default
+    monkeypatch.setattr(grade_module, "solution_path", lambda assignment: None)
+    assert grade_module.time_reference(assignment="multihead_attention", server=None, limits=Limits()) is None
+    fixed = uncalibrated()
+    assert not fixed.calibrated and fixed.limit("softmax") == 2.0 and fixed.load_limit == 10.0
     assert "not calibrated" in fixed.note("en")
 
 

@@ -11,19 +11,18 @@ The measurement is kept for the run (in this process; ``mha grade`` hands it
 to its grading processes), never on disk: another machine, or the same one
 under other load, needs its own. Where the reference is not installed (a
 student's release) the limits are a fixed default, and the note says so.
+
+This module holds the limits and their arithmetic; the reference is timed by
+``grader.grading.grade.time_reference``, through the sandbox like a submission.
 """
 
 from __future__ import annotations
 
 import statistics
 from dataclasses import asdict, dataclass, field
+from typing import Callable
 
-from grader.grading.assignment import get_assignment
 from grader.content.messages import render
-from grader.grading.student import construction_request, request_of
-from grader.paths import solution_path
-from grader.sandbox.client import ForkServer, Limits, Sandbox
-from grader.sandbox.source import read_submission
 
 MULTIPLE = 50.0  # a call may take this many times the reference's time for the same call...
 FLOOR = 0.5  # ... and never less than this many seconds
@@ -41,7 +40,7 @@ class Calibration:
     """Seconds each graded function's calls may take, and what they were derived from."""
 
     limits: dict = field(default_factory=dict)  # function -> seconds per call
-    load_limit: float = 2 * Limits().call_timeout  # seconds to load the submission
+    load_limit: float = 10.0  # seconds to load the submission
     reference: dict = field(default_factory=dict)  # function -> the reference's seconds for its slowest call
     reference_load: float = 0.0
     scale: float = 1.0
@@ -71,49 +70,16 @@ class Calibration:
         return cls(**data)
 
 
-def uncalibrated(*, limits: Limits | None = None, scale: float = 1.0) -> Calibration:
-    """The fixed limits used where the reference cannot be timed."""
-    limits = limits or Limits()
-    return Calibration(load_limit=round(scale * (limits.load_timeout or 2 * limits.call_timeout), 3), scale=scale,
-                       default=round(scale * min(UNCALIBRATED, limits.call_timeout), 3))
+def uncalibrated(*, call_timeout: float = 5.0, load_timeout: float = 0.0, scale: float = 1.0) -> Calibration:
+    """The fixed limits used where the reference cannot be timed (from the sandbox's own limits)."""
+    return Calibration(load_limit=round(scale * (load_timeout or 2 * call_timeout), 3), scale=scale,
+                       default=round(scale * min(UNCALIBRATED, call_timeout), 3))
 
 
-def run_calibration(*, assignment: str, server: ForkServer | str | None, limits: Limits | None = None,
-                    scale: float = 1.0) -> Calibration:
-    """This run's calibration of ``assignment``: measured on first use, then kept for the process."""
-    key = (assignment, scale)
-    if key not in _RUN:
-        _RUN[key] = calibrate(assignment=assignment, server=server, limits=limits, scale=scale)
-    return _RUN[key]
-
-
-def calibrate(*, assignment: str, server: ForkServer | str | None, limits: Limits | None = None,
-              scale: float = 1.0) -> Calibration:
-    """Time the reference's own calls (every public and hidden case, and building each instance) in a worker."""
-    limits = limits or Limits()
-    reference = solution_path(assignment)
-    if reference is None:
-        return uncalibrated(limits=limits, scale=scale)
-    exercise = get_assignment(assignment)
-    cases = [*exercise.public_cases().values(), *exercise.build_hidden_cases(CALIBRATION_SEED).values()]
-    calls = [(case.function, request_of(case)) for case in cases]
-    calls += [("__init__", construction_request(name, init))
-              for name, init in dict.fromkeys((case.class_name, tuple(case.init or ())) for case in cases
-                                              if case.class_name is not None)]
-    times: list[list[float]] = [[] for _ in calls]
-    with Sandbox.open(source=read_submission(reference), limits=limits, server=server) as box:
-        if not box.load_report.ok:
-            return uncalibrated(limits=limits, scale=scale)
-        load_seconds = box.load_seconds
-        for _ in range(ROUNDS):
-            outcomes = box.call_batch([request for _, request in calls])
-            if outcomes is None or any(outcome is None or outcome.seconds is None for outcome in outcomes):
-                return uncalibrated(limits=limits, scale=scale)
-            for spent, outcome in zip(times, outcomes):
-                spent.append(outcome.seconds)
-    slowest: dict[str, float] = {}
-    for (function, _), spent in zip(calls, times):
-        slowest[function] = max(slowest.get(function, 0.0), statistics.median(spent))
+def from_times(times: dict[str, list[list[float]]], load_seconds: float, *, scale: float = 1.0) -> Calibration:
+    """The limits from the reference's times: ``times[function]`` holds, for each of its calls, the seconds of
+    every round; a function's limit follows its slowest call (the median of its rounds)."""
+    slowest = {function: max(statistics.median(rounds) for rounds in calls) for function, calls in times.items()}
     call_limits = {function: round(scale * max(FLOOR, MULTIPLE * seconds), 3) for function, seconds in slowest.items()}
     return Calibration(
         limits=call_limits, load_limit=round(scale * max(LOAD_FLOOR, LOAD_MULTIPLE * load_seconds), 3),
@@ -121,3 +87,10 @@ def calibrate(*, assignment: str, server: ForkServer | str | None, limits: Limit
         reference_load=round(load_seconds, 6), scale=scale, calibrated=True,
         default=max(call_limits.values(), default=round(scale * FLOOR, 3)),
     )
+
+
+def for_run(key: tuple, measure: Callable[[], Calibration]) -> Calibration:
+    """This run's calibration under ``key``: ``measure()`` on first use, then kept for the process."""
+    if key not in _RUN:
+        _RUN[key] = measure()
+    return _RUN[key]

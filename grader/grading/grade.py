@@ -12,11 +12,14 @@ from grader.content.catalog import misconception_ids
 from grader.content.messages import Message, parts_of, render_parts
 from grader.results import SubmissionResult, load_failure, summarize
 from grader.grading.runner import collect, run_tests
-from grader.grading.calibration import Calibration, run_calibration, uncalibrated
+from grader.grading import calibration as calibrating
+from grader.grading.calibration import Calibration
 from grader.grading.imports import with_early_imports
 from grader.sandbox.client import CallError, ForkServer, ForkServerError, Limits, Sandbox, start_server
 from grader.seeding import derived_seed, student_seed
-from grader.grading.student import StudentCode
+from grader.grading.settling import CONSTRUCTOR
+from grader.grading.student import StudentCode, construction_of, construction_request, request_of
+from grader.paths import solution_path
 from grader.sandbox.source import SubmissionError, SubmissionSource, read_submission
 
 VISIBILITIES = {"public": ("public",), "all": ("public", "hidden"), "hidden": ("hidden",)}
@@ -63,7 +66,7 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
     try:
         if calibration is None:
             calibration = run_calibration(assignment=assignment, server=server, limits=limits, scale=timeout_scale) \
-                if server is not None else uncalibrated(limits=limits, scale=timeout_scale)
+                if server is not None else _uncalibrated(limits or Limits(), timeout_scale)
         return _grade_loaded(source, exercise=exercise, tests=tests, visibility=visibility, seed=seed,
                              limits=_with_load_limit(limits or Limits(), calibration), lang=lang, server=server,
                              calibration=calibration, on_function=on_function, started=started, common=common)
@@ -105,6 +108,50 @@ def _grade_loaded(source: SubmissionSource, *, exercise, tests, visibility: str,
         return summarize(tests=results, catalog_ids=misconception_ids(), notes=tuple(render_parts(note, lang)
                          for note in notes), note_messages=notes, isolation=isolation,
                          seed=seed, duration=round(time.monotonic() - started, 3), **common)
+
+
+def run_calibration(*, assignment: str, server: ForkServer | str | None, limits: Limits | None = None,
+                    scale: float = 1.0) -> Calibration:
+    """This run's call limits for ``assignment``: the reference timed on first use, then kept for the process."""
+    limits = limits or Limits()
+
+    def measure() -> Calibration:
+        measured = time_reference(assignment=assignment, server=server, limits=limits)
+        return _uncalibrated(limits, scale) if measured is None else calibrating.from_times(*measured, scale=scale)
+    return calibrating.for_run((assignment, scale), measure)
+
+
+def time_reference(*, assignment: str, server: ForkServer | str | None,
+                   limits: Limits) -> tuple[dict[str, list[list[float]]], float] | None:
+    """The reference's own seconds for every public and hidden case's call, and for building each instance,
+    through a worker as a submission's are (``calibration.ROUNDS`` rounds); None where it is not installed."""
+    reference = solution_path(assignment)
+    if reference is None:
+        return None
+    exercise = get_assignment(assignment)
+    cases = [*exercise.public_cases().values(), *exercise.build_hidden_cases(calibrating.CALIBRATION_SEED).values()]
+    calls = [(case.function, request_of(case)) for case in cases]
+    calls += [(CONSTRUCTOR, construction_request(*built))
+              for built in dict.fromkeys(construction_of(case) for case in cases if case.class_name is not None)]
+    rounds: list[list[float]] = [[] for _ in calls]
+    with Sandbox.open(source=read_submission(reference), limits=limits, server=server) as box:
+        if not box.load_report.ok:
+            return None
+        for _ in range(calibrating.ROUNDS):
+            outcomes = box.call_batch([request for _, request in calls])
+            if outcomes is None or any(outcome is None or outcome.seconds is None for outcome in outcomes):
+                return None
+            for spent, outcome in zip(rounds, outcomes):
+                spent.append(outcome.seconds)
+        load_seconds = box.load_seconds
+    times: dict[str, list[list[float]]] = {}
+    for (function, _), spent in zip(calls, rounds):
+        times.setdefault(function, []).append(spent)
+    return times, load_seconds
+
+
+def _uncalibrated(limits: Limits, scale: float) -> Calibration:
+    return calibrating.uncalibrated(call_timeout=limits.call_timeout, load_timeout=limits.load_timeout, scale=scale)
 
 
 def _with_load_limit(limits: Limits, calibration: Calibration) -> Limits:

@@ -28,7 +28,7 @@ the others name that check.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from grader.content.messages import CheckName, Message
 
@@ -44,6 +44,7 @@ class Stop:
     limit: float | None = None  # the call limit it overran, seconds
     reason: str = ""  # why the worker ended, for a crash
     first_check: str | None = None  # the first check that reported it
+    outcome: object = None  # the CallOutcome of the call that stopped: what every settled call returns
 
 
 @dataclass
@@ -81,7 +82,9 @@ class Ledger:
             if name != function:
                 self.calls.setdefault(function, set()).add(name)
         if outcome.stopped_at is not None:  # it entered a function that hangs
-            stop = self.stopped.get(outcome.stopped_at) or Stop(outcome.stopped_at, "timeout", limit)
+            stop = self.stopped.get(outcome.stopped_at) or Stop(
+                outcome.stopped_at, "timeout", limit,
+                outcome=replace(outcome, error=replace(error, type="Timeout", message=f"{limit:g}"), timed_out=True))
             self.stopped.setdefault(function, stop)
             return None, stop
         hung = error is not None and error.type == "Timeout" and outcome.seconds is not None and budget_left > 0
@@ -101,7 +104,7 @@ class Ledger:
             stop = self.stopped[root]
         else:
             stop = Stop(function, "timeout" if hung else "crash", limit=limit if hung else None,
-                        reason="" if hung else error.message)
+                        reason="" if hung else error.message, outcome=outcome)
         self.stopped.setdefault(function, stop)
         if function == CONSTRUCTOR and construction is not None:
             self.constructions[construction] = stop
