@@ -58,7 +58,8 @@ class Stopwatch:
         from grader.sandbox.client import Sandbox
 
         self._wrap(Sandbox, "_start", "start")
-        self._wrap(Sandbox, "_exchange", "call exchanges")
+        self._wrap(Sandbox, "_exchange", "call exchanges")  # one call
+        self._wrap(Sandbox, "call_batch", "call exchanges")  # a streamed batch (prefetching)
         self._wrap(Sandbox, "close", "close (kill, keeper's report)")
         return self
 
@@ -85,7 +86,7 @@ class Stopwatch:
                     phases.append(getattr(box, "phases", ()))
                 elif name == "_exchange" and args[0].get("op") == "load":
                     pass  # an older sandbox loads through an exchange, inside _start: counted there
-                elif name == "_exchange":
+                elif name in ("_exchange", "call_batch"):
                     spans[label].append(spent)
                     inside = getattr(box, "worker_seconds", 0.0) - before
                     spans["  of which the worker's own work (decode, run, encode)"].append(inside)
@@ -94,8 +95,10 @@ class Stopwatch:
                     spans[label].append(spent)
                     if name == "close":
                         endings.append(getattr(box, "ending", ()))
-                if name == "_exchange" and args[0].get("op") != "load":
-                    spans["calls"].append(len(args[0].get("calls", [None])))
+                if name == "call_batch":
+                    spans["calls"].append(len(args[0]))
+                elif name == "_exchange" and args[0].get("op") != "load":
+                    spans["calls"].append(1)
 
         self._originals.append((owner, name, original))
         setattr(owner, name, timed)

@@ -8,38 +8,26 @@ do this with real student code.
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from pathlib import Path
 
-
-from grader.grading.assignment import get_assignment
 from grader.content.catalog import misconception_ids
-from grader.grading.grade import VISIBILITIES
+from grader.grading.grade import plan_checks, run_checks
 from grader.results import SubmissionResult, load_failure, summarize
-from grader.grading.runner import collect, run_tests
-from grader.seeding import student_seed
-from grader.grading.student import StudentCode
 from grader.sandbox.in_process import InProcessBox
 
 
 def grade_in_process(path: Path, *, student: str, assignment: str = "multihead_attention",
                      visibility: str = "all") -> SubmissionResult:
-    exercise = get_assignment(assignment)
-    tests = collect(exercise, VISIBILITIES[visibility])
-    max_score = float(sum(test.points for test in tests))
-    seed = student_seed(student)
-    spec = importlib.util.spec_from_file_location(f"bench_submission_{student}", path)
-    module = importlib.util.module_from_spec(spec)
+    """``grade_submission``'s checks (``run_checks``: the same cases, drawn for ``student``, the same diagnosis),
+    with the calls answered by the submission imported into this process."""
+    exercise, tests, max_score, seed = plan_checks(assignment=assignment, visibility=visibility, student=student)
     try:
-        spec.loader.exec_module(module)
+        box = InProcessBox.load(path, name=f"bench_submission_{student}")
     except Exception as error:
         return load_failure(student=student, error=f"{type(error).__name__}: {error}", max_score=max_score,
                             assignment=assignment)
-    code = StudentCode(InProcessBox(module))
-    fixtures = {"public": {"student": code, "cases": exercise.public_cases(), "seed": None},
-                "hidden": {"student": code, "cases": exercise.build_hidden_cases(seed), "seed": seed}}
-    results = run_tests(tests, fixtures=fixtures, assignment=exercise, lang="en")
+    results = run_checks(box, exercise=exercise, tests=tests, visibility=visibility, seed=seed)
     return summarize(student=student, tests=results, max_score=max_score, assignment=assignment,
                      catalog_ids=misconception_ids(), seed=seed)
 

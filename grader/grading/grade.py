@@ -42,15 +42,9 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
     ``on_function(name)`` is told which function is being checked or called.
     """
     started = time.monotonic()
-    exercise = get_assignment(assignment)
     student = student or (Path(path).stem if path is not None else "student")
-    tests = collect(exercise, VISIBILITIES[visibility])
-    if functions:
-        tests = [test for test in tests if test.function in functions]
-    max_score = float(sum(test.points for test in tests))
-    uses_hidden = any(test.visibility == "hidden" for test in tests)
-    if uses_hidden and seed is None:
-        seed = student_seed(student)
+    exercise, tests, max_score, seed = plan_checks(assignment=assignment, visibility=visibility,
+                                                   functions=functions, student=student, seed=seed)
     common = dict(student=student, max_score=max_score, assignment=assignment)
     try:
         source = source if source is not None else read_submission(Path(path))
@@ -77,7 +71,6 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
 
 def _grade_loaded(source: SubmissionSource, *, exercise, tests, visibility: str, seed, limits: Limits, lang: str,
                   server, calibration: Calibration, on_function, started: float, common: dict) -> SubmissionResult:
-    uses_hidden = any(test.visibility == "hidden" for test in tests)
     # a module imported inside a function is imported while loading, under the load limit, not on the first call
     with Sandbox.open(source=with_early_imports(source), limits=limits, server=server) as box:
         report = box.load_report
@@ -87,27 +80,50 @@ def _grade_loaded(source: SubmissionSource, *, exercise, tests, visibility: str,
             return load_failure(error=render_parts(error, lang), error_messages=error,
                                 notes=tuple(render_parts(note, lang) for note in notes), note_messages=notes,
                                 isolation=isolation, duration=time.monotonic() - started, **common)
-        student = StudentCode(box, limit=calibration.limit, on_call=on_function)
-        fixtures = {"public": {"student": student, "cases": None, "seed": None}}
-        if "public" in VISIBILITIES[visibility]:
-            # In a graded run nothing shipped to students is worth a point: public checks get drawn inputs too.
-            fixtures["public"]["cases"] = (exercise.drawn_public_cases(derived_seed(seed, "public")) if uses_hidden
-                                           else exercise.public_cases())
-        if uses_hidden:
-            fixtures["hidden"] = {"student": student, "cases": exercise.build_hidden_cases(seed), "seed": seed}
-        graded = {test.function for test in tests}
-        order = {name: position for position, name in enumerate(exercise.functions)}
-        wanted = [case for chosen in fixtures.values() for case in (chosen["cases"] or {}).values()
-                  if case.function in graded]
-        # one exchange for most calls instead of one each; a function's callees first, so that
-        # a hang is met in the function that has it before the functions that call it
-        student.prefetch(sorted(wanted, key=lambda case: order.get(case.function, len(order))))
-        on_check = (lambda test: on_function(test.function)) if on_function is not None else None
-        results = run_tests(tests, fixtures=fixtures, assignment=exercise, lang=lang, on_check=on_check)
+        results = run_checks(box, exercise=exercise, tests=tests, visibility=visibility, seed=seed, lang=lang,
+                             limit=calibration.limit, on_function=on_function)
         notes = _notes(source.notes) + tuple(_cell_note(error) for error in report.cell_errors)
         return summarize(tests=results, catalog_ids=misconception_ids(), notes=tuple(render_parts(note, lang)
                          for note in notes), note_messages=notes, isolation=isolation,
                          seed=seed, duration=round(time.monotonic() - started, 3), **common)
+
+
+def plan_checks(*, assignment: str, visibility: str, functions: tuple[str, ...] | None = None,
+                student: str, seed: int | None = None) -> tuple:
+    """``(exercise, tests, max_score, seed)`` of a run: the checks ``visibility`` and ``functions`` select,
+    and the seed hidden checks draw from (by default derived from the course key and ``student``)."""
+    exercise = get_assignment(assignment)
+    tests = collect(exercise, VISIBILITIES[visibility])
+    if functions:
+        tests = [test for test in tests if test.function in functions]
+    if seed is None and any(test.visibility == "hidden" for test in tests):
+        seed = student_seed(student)
+    return exercise, tests, float(sum(test.points for test in tests)), seed
+
+
+def run_checks(box, *, exercise, tests, visibility: str, seed: int | None, lang: str = "en",
+               limit: Callable[[str], float] | None = None,
+               on_function: Callable[[str], None] | None = None) -> list:
+    """Run ``tests`` against the submission loaded in ``box`` (a ``Sandbox``; in benchmarks, the in-process
+    stand-in): their cases built, most calls asked for in one exchange, each check's result."""
+    uses_hidden = any(test.visibility == "hidden" for test in tests)
+    student = StudentCode(box, limit=limit, on_call=on_function)
+    fixtures = {"public": {"student": student, "cases": None, "seed": None}}
+    if "public" in VISIBILITIES[visibility]:
+        # In a graded run nothing shipped to students is worth a point: public checks get drawn inputs too.
+        fixtures["public"]["cases"] = (exercise.drawn_public_cases(derived_seed(seed, "public")) if uses_hidden
+                                       else exercise.public_cases())
+    if uses_hidden:
+        fixtures["hidden"] = {"student": student, "cases": exercise.build_hidden_cases(seed), "seed": seed}
+    graded = {test.function for test in tests}
+    order = {name: position for position, name in enumerate(exercise.functions)}
+    wanted = [case for chosen in fixtures.values() for case in (chosen["cases"] or {}).values()
+              if case.function in graded]
+    # one exchange for most calls instead of one each; a function's callees first, so that
+    # a hang is met in the function that has it before the functions that call it
+    student.prefetch(sorted(wanted, key=lambda case: order.get(case.function, len(order))))
+    on_check = (lambda test: on_function(test.function)) if on_function is not None else None
+    return run_tests(tests, fixtures=fixtures, assignment=exercise, lang=lang, on_check=on_check)
 
 
 def run_calibration(*, assignment: str, server: ForkServer | str | None, limits: Limits | None = None,

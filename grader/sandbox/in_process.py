@@ -24,6 +24,8 @@ class InProcessBox:
     isolation = "none (in-process, for benchmarks only)"
     limits = Limits()
     budget_left = float("inf")  # no call is timed here
+    worker = "this process"  # always there: prefetching asks it, and it answers each call on its own
+    restarts = 0
 
     def __init__(self, module):
         self.module = module
@@ -32,9 +34,9 @@ class InProcessBox:
         self.recorder.instrument(vars(module), {filename} if filename else set())
 
     @classmethod
-    def load(cls, path: Path) -> InProcessBox:
-        """Import the file at ``path`` (exceptions propagate) and wrap it."""
-        spec = importlib.util.spec_from_file_location(f"unsandboxed_{Path(path).stem}", path)
+    def load(cls, path: Path, *, name: str | None = None) -> InProcessBox:
+        """Import the file at ``path`` as module ``name`` (exceptions propagate) and wrap it."""
+        spec = importlib.util.spec_from_file_location(name or f"unsandboxed_{Path(path).stem}", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         return cls(module)
