@@ -66,3 +66,25 @@ def test_every_twin_changes_some_output_so_the_reference_calls_through_names(nam
     for twin in module.TWINS:
         copy = patched(name, twin)
         assert any(not same_value(outcome_of(copy, case), case.expected) for case in cases), twin.label
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_twins_left_unrun_are_those_whose_function_the_call_never_enters(name):
+    """A twin is skipped only when the reference's call for the case never enters the twin's function; run
+    anyway, such a twin gives the expected value. And the shortcut is taken: some twins are skipped."""
+    from grader.assignments.twinning import untouched
+
+    module = _module(name)
+    skipped = 0
+    for case in [*module.public_cases().values(), *module.hidden_cases(11).values()]:
+        if case.function == "__init__":
+            continue  # the constructor's case holds only the shapes it must give (its weights are drawn)
+        unreached = untouched(module.ASSIGNMENT, case)
+        assert case.function not in unreached, case.id
+        for twin in module.TWINS:
+            if twin.target.rpartition(".")[2] in unreached:
+                skipped += 1
+                assert same_value(outcome_of(patched(module.ASSIGNMENT, twin), case), case.expected), \
+                    (case.id, twin.label)
+    if len({twin.target for twin in module.TWINS}) > 1:
+        assert skipped, name
