@@ -56,11 +56,13 @@ class Stopwatch:
 
     def __enter__(self) -> Stopwatch:
         from grader.sandbox.client import Sandbox
+        from grader.sandbox.link import WorkerLink
 
         self._wrap(Sandbox, "_start", "start")
         self._wrap(Sandbox, "_exchange", "call exchanges")  # one call
         self._wrap(Sandbox, "call_batch", "call exchanges")  # a streamed batch (prefetching)
-        self._wrap(Sandbox, "close", "close (kill, keeper's report)")
+        self._wrap(Sandbox, "close", "close (the keeper asked to end the worker)")
+        self._wrap(WorkerLink, "finish", "")  # the end, read later: not part of the submission's time
         return self
 
     def __exit__(self, *exc) -> None:
@@ -91,10 +93,13 @@ class Stopwatch:
                     inside = getattr(box, "worker_seconds", 0.0) - before
                     spans["  of which the worker's own work (decode, run, encode)"].append(inside)
                     spans["  of which the trip (pipes, waking each side)"].append(spent - inside)
+                elif name == "finish":  # box: the worker's link; its keeper's marks, from its kill request on
+                    marks = list(getattr(box, "ending", ()))
+                    if marks:
+                        asked = marks[0][1]
+                        endings.append([(step, at - asked) for step, at in marks + [("reported", time.monotonic())]])
                 else:
                     spans[label].append(spent)
-                    if name == "close":
-                        endings.append(getattr(box, "ending", ()))
                 if name == "call_batch":
                     spans["calls"].append(len(args[0]))
                 elif name == "_exchange" and args[0].get("op") != "load":
@@ -262,7 +267,7 @@ def main() -> None:
               "negative: made before the request)")
         for name, seconds in one[kind]["steps"].items():
             print(f"    {name:<48} {1000 * seconds:7.2f} ms")
-        print(f"  {kind}: the close, step by step")
+        print(f"  {kind}: the close, step by step (after the submission, read when the next worker starts)")
         for name, seconds in one[kind]["ending"].items():
             print(f"    {name:<48} {1000 * seconds:7.2f} ms")
     if figures.get("namespaces"):

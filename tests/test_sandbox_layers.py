@@ -26,6 +26,8 @@ import pytest
 from conftest import FIXTURES, PROJECT
 from grader.grading.grade import grade_submission
 from grader.sandbox.client import Limits, Sandbox, SandboxWarning, start_server
+from grader.sandbox import link
+from grader.sandbox.link import settle_closing
 from grader.sandbox.source import MAX_NOTES, Cell, SubmissionSource, notebook_source
 from grader.sandbox.worker import landlock
 
@@ -101,6 +103,22 @@ def test_without_namespaces_the_shared_ipc_is_announced(fallback):
         assert "WARNING: no IPC namespace" in box.isolation
 
 
+def test_a_graded_workers_end_is_settled_later_and_leaves_nothing(server):
+    """Closing a sandbox asks the keeper to end the worker and returns; settling reads the report, and then
+    the worker, its host folder and its place in the queue are gone. The queue never holds more than
+    CLOSING_HELD."""
+    pids, folders = [], []
+    for _ in range(link.CLOSING_HELD + 2):
+        with opened("x = 1", server) as box:
+            pids.append(box.worker.pid)
+            folders.append(box.scratch)
+        assert len(link._CLOSING) <= link.CLOSING_HELD
+    settle_closing()
+    assert link._CLOSING == []
+    assert not any(folder.exists() for folder in folders)
+    assert not [pid for pid in pids if Path(f"/proc/{pid}").exists()]  # pids are not reused this soon
+
+
 # ---- cgroups: memory and processes per worker tree ---------------------------------------------------
 def test_each_worker_runs_in_cgroups_of_its_own_that_go_with_it(server):
     requires_root()
@@ -116,6 +134,7 @@ def test_each_worker_runs_in_cgroups_of_its_own_that_go_with_it(server):
                     for name in ("memory.limit_in_bytes", "memory.max", "pids.max") if Path(folder, name).exists()}
         assert settings.get("memory.limit_in_bytes", settings.get("memory.max")) == str(700 << 20)
         assert settings["pids.max"] == "40"
+    settle_closing()  # the grading process reads the keeper's report later (the next start, the server's stop)
     assert not any(Path(folder).exists() for folder in folders)
 
 

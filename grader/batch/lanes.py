@@ -28,6 +28,7 @@ from typing import Callable
 
 from grader.batch.settings import Task
 from grader.content.messages import Message, parts_of
+from grader.sandbox.link import settle_closing
 
 PRELOAD = ["grader.grading.grade", "grader.suites.multihead_attention.hidden.test_drawn_inputs"]
 _PR_SET_PDEATHSIG = 1
@@ -215,7 +216,13 @@ def _lane_main(connection, runner: Callable[[Task], dict]) -> None:
     _follow_parent()
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+    try:
+        _serve_tasks(connection, runner)
+    finally:  # a lane ends without running atexit hooks: the workers of its last submissions end here
+        settle_closing()
 
+
+def _serve_tasks(connection, runner: Callable[[Task], dict]) -> None:
     while True:
         try:
             task = connection.recv()

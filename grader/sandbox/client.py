@@ -24,7 +24,8 @@ from pathlib import Path
 
 from grader.sandbox.codec import BadReply, decode_reply, encode_request
 from grader.sandbox.isolation import SandboxWarning, describe_isolation
-from grader.sandbox.link import ForkServer, ForkServerError, WorkerGone, WorkerLink, reserve, take_reserved
+from grader.sandbox.link import (ForkServer, ForkServerError, WorkerGone, WorkerLink, close_later, reserve,
+                                 settle_closing, take_reserved)
 from grader.sandbox.source import SubmissionSource, read_submission
 from grader.sandbox.worker import protocol
 
@@ -397,6 +398,7 @@ class Sandbox:
         """A new worker (its hello not yet read); True when it is one reserved while the last was graded."""
         if self.server is None and self._own_server is None:
             self._own_server = start_server()
+        settle_closing(wait=False)  # workers of submissions graded before, whose keepers have reported
         if self.scratch is not None:  # a restart: the previous worker's files go
             shutil.rmtree(self.scratch, ignore_errors=True)
         server, limits = self.server or self._own_server, asdict(self.limits)
@@ -464,9 +466,12 @@ class Sandbox:
             self.ending = tuple((name, at - asked) for name, at in [*worker.ending, ("reported", time.monotonic())])
 
     def close(self) -> None:
-        self._kill()
-        if self.scratch is not None:
+        worker, self.worker = self.worker, None
+        if worker is not None:  # the submission is done: its worker's end is settled later (close_later)
+            close_later(worker, self.scratch)
+        elif self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
+        self.scratch = None
         if self._own_server is not None:
             self._own_server.stop()
             self._own_server = None

@@ -11,6 +11,7 @@ stops reading, stops writing or writes too much ends as ``WorkerGone``.
 
 from __future__ import annotations
 
+import atexit
 import fcntl
 import json
 import os
@@ -128,6 +129,7 @@ class ForkServer:
         return connection, reply["pid"]
 
     def stop(self) -> None:
+        settle_closing()
         release_reserved(self.address)
         if self.process is not None:
             self.process.stdin.close()  # the server ends at end of input
@@ -246,14 +248,21 @@ class WorkerLink:
                 reply = json.loads(self.connection.recv(REQUEST_LIMIT) or b"{}")
             except (OSError, ValueError):
                 return None, ""
-            found = _report(reply)
+            found = self._take(reply)
             if found is not None:
-                if isinstance(reply.get("phases"), list):
-                    self.ending = [(str(item[0])[:40], float(item[1])) for item in reply["phases"][:8]
-                                   if isinstance(item, list) and len(item) == 2 and type(item[1]) is float]
                 return found
-            if type(reply.get("pid")) is int:
-                self._pid = reply["pid"]
+
+    def _take(self, reply) -> tuple[int | None, str] | None:
+        """One message of the keeper's: its report (returned), or the worker's pid (kept)."""
+        found = _report(reply)
+        if found is not None:
+            if isinstance(reply.get("phases"), list):
+                self.ending = [(str(item[0])[:40], float(item[1])) for item in reply["phases"][:8]
+                               if isinstance(item, list) and len(item) == 2 and type(item[1]) is float]
+            return found
+        if type(reply.get("pid")) is int:
+            self._pid = reply["pid"]
+        return None
 
     def send(self, data: bytes, deadline: float) -> None:
         """Send without ever blocking past ``deadline`` (a worker may stop reading)."""
@@ -290,6 +299,12 @@ class WorkerLink:
 
     def kill(self, *, timeout: float) -> None:
         """Kill the worker and everything it started; wait until the keeper says they are gone."""
+        if self.alive:
+            self.ask_to_stop()
+            self.finish(timeout=timeout)
+
+    def ask_to_stop(self) -> None:
+        """Ask the keeper to kill the worker and everything it started; ``finish`` reads its report."""
         if not self.alive:
             return
         self.alive = False
@@ -299,6 +314,25 @@ class WorkerLink:
                 self.connection.send(b"kill")
             except OSError:
                 pass
+
+    def reported(self) -> bool:
+        """Whether the keeper's report has come (read now if it is waiting; never blocks)."""
+        while self.status is None:
+            try:
+                if not select.select([self.connection], [], [], 0)[0]:
+                    return False
+                self.connection.settimeout(0)
+                found = self._take(json.loads(self.connection.recv(REQUEST_LIMIT) or b"{}"))
+            except (OSError, ValueError):
+                return True  # the keeper is gone: nothing more will come
+            if found is not None:
+                self.status, self.reason = found
+                return True
+        return True
+
+    def finish(self, *, timeout: float) -> None:
+        """After ``ask_to_stop``: wait until the keeper says all is gone, then close the connection and pipes."""
+        if self.status is None:
             self.status, self.reason = self.report(timeout=timeout)
         for closing in (self.connection.close, lambda: os.close(self.to_worker), lambda: os.close(self.from_worker)):
             try:
@@ -366,6 +400,38 @@ def scrubbed_environment(scratch: Path) -> dict[str, str]:
             keep[name] = os.environ[name]
     keep.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1", PYTHONHASHSEED="0")
     return keep
+
+
+# ---- workers ended after their submission, settled later --------------------------------------------
+# (owning process, link, host scratch folder): asked to stop, their keepers' reports not yet read
+_CLOSING: list[tuple[int, WorkerLink, Path | None]] = []
+CLOSING_HELD = 4  # at most this many wait to be settled; beyond it the oldest is waited for
+
+
+def close_later(link: WorkerLink, scratch: Path | None) -> None:
+    """End the worker of a graded submission without waiting for its keeper to reap it and remove its
+    cgroups (a few milliseconds): ``settle_closing`` reads the report and removes the scratch folder, on the
+    next worker's start, when the server stops, or when the grading process ends."""
+    link.ask_to_stop()
+    _CLOSING.append((os.getpid(), link, scratch))
+    settle_closing(wait=False)
+
+
+def settle_closing(*, wait: bool = True, timeout: float = 10.0) -> None:
+    """Finish the workers ``close_later`` ended: all of them (``wait``), or those whose keeper has reported
+    and the oldest beyond ``CLOSING_HELD``. Entries a forked child inherited are its parent's to settle."""
+    pending = [entry for entry in _CLOSING if entry[0] == os.getpid()]
+    _CLOSING.clear()
+    for position, (owner, link, scratch) in enumerate(pending):
+        if wait or link.reported() or len(pending) - position > CLOSING_HELD:
+            link.finish(timeout=timeout)
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
+        else:
+            _CLOSING.append((owner, link, scratch))
+
+
+atexit.register(settle_closing)
 
 
 # ---- a worker made ahead for the next submission ----------------------------------------------------
