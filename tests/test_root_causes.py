@@ -95,3 +95,43 @@ def test_keys_reshaped_with_the_query_length_are_named_from_the_companion_case(t
                       ".transpose(0, 2, 1, 3)")
     result = graded(tmp_path, source)
     assert result.misconceptions == ("mha-kv-uses-query-length",)
+
+
+def test_a_mistake_seen_once_is_looked_for_first_and_the_findings_stay_the_same(monkeypatch):
+    """Twins that matched a function's earlier failure are tried first on its later ones: every check of a
+    buggy submission ends exactly as it does when every twin is run each time, with far fewer twin runs."""
+    from grader.assignments import twinning
+    from grader.grading.grade import plan_checks, run_checks
+
+    library = PROJECT / "grader" / "authoring" / "mutants" / "multihead_attention" / "mistakes"
+    names = ["softmax_wrong_axis", "attention_returns_scores_no_scale", "split_interleaved_moveaxis",
+             "combine_interleaved_stack", "no_scale_and_no_output_projection", "softmax_power_of_e"]
+    runs = {"hinted": 0, "every twin": 0}
+    counting = twinning.outcome_of
+
+    def ends(kind):
+        def counted(module, case):
+            runs[kind] += 1
+            return counting(module, case)
+        monkeypatch.setattr(twinning, "outcome_of", counted)
+        exercise, tests, _, seed = plan_checks(assignment="multihead_attention", visibility="all", student="hints")
+        found = {}
+        for name in names:
+            box = InProcessBox.load(library / f"{name}.py", name=f"hinted_{name}")
+            results = run_checks(box, exercise=exercise, tests=tests, visibility="all", seed=seed)
+            found[name] = [(result.name, result.outcome, result.misconception, result.message) for result in results]
+        return found
+
+    hinted = ends("hinted")
+    monkeypatch.setattr(StudentCode, "__init__", _without_hints(StudentCode.__init__))
+    every = ends("every twin")
+    assert hinted == every
+    assert any(outcome == "failed" for checks in hinted.values() for _, outcome, _, _ in checks)
+    assert runs["hinted"] < 0.7 * runs["every twin"], runs
+
+
+def _without_hints(init):
+    def made(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.twin_hints = None
+    return made

@@ -142,6 +142,13 @@ class Case:
             self.twins = self.twin_builder(self) if self.twin_builder is not None else []
         return self.twins
 
+    def twins_among(self, keys) -> list:
+        """Of the twins named by ``keys`` (``(misconception, label)`` pairs), those that differ from the
+        expected value; only those are run (and nothing is kept: ``known_twins`` still runs them all)."""
+        if self.twins is not None or self.twin_builder is None:
+            return [twin for twin in self.known_twins() if twin[:2] in keys]
+        return self.twin_builder(self, only=keys)
+
 
 def link_companions(cases: dict[str, "Case"]) -> dict[str, "Case"]:
     """Resolve every case's ``companion`` name to the case itself; returns ``cases``."""

@@ -177,8 +177,7 @@ def failure_from_value(case: Case, got, *, student: StudentCode | None = None, r
     reached = tuple(reached)
     matches = [_diagnosed(case, misconception, label, Message("matches_mistake", {"what": what, "label": label}),
                           reached)
-               for misconception, label, value in (case.known_twins() if case.names_mistakes else ())
-               if not isinstance(value, Raised) and same_value(got, value)]
+               for misconception, label in (_matching_twins(case, got, student) if case.names_mistakes else ())]
     if matches:
         failure = _best(matches, case)
     else:
@@ -187,6 +186,29 @@ def failure_from_value(case: Case, got, *, student: StudentCode | None = None, r
     failure.function, failure.reached = case.function, reached
     failure.detail = tuple(Message(*text) for text in showing.value_detail(case, got))
     return failure
+
+
+def _matching_twins(case: Case, got, student: StudentCode | None) -> list[tuple[str, str]]:
+    """``(misconception, label)`` of the twins whose value is ``got``.
+
+    A mistake shows the same way on every input, so the twins that matched
+    this submission's earlier failure of the same function are run first:
+    when one of them matches here too, the others (dozens of runs of the
+    reference) are not run. Otherwise every twin is, and what matches becomes
+    the function's hint.
+    """
+    hints = getattr(student, "twin_hints", None)
+    hinted = hints.get(case.function) if hints is not None else None
+    if hinted and case.twins is None:
+        found = [(misconception, label) for misconception, label, value in case.twins_among(hinted)
+                 if not isinstance(value, Raised) and same_value(got, value)]
+        if found:
+            return found
+    found = [(misconception, label) for misconception, label, value in case.known_twins()
+             if not isinstance(value, Raised) and same_value(got, value)]
+    if hints is not None and found:
+        hints[case.function] = frozenset(found)
+    return found
 
 
 def _best(matches: list[CheckFailure], case: Case) -> CheckFailure:

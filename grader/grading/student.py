@@ -34,6 +34,8 @@ class StudentCode:
         self.limit = limit or (lambda function: sandbox.limits.call_timeout)
         self.on_call = on_call
         self.ledger = Ledger()
+        # function -> the (misconception, label) of the twins its last explained failure matched
+        self.twin_hints: dict[str, frozenset] = {}
         self._cache: dict[str, tuple[CallOutcome, Stop | None]] = {}
         self._printed: dict[str, str] = {}  # case id -> what its call printed
         self._check_printed: list[str] | None = None  # what the calls of the running check printed
