@@ -322,7 +322,10 @@ class WorkerLink:
                 if not select.select([self.connection], [], [], 0)[0]:
                     return False
                 self.connection.settimeout(0)
-                found = self._take(json.loads(self.connection.recv(REQUEST_LIMIT) or b"{}"))
+                data = self.connection.recv(REQUEST_LIMIT)
+                if not data:
+                    return True  # the keeper closed the connection: nothing more will come
+                found = self._take(json.loads(data))
             except (OSError, ValueError):
                 return True  # the keeper is gone: nothing more will come
             if found is not None:
