@@ -486,3 +486,31 @@ def processes_of(address: str) -> list[str]:
         except OSError:
             pass
     return found
+
+
+def test_a_keepers_report_is_polled_without_blocking(tmp_path):
+    """``reported`` never waits: nothing sent yet is False, a pid message is kept and still False, the
+    report is True with its status, and a keeper that closed its connection is True (nothing more comes);
+    waiting for the report of such a keeper ends at once, without a status (it used to spin forever)."""
+    import json as _json
+
+    def link_over(pair):
+        read_end, write_end = os.pipe()
+        return link.WorkerLink(tmp_path, pair[0], None, write_end, read_end)
+
+    pair = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    waiting = link_over(pair)
+    assert waiting.reported() is False
+    pair[1].send(_json.dumps({"pid": 4242}).encode())
+    assert waiting.reported() is False and waiting.pid == 4242
+    pair[1].send(_json.dumps({"status": -9, "reason": ""}).encode())
+    assert waiting.reported() is True and waiting.status == -9
+    waiting.finish(timeout=1)
+
+    closed = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    gone = link_over(closed)
+    closed[1].close()
+    assert gone.reported() is True and gone.status is None
+    started = time.monotonic()
+    gone.finish(timeout=5)
+    assert gone.status is None and time.monotonic() - started < 1

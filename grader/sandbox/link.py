@@ -245,7 +245,10 @@ class WorkerLink:
         while True:
             self.connection.settimeout(max(0.0, deadline - time.monotonic()))
             try:
-                reply = json.loads(self.connection.recv(REQUEST_LIMIT) or b"{}")
+                data = self.connection.recv(REQUEST_LIMIT)
+                if not data:
+                    return None, ""  # the keeper closed the connection without a report
+                reply = json.loads(data)
             except (OSError, ValueError):
                 return None, ""
             found = self._take(reply)
