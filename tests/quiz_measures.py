@@ -385,3 +385,34 @@ def ring_block_scores(v):
     queries = np.array_split(np.arange(v["seq"]), v["devices"])
     keys = np.array_split(np.arange(v["seq"]), v["devices"])
     return queries[0].size * keys[1].size
+
+
+# --- memory traffic, heads' memory, cache against weights, cache offsets ------------------
+
+def naive_intensity(v):
+    """FLOPs of the two products over the bytes of the (T, S) arrays written and read back."""
+    seq, d_k = v["seq"], v["d_k"]
+    q, k, val = (np.ones((seq, d_k), dtype=np.float16) for _ in range(3))
+    scores = q @ k.T  # (T, S), written, then read by the softmax
+    weights = np.ones_like(scores)  # (T, S), written, then read by weights @ V
+    flops = 2 * q.shape[0] * k.shape[0] * q.shape[1] + 2 * weights.shape[0] * weights.shape[1] * val.shape[1]
+    moved = 2 * scores.nbytes + 2 * weights.nbytes
+    return flops / moved
+
+
+def weights_memory_growth(v):
+    def weights_bytes(heads):
+        return np.zeros((v["batch"], heads, v["seq"], v["seq"]), dtype=np.float32).nbytes
+
+    return (weights_bytes(v["num_heads"] * v["factor"]) - weights_bytes(v["num_heads"])) / 2**20
+
+
+def context_where_cache_equals_weights(v):
+    per_token = np.zeros((2, 32, 32, 128), dtype=np.float16).nbytes  # K and V, 32 layers, 32 heads
+    return 13.5e9 / (per_token * v["batch"])
+
+
+def last_key_seen(v):
+    cached, new = v["cached"], v["new"]
+    mask = np.tril(np.ones((new, cached + new), dtype=bool), k=cached)  # (T, S), queries after the cache
+    return int(np.flatnonzero(mask[v["index"]])[-1])

@@ -240,6 +240,10 @@ MEASURE = {
     "logits-qk-clip": measure.qk_clip_factor,
     "parallel-heads-per-device": measure.columns_per_device,
     "parallel-ring-block-scores": measure.ring_block_scores,
+    "complexity-naive-intensity": measure.naive_intensity,
+    "heads-weights-memory-growth": measure.weights_memory_growth,
+    "serving-cache-rivals-weights": measure.context_where_cache_equals_weights,
+    "decoding-new-token-last-key": measure.last_key_seen,
 }
 
 # Sizes that keep a measurement to a few megabytes, for templates whose own
@@ -261,6 +265,8 @@ SMALL = {
     "window-reach": {"window": (3, 5), "layers": (2, 4)},
     "serving-rolling-buffer": {"window": (4, 8), "pos": (9, 17, 23)},
     "parallel-heads-per-device": {"num_heads": (4, 8), "devices": (2, 4), "d_k": (2, 4)},
+    "complexity-naive-intensity": {"seq": (8, 16)},
+    "heads-weights-memory-growth": {"seq": (8, 16)},
 }
 
 
