@@ -163,6 +163,8 @@ def flops_per_token(v):
     x = counted(random(1, v["seq"], d_model))
     layer.forward(x, x, x)
     attention_per_token = (CountingArray.flops[3] + CountingArray.flops[4]) / v["seq"]
+    parameters = 12 * v["layers"] * d_model**2 + 50257 * d_model  # the blocks and the embedding
+    assert abs(v["millions_of_parameters"] * 1e6 - parameters) <= 0.5e6  # the stated N is this model's
     weights = 3 * projection_flops_per_parameter_token() * v["millions_of_parameters"] * 1e6
     return weights + 3 * attention_per_token * v["layers"]
 
@@ -170,7 +172,7 @@ def flops_per_token(v):
 def model_flops_utilisation(v):
     tokens_per_second = v["thousands_of_tokens_per_second"] * 1000
     needed = 3 * projection_flops_per_parameter_token() * v["billions_of_parameters"] * 1e9
-    return needed * tokens_per_second / (v["peak_teraflops"] * 1e12) * 100
+    return needed * tokens_per_second / (v["gpus"] * v["peak_teraflops"] * 1e12) * 100
 
 
 def one_head_weights(seq):

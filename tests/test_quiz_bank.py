@@ -129,13 +129,13 @@ def test_non_shapes_are_refused(typed):
 @pytest.mark.parametrize("typed,value", [
     ("1,048,576", 1048576), ("1_048_576", 1048576), ("1.05e6", 1.05e6), ("2.4M", 2.4e6),
     ("12 k", 12000), ("８", 8), ("-0.5", -0.5), (".25", 0.25), ("1 048 576", 1048576),
-    ("1/4", 0.25), ("3 / 8", 0.375), ("１／４", 0.25),
+    ("1/4", 0.25), ("3 / 8", 0.375), ("１／４", 0.25), ("42.5%", 42.5), ("42.5 ％", 42.5), ("１２％", 12),
 ])
 def test_numbers_are_read_leniently(typed, value):
     assert quiz_answers.parse_number(typed) == pytest.approx(value)
 
 
-@pytest.mark.parametrize("typed", ["", "abc", "1.2.3", "1e", "M", "3 1 2 4", "12 34", "1/0", "1/2/3"])
+@pytest.mark.parametrize("typed", ["", "abc", "1.2.3", "1e", "M", "3 1 2 4", "12 34", "1/0", "1/2/3", "%", "4%2"])
 def test_non_numbers_are_refused(typed):
     assert quiz_answers.parse_number(typed) is None
 

@@ -259,7 +259,7 @@ SMALL = {
     "flash-memory-saved": {"seq": (6, 9, 16)},
     "sizing-block-weights": {"d_model": (16, 32)},
     "sizing-tied-embeddings": {"vocabulary": (10, 50), "d_model": (4, 8)},
-    "sizing-flops-per-token": {"num_heads": (2, 4), "d_k": (4, 8), "seq": (8, 16)},
+    "sizing-flops-per-token": {"num_heads": (2, 4), "d_k": (8, 16), "seq": (8, 16), "layers": (1,)},
     "sizing-weights-memory-long-context": {"seq": (64, 128)},
     "decoding-arithmetic-intensity": {"d_model": (8, 16, 32)},
     "window-reach": {"window": (3, 5), "layers": (2, 4)},

@@ -57,8 +57,12 @@ _FRACTION = re.compile(r"^\s*([+-]?\d+(?:\.\d*)?)\s*/\s*(\d+(?:\.\d*)?)\s*$")
 
 
 def parse_number(text: str) -> float | None:
-    """A number such as ``1,048,576``, ``1_048_576``, ``1.05e6``, ``2.4M``, ``12 k`` or ``1/4``."""
-    cleaned = normalize(text)
+    """A number such as ``1,048,576``, ``1_048_576``, ``1.05e6``, ``2.4M``, ``12 k`` or ``1/4``.
+
+    A trailing ``%`` (or a Chinese keyboard's ``％``) is read as the unit of a
+    question asked in percent: ``42.5%`` is 42.5, not 0.425.
+    """
+    cleaned = re.sub(r"\s*%$", "", normalize(text))
     fraction = _FRACTION.match(cleaned)
     if fraction:  # a ratio typed as a fraction, e.g. "1/4" for 0.25
         denominator = float(fraction.group(2))

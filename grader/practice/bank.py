@@ -10,9 +10,10 @@ memorising an answer does not help.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +63,7 @@ class Question:
     variables: Mapping[str, tuple] = field(default_factory=dict)
     derived: Mapping[str, str] = field(default_factory=dict)
     require: tuple[str, ...] = ()
+    physical: tuple[str, ...] = ()  # what every instance must obey (see the schema)
     misconceptions: tuple[str, ...] = ()
     unlocks: tuple[str, ...] = ()
     nudge: Mapping[str, str] = field(default_factory=dict)  # a pointer for a second try
@@ -84,6 +86,23 @@ class Question:
             if values is not None:
                 return values
         raise ContentError(f"{self.source}: question {self.id!r}: 'require' is never met")
+
+    def instances(self) -> Iterator[dict[str, Any]]:
+        """Every combination of a template's variables that its ``require`` rules allow."""
+        names = list(self.variables)
+        for combination in itertools.product(*(self.variables[name] for name in names)):
+            values = self.complete_values(dict(zip(names, combination)))
+            if values is not None:
+                yield values
+
+    def answer_for(self, values: Mapping[str, Any]) -> Any:
+        """The answer of a template instance (``values`` complete, derived ones included)."""
+        return quiz_formulas.evaluate(self.answer, values) if isinstance(self.answer, str) else self.answer
+
+    def broken_laws(self, values: Mapping[str, Any]) -> list[str]:
+        """The ``physical`` rules this instance breaks (empty for a possible world)."""
+        bound = dict(values, answer=self.answer_for(values))
+        return [rule for rule in self.physical if not quiz_formulas.evaluate(rule, bound)]
 
     def complete_values(self, chosen: Mapping[str, Any]) -> dict[str, Any] | None:
         """``chosen`` plus the derived values, or None where a ``require`` rule fails."""
