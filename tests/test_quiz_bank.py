@@ -300,3 +300,12 @@ def test_option_length_does_not_give_the_answer_away(lang):
     # nor does "pick the second longest" work: no rank by length holds most answers
     ranks = collections.Counter(sum(other > right for other in others) for _, right, others in lengths)
     assert max(ranks.values()) <= len(lengths) / 2, ranks
+
+
+def test_a_missing_mask_offset_is_drilled_by_a_question_it_gets_wrong():
+    for misconception in ("mask-causal-no-offset", "kv-cache-mask-no-offset"):
+        assert questions_for_misconception(misconception)[0].id == "decoding-new-token-last-key"
+    question = default_bank().get("decoding-new-token-last-key")
+    for values in question.instances():
+        without_offset = values["index"]  # np.tril(np.ones((T, T))) for the new tokens alone
+        assert question.answer_for(values) != without_offset
