@@ -11,6 +11,7 @@ from grader.paths import CONTENT_DIR
 
 MESSAGES_FILE = CONTENT_DIR / "messages.toml"
 CHECKS_FILE = CONTENT_DIR / "checks.toml"
+TWIN_LABELS_FILE = CONTENT_DIR / "twin_labels.toml"
 
 
 @dataclass(frozen=True)
@@ -41,9 +42,22 @@ class CheckName:
         return check_title(self.name, "en")
 
 
+@dataclass(frozen=True)
+class TwinLabel:
+    """A buggy twin's label named inside a message ("no scaling"): rendered in the reader's language."""
+
+    label: str
+
+    def to_data(self) -> dict:
+        return {"twin": self.label}
+
+    def __format__(self, spec: str) -> str:
+        return self.label
+
+
 def _plain(value):
     """A parameter as JSON keeps it and ``format`` shows it: shapes and other tuples as their text."""
-    if isinstance(value, (Message, CheckName)):
+    if isinstance(value, (Message, CheckName, TwinLabel)):
         return value.to_data()
     if isinstance(value, bool) or value is None or isinstance(value, (int, float, str)):
         return value
@@ -66,6 +80,8 @@ def render_parts(parts, lang: str) -> str:
             return one(value)
         if isinstance(value, dict) and "check" in value:
             return check_title(str(value["check"]), lang)
+        if isinstance(value, dict) and "twin" in value:
+            return twin_label(str(value["twin"]), lang)
         return value
 
     def one(part) -> str:
@@ -108,9 +124,42 @@ def render(key: str, params: dict, lang: str) -> str:
     except KeyError:
         raise ContentError(f"{MESSAGES_FILE}: no message.{key}") from None
     try:
-        return texts.get(lang, texts["en"]).format(**params)
+        return texts.get(lang, texts["en"]).format(**{name: _in(value, lang) for name, value in params.items()})
     except (KeyError, IndexError) as bad:
         raise ContentError(f"{MESSAGES_FILE}: message.{key} ({lang}) uses an unknown field {bad}") from None
+
+
+def _in(value, lang: str):
+    """A parameter as the reader of ``lang`` sees it: a check's title, a twin's label, a nested message."""
+    if isinstance(value, CheckName):
+        return check_title(value.name, lang)
+    if isinstance(value, TwinLabel):
+        return twin_label(value.label, lang)
+    if isinstance(value, Message):
+        return value.render(lang)
+    return value
+
+
+@functools.cache
+def twin_labels() -> dict[str, dict[str, str]]:
+    """Every twin label (its English form, as the Twin names it) -> its texts by language."""
+    from grader.content.loader import checked_pair, load_toml
+
+    data = load_toml(TWIN_LABELS_FILE)
+    labels: dict[str, dict[str, str]] = {}
+    for exercise, entries in data.items():
+        if exercise == "schema_version":
+            continue
+        for index, entry in enumerate(entries if isinstance(entries, list) else ()):
+            pair = checked_pair(entry, f"{exercise}[{index}]", TWIN_LABELS_FILE)
+            if labels.setdefault(pair["en"], pair) != pair:
+                raise ContentError(f"{TWIN_LABELS_FILE}: {exercise}[{index}] says {pair['en']!r} another way")
+    return labels
+
+
+def twin_label(label: str, lang: str) -> str:
+    """A twin's label in ``lang`` (as given when it has no entry)."""
+    return twin_labels().get(label, {}).get(lang) or label
 
 
 @functools.cache

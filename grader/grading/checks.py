@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from grader.content.catalog import load_catalog
-from grader.content.messages import Message
+from grader.content.messages import Message, TwinLabel
 from grader.grading import showing, signatures
 from grader.grading.case import Case, Raised, same_value
 from grader.sandbox.codec import ForeignObject
@@ -175,7 +175,7 @@ def failure_from_value(case: Case, got, *, student: StudentCode | None = None, r
     """Explain a value that differs from the expected one."""
     what = _what(case)
     reached = tuple(reached)
-    matches = [_diagnosed(case, misconception, label, Message("matches_mistake", {"what": what, "label": label}),
+    matches = [_diagnosed(case, misconception, label, Message("matches_mistake", {"what": what, "label": TwinLabel(label)}),
                           reached)
                for misconception, label in (_matching_twins(case, got, student) if case.names_mistakes else ())]
     if matches:

@@ -74,7 +74,7 @@ def _grade_loaded(source: SubmissionSource, *, exercise, tests, visibility: str,
     # a module imported inside a function is imported while loading, under the load limit, not on the first call
     with Sandbox.open(source=with_early_imports(source), limits=limits, server=server) as box:
         report = box.load_report
-        isolation = f"{box.isolation}; {calibration.note(lang)}"
+        isolation = f"{box.isolation_in(lang)}{'；' if lang == 'zh' else '; '}{calibration.note(lang)}"
         if not report.ok:
             error, notes = _load_message(report.error), _notes(source.notes)
             return load_failure(error=render_parts(error, lang), error_messages=error,

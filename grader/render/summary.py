@@ -17,10 +17,10 @@ from grader.render.text_safety import clean_line
 SUMMARY_TEXTS = CONTENT_DIR / "summary.toml"
 
 
-def _short(result: dict) -> str:
+def _short(result: dict, lang: str = "en") -> str:
     if result.get("status") != "graded":
         reason = (result.get("error") or "").strip().splitlines()
-        return f"error: {_cut(reason[0]) if reason else 'could not be graded'}"
+        return _say("progress_error", lang=lang, reason=_cut(reason[0]) if reason else _say("not_graded", lang=lang))
     found = ", ".join(result.get("misconceptions", ())[:3])
     return f"{result['score']:g}/{result['max_score']:g}" + (f"  [{found}]" if found else "")
 
@@ -34,24 +34,24 @@ def _cut(text: str, width: int = 100) -> str:
     return cut + " ..."
 
 
-def _count(number: int, noun: str, plural: str | None = None) -> str:
-    return f"{number} {noun if number == 1 else plural or noun + 's'}"
-
-
 class LineProgress:
-    """One plain line per finished submission (for logs and CI)."""
+    """One plain line per finished submission (for logs and CI), in ``lang``."""
+
+    def __init__(self, lang: str = "en"):
+        self.lang = lang
 
     def begin(self, total: int, done: int) -> None:
         self.total, self.count, self.started = total, done, time.monotonic()
-        note = f" ({done} already graded)" if done else ""
-        click.echo(f"grading {_count(total, 'submission')}{note}")
+        note = _say("progress_already", lang=self.lang, count=done) if done else ""
+        click.echo(_say("progress_grading", lang=self.lang,
+                        submissions=_counted("submission", total, lang=self.lang), already=note))
 
     def start(self, student: str) -> None:
         pass
 
     def advance(self, result: dict) -> None:
         self.count += 1
-        click.echo(f"[{self.count}/{self.total}] {clean_line(result['student'])}: {_short(result)}")
+        click.echo(f"[{self.count}/{self.total}] {clean_line(result['student'])}: {_short(result, self.lang)}")
 
     def end(self) -> None:
         pass
@@ -65,9 +65,10 @@ class BarProgress:
     submissions still in flight); without it, rich's own rate-based ETA.
     """
 
-    def __init__(self, estimate=None):
+    def __init__(self, estimate=None, lang: str = "en"):
         self.make_estimate = estimate
         self.estimate = None
+        self.lang = lang
 
     def begin(self, total: int, done: int) -> None:
         from rich.console import Console
@@ -76,8 +77,9 @@ class BarProgress:
 
         self.estimate = self.make_estimate(total, done) if self.make_estimate is not None else None
         remaining = _remaining_column(self.estimate) if self.estimate is not None else TimeRemainingColumn()
-        self.progress = Progress(TextColumn("[bold]grading"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), TextColumn("ETA"), remaining,
+        self.progress = Progress(TextColumn(f"[bold]{escape(_say('bar_grading', lang=self.lang))}"), BarColumn(),
+                                 MofNCompleteColumn(), TimeElapsedColumn(),
+                                 TextColumn(escape(_say("bar_eta", lang=self.lang))), remaining,
                                  TextColumn("{task.description}"), console=Console(stderr=True), transient=False)
         self.progress.start()
         self.task = self.progress.add_task("", total=total, completed=done)
@@ -89,7 +91,7 @@ class BarProgress:
     def advance(self, result: dict) -> None:
         if self.estimate is not None:
             self.estimate.finish(result["student"])
-        text = f"{clean_line(result['student'])}: {_short(result)}"[:60]
+        text = f"{clean_line(result['student'])}: {_short(result, self.lang)}"[:60]
         self.progress.update(self.task, advance=1, description=escape(text))
 
     def end(self) -> None:
@@ -148,7 +150,7 @@ def print_summary(summary, *, formats=(), merged: bool = False, lang: str = "en"
         click.echo(say("common"))
         for key, number, share in common:
             title = catalog[key].text("title", lang) if key in catalog else ""
-            click.echo(f"    {key:<32} {count('student', number):>12} ({100 * share:.0f}%)  {title}")
+            click.echo(f"    {key:<32} {count('student', number):<13} ({100 * share:.0f}%)  {title}")
     for student, reason in tally.errored[:10]:
         lines = reason.strip().splitlines()
         click.echo(say("error_row", student=clean_line(student), reason=_cut(lines[0]) if lines else ""))
@@ -177,6 +179,9 @@ def summary_texts() -> dict[str, dict[str, str]]:
 
 def _say(key: str, *, lang: str, **params) -> str:
     return pick(summary_texts()[key], lang).format(**params)
+
+
+say_summary = _say  # for the verbs: one of this file's texts in ``lang``
 
 
 def _counted(noun: str, number: int, *, lang: str) -> str:

@@ -148,6 +148,7 @@ class Sandbox:
         self.spent = 0.0
         self.load_report: LoadReport | None = None
         self.isolation = "not started"
+        self.hello: dict = {}  # the last worker's report of its confinement
         self.startup_seconds = 0.0  # what the last worker cost to get, up to its hello
         self.phases: tuple[tuple[str, float], ...] = ()  # (step, seconds after the request) of the last worker
         self._entered: list[str] = []  # names the current call announced as it entered them
@@ -366,6 +367,7 @@ class Sandbox:
         said_hello = time.monotonic()
         self.startup_seconds = said_hello - started
         self.isolation = describe_isolation(hello)
+        self.hello = hello
         self.worker_folder = str(hello.get("cwd", ""))[:300]
         self.phases = _phases(started, self.worker.marks, hello.get("phases"), ("hello", said_hello))
         try:
@@ -464,6 +466,10 @@ class Sandbox:
             asked = time.monotonic()
             worker.kill(timeout=self.limits.start_timeout)
             self.ending = tuple((name, at - asked) for name, at in [*worker.ending, ("reported", time.monotonic())])
+
+    def isolation_in(self, lang: str) -> str:
+        """What confined the last worker, in ``lang`` (the isolation line of results and summaries)."""
+        return describe_isolation(self.hello, lang=lang) if self.hello else self.isolation
 
     def close(self) -> None:
         worker, self.worker = self.worker, None

@@ -94,10 +94,11 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
                                       show_answers=show_answers, due=quiz_due),
                      adjustments=adjustments, timeout_scale=timeout_scale)
     try:
-        summary = grade_class(run=run, progress=make_progress())
+        summary = grade_class(run=run, progress=make_progress(run.lang))
     except KeyboardInterrupt:
-        click.echo(f"\nInterrupted. The results so far are kept in {out}; continue with the same command "
-                   "and --resume.", err=True)
+        from grader.render.summary import say_summary
+
+        click.echo("\n" + say_summary("interrupted", lang=run.lang, out=out), err=True)
         raise click.Abort() from None
     from grader.render.summary import print_summary
     from grader.render.text_safety import clean_line
@@ -136,10 +137,10 @@ def quiz_policy(*, points: str | None, count: int | None, topics: tuple[str, ...
                       show_answers=show_answers or (due is not None and datetime.now() >= due))
 
 
-def make_progress():
+def make_progress(lang: str = "en"):
     """A rich bar on a terminal, its ETA counting the submissions still in flight; one plain line per
-    submission otherwise."""
+    submission otherwise; in ``lang``."""
     from grader.batch.eta import Estimate
     from grader.render.summary import BarProgress, LineProgress
 
-    return BarProgress(estimate=Estimate) if sys.stderr.isatty() else LineProgress()
+    return BarProgress(estimate=Estimate, lang=lang) if sys.stderr.isatty() else LineProgress(lang)
