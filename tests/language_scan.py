@@ -29,14 +29,27 @@ TERMS = {
     "rope", "alibi", "yarn", "ntk", "flash", "lse", "scipy", "torch", "memory", "pids", "net", "signals", "unix",
     "ipc", "uts", "mount", "pid", "abi", "v1", "v2", "cpu", "gpu", "posix", "system", "kv", "llama", "gpt",
     "layernorm", "rmsnorm", "sigmoid", "tanh", "relu", "gelu", "mlp", "encoder", "decoder", "transformer", "query",
-    "nbconvert", "ipynb", "py", "svg", "png", "utf",
+    "nbconvert", "ipynb", "py", "svg", "png", "utf", "fork", "tracemalloc", "shell", "traceback", "list", "resize",
+    "tile", "repeat", "push", "actions", "stub", "paris", "jensen", "shannon", "vllm", "mod", "ascii", "gpu", "tpu",
+    "nvidia", "pytorch", "jax", "scatter", "tqdm", "rich", "click", "cuda", "slurm", "npz",
+    # names of quantities in formulas
+    "gamma", "tau", "phi", "pos", "acc", "score", "block", "log", "sin", "cos", "theta", "alpha", "beta", "sigma",
+    "eps", "epsilon", "lambda",
 }
+# English terms a Chinese text may give once in brackets after its Chinese name: 教师强制（teacher forcing）.
+GLOSSES = ("teacher forcing", "inverted dropout", "pre-norm", "post-norm", "all-reduce", "base", "stub", "tie",
+           "attention sink", "batch", "one-hot", "logits", "prefill", "decode")
 _CODE = re.compile(r"```.*?```|`[^`\n]*`|<(code|pre|script|style)\b[^>]*>.*?</\1>", re.S | re.I)
 _TAG = re.compile(r"<[^>]+>")
 # What follows an exception's name is the exception's own text, up to the end of its line.
 _EXCEPTION = re.compile(r"\b[A-Z]\w*(Error|Exception|Warning|Interrupt|Exit)\b[^\n]*")
 _COMMAND = re.compile(r"\b(mha|python|pip|jupyter|nbgrader)( +(-{1,2}[\w-]+|[\w./<>=:-]+))+")
 _NOT_PROSE = [
+    re.compile(r"\$\$.*?\$\$|\$[^$\n]*\$", re.S),  # formulas
+    re.compile(r"\\[A-Za-z]+"),  # LaTeX commands
+    re.compile("（(?:" + "|".join(re.escape(term) for term in GLOSSES) + ")）"),  # a gloss: 教师强制（teacher forcing）
+    re.compile(r"\bGPT-\d+ (small|medium|large|XL)\b"),  # model names
+    re.compile(r"\b[A-Za-z]\w*(?= ?[=+*/^<>@%\[]| - )|(?<=[=+*/^<>@\](]) ?[A-Za-z]\w*\b"),  # names in formulas
     re.compile(r"\b[\w-]+\.(py|ipynb|md|html|csv|json|toml|txt|npz|png|svg|zip|sh)\b"),  # file names
     re.compile(r"(?:[\w.~-]*/)+[\w.~*-]*"),  # paths
     re.compile(r"\b[a-z0-9]+(?:-[a-z0-9]+)+\b"),  # catalog ids and other hyphenated names
@@ -49,6 +62,7 @@ _NOT_PROSE = [
     re.compile(r"\b[A-Za-z]\b"),  # single letters: B, H, T, x, q
 ]
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*[A-Za-z]|[A-Za-z]")
+_EMPHASIS = re.compile(r"(?<! )\*+(?! )|(?<= )\*+(?=\S)(?!\* )")  # *word* and **word**, not 2 * T
 _MARKDOWN_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>])")
 
 
@@ -82,6 +96,7 @@ def english_prose(text: str, *, allowed: set[str] = frozenset()) -> list[str]:
     ``allowed``: strings the caller knows are data (a student's id, a file name they chose).
     """
     text = _CODE.sub(" ", _MARKDOWN_ESCAPE.sub(r"\1", plain(text)))
+    text = _EMPHASIS.sub(" ", text)
     for name in sorted(allowed, key=len, reverse=True):
         text = text.replace(name, " ")
     text = _TAG.sub(" ", text)

@@ -309,4 +309,4 @@ def test_the_command_the_feedback_suggests_works_as_pasted():
     pasted = CliRunner().invoke(root, [*shlex.split(commands[0])[1:], "--plain", "--count", "1", "--seed", "0"],
                                 input="\n")
     assert pasted.exit_code == 0, pasted.output
-    assert "Drilling the questions linked to" in pasted.output or "1 questions" in pasted.output
+    assert "Drilling the questions linked to" in pasted.output or "Questions in this quiz: 1" in pasted.output

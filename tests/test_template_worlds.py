@@ -11,6 +11,9 @@ against the laws every template obeys, read from the names of its values.
 from __future__ import annotations
 
 import ast
+import re
+
+import numpy as np
 
 import pytest
 
@@ -92,3 +95,23 @@ def test_a_law_is_checked_not_assumed():
 def test_every_template_has_several_worlds():
     """A template with one world is a fixed question: its answer can be memorised."""
     assert {q.id: n for q in templates() if (n := len(instances(q))) < 2} == {}
+
+
+# "a batch of 1 sequences": a count of one before a plural noun, outside formulas ("W - 1 tokens")
+ONE_BEFORE_PLURAL = re.compile(r"(?<![-+*/^.,\d] )(?<![-+*/^.,\d])\b1 (sequences|tokens|positions|bytes|heads|keys|"
+                               r"queries|layers|rows|questions|checks|devices|requests|blocks|values)\b")
+
+
+@pytest.mark.parametrize("question", templates(), ids=lambda question: question.id)
+def test_every_instance_reads_right_in_english(question):
+    for values in instances(question):
+        posed = question.pose(np.random.default_rng(0), values={name: values[name] for name in question.variables})
+        for text in (posed.prompt["en"], posed.explanation["en"]):
+            assert not ONE_BEFORE_PLURAL.search(text), (question.id, ONE_BEFORE_PLURAL.search(text).group(0))
+
+
+def test_the_plural_rule_sees_a_count_of_one():
+    assert ONE_BEFORE_PLURAL.search("the cache for a batch of 1 sequences of 2048 tokens")
+    assert ONE_BEFORE_PLURAL.search("a key 1 positions before the query")
+    assert not ONE_BEFORE_PLURAL.search("the token itself and the W - 1 tokens before it")
+    assert not ONE_BEFORE_PLURAL.search("a batch of 21 sequences, 0.1 bytes")

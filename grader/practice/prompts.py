@@ -52,13 +52,17 @@ class ArrowKeyPrompter:
         q = self._questionary
         labels = [f"{LETTERS[index]}. {pick(option, lang)}" for index, option in enumerate(posed.options)]
         choices = [q.Choice(title=label, value=LETTERS[index]) for index, label in enumerate(labels)]
+        # questionary's own instructions and Ctrl-C message are English: ours are in the quiz's language
+        select = {"qmark": ">", "instruction": text("prompt_select", lang)}
+        stopped = {"kbi_msg": "\n" + text("prompt_stopped", lang)}
         if posed.kind == "single-choice":
-            return q.select(message, choices=choices, qmark=">").ask()
+            return q.select(message, choices=choices, **select).ask(**stopped)
         if posed.kind == "multiple-choice":
-            picked = q.checkbox(message, choices=choices, qmark=">").ask()
+            picked = q.checkbox(message, choices=choices, qmark=">",
+                                instruction=text("prompt_checkbox", lang)).ask(**stopped)
             return None if picked is None else ", ".join(picked)
         if posed.kind == "true-false":
             truth = [q.Choice(title=text("true", lang), value="true"),
                      q.Choice(title=text("false", lang), value="false")]
-            return q.select(message, choices=truth, qmark=">").ask()
-        return q.text(message, qmark=">").ask()
+            return q.select(message, choices=truth, **select).ask(**stopped)
+        return q.text(message, qmark=">").ask(**stopped)

@@ -20,8 +20,14 @@ def load_texts(path: Path = QUIZ_TEXTS) -> dict[str, dict[str, str]]:
 
 
 def text(key: str, lang: str, **fields) -> str:
-    """The text ``key`` in ``lang`` with its placeholders filled."""
+    """The text ``key`` in ``lang`` with its placeholders filled.
+
+    A text with a ``count`` has its singular in ``<key>_one`` where English needs one
+    ("1 question left"), used when the count is 1.
+    """
     texts = load_texts()
+    if fields.get("count") == 1 and f"{key}_one" in texts:
+        key = f"{key}_one"
     if key not in texts:
         raise ContentError(f"{QUIZ_TEXTS}: no text {key!r}")
     return pick(texts[key], lang).format(**fields)
