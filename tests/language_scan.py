@@ -16,6 +16,7 @@ Latin word of three letters or more, is English prose.
 from __future__ import annotations
 
 import html
+import os
 import re
 
 HAN = "\u3400-\u9fff\uf900-\ufaff"
@@ -30,7 +31,7 @@ TERMS = {
     "ipc", "uts", "mount", "pid", "abi", "v1", "v2", "cpu", "gpu", "posix", "system", "kv", "llama", "gpt",
     "layernorm", "rmsnorm", "sigmoid", "tanh", "relu", "gelu", "mlp", "encoder", "decoder", "transformer", "query",
     "nbconvert", "ipynb", "py", "svg", "png", "utf", "fork", "tracemalloc", "shell", "traceback", "list", "resize",
-    "tile", "repeat", "push", "actions", "stub", "paris", "jensen", "shannon", "vllm", "mod", "ascii", "gpu", "tpu",
+    "tile", "repeat", "push", "docstring", "docstrings", "actions", "stub", "paris", "jensen", "shannon", "vllm", "mod", "ascii", "gpu", "tpu",
     "nvidia", "pytorch", "jax", "scatter", "tqdm", "rich", "click", "cuda", "slurm", "npz",
     # names of quantities in formulas
     "gamma", "tau", "phi", "pos", "acc", "score", "block", "log", "sin", "cos", "theta", "alpha", "beta", "sigma",
@@ -41,15 +42,21 @@ GLOSSES = ("teacher forcing", "inverted dropout", "pre-norm", "post-norm", "all-
            "attention sink", "batch", "one-hot", "logits", "prefill", "decode")
 _CODE = re.compile(r"```.*?```|`[^`\n]*`|<(code|pre|script|style)\b[^>]*>.*?</\1>", re.S | re.I)
 _TAG = re.compile(r"<[^>]+>")
-# What follows an exception's name is the exception's own text, up to the end of its line.
-_EXCEPTION = re.compile(r"\b[A-Z]\w*(Error|Exception|Warning|Interrupt|Exit)\b[^\n]*")
+# An exception's own text: after its name (and the file and line it names) and a colon, up to the end of
+# the sentence ("ValueError（第 147 行）：operands could not be broadcast。").
+_EXCEPTION = re.compile(r"\b[A-Z]\w*(Error|Exception|Warning|Interrupt|Exit)\b(?: \[[^\]\n]*\])?(?:（[^）\n]*）)?"
+                        r" ?[:：][^。\n]*")
+# What the operating system says (an OSError's text): "[Errno 13] Permission denied", "Read-only file system".
+_OS_ERROR = re.compile(r"\[Errno \d+\]|" + "|".join(
+    re.escape(os.strerror(number)) for number in sorted(range(1, 134), key=lambda n: -len(os.strerror(n)))
+    if not os.strerror(number).startswith("Unknown error")))
 _COMMAND = re.compile(r"\b(mha|python|pip|jupyter|nbgrader)( +(-{1,2}[\w-]+|[\w./<>=:-]+))+")
 _NOT_PROSE = [
     re.compile(r"\$\$.*?\$\$|\$[^$\n]*\$", re.S),  # formulas
     re.compile(r"\\[A-Za-z]+"),  # LaTeX commands
     re.compile("（(?:" + "|".join(re.escape(term) for term in GLOSSES) + ")）"),  # a gloss: 教师强制（teacher forcing）
     re.compile(r"\bGPT-\d+ (small|medium|large|XL)\b"),  # model names
-    re.compile(r"\b[A-Za-z]\w*(?= ?[=+*/^<>@%\[]| - )|(?<=[=+*/^<>@\](]) ?[A-Za-z]\w*\b"),  # names in formulas
+    re.compile(r"\b[A-Za-z]\w*(?= ?[=+*/^<>@%\[]| - )|(?<=[=+*/^<>@\]]) ?[A-Za-z]\w*\b"),  # names in formulas
     re.compile(r"\b[\w-]+\.(py|ipynb|md|html|csv|json|toml|txt|npz|png|svg|zip|sh)\b"),  # file names
     re.compile(r"(?:[\w.~-]*/)+[\w.~*-]*"),  # paths
     re.compile(r"\b[a-z0-9]+(?:-[a-z0-9]+)+\b"),  # catalog ids and other hyphenated names
@@ -101,7 +108,7 @@ def english_prose(text: str, *, allowed: set[str] = frozenset()) -> list[str]:
         text = text.replace(name, " ")
     text = _TAG.sub(" ", text)
     text = html.unescape(text)
-    for pattern in (_EXCEPTION, _COMMAND, *_NOT_PROSE):
+    for pattern in (_EXCEPTION, _OS_ERROR, _COMMAND, *_NOT_PROSE):
         text = pattern.sub(" ", text)
     found, run = [], []
     for piece in re.split(rf"([{HAN}，。；：？！、（）“”‘’《》【】\n|]+)", text):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 
 from grader.content.loader import load_bilingual
@@ -155,6 +156,12 @@ def twin_labels() -> dict[str, dict[str, str]]:
             if labels.setdefault(pair["en"], pair) != pair:
                 raise ContentError(f"{TWIN_LABELS_FILE}: {exercise}[{index}] says {pair['en']!r} another way")
     return labels
+
+
+def cell_label(text: str | None):
+    """A notebook cell as the worker names it ("cell 3"), said in the reader's language; other text as given."""
+    found = re.fullmatch(r"cell (\d+)", text or "")
+    return Message("cell_number", {"number": int(found.group(1))}) if found else (text or "")
 
 
 def twin_label(label: str, lang: str) -> str:

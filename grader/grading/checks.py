@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from grader.content.catalog import load_catalog
-from grader.content.messages import Message, TwinLabel
+from grader.content.messages import Message, TwinLabel, cell_label
 from grader.grading import showing, signatures
 from grader.grading.case import Case, Raised, same_value
 from grader.sandbox.codec import ForeignObject
@@ -364,9 +364,13 @@ def _describe(value) -> str:
     return type(value).__name__ if value is not None else "None"
 
 
-def _location(error: CallError) -> str:
-    place = error.location()
-    return f" ({place})" if place else ""
+def _location(error: CallError) -> Message | str:
+    """Where in the student's file the error was raised, said in the reader's language ("" when unknown)."""
+    if error.cell and error.line:
+        return Message("cell_line", {"cell": cell_label(error.cell), "line": error.line})
+    if error.cell:
+        return Message("cell", {"cell": cell_label(error.cell)})
+    return Message("line", {"line": error.line}) if error.line else ""
 
 
 def _limit(error: CallError) -> str:

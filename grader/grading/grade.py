@@ -9,7 +9,7 @@ from typing import Callable
 
 from grader.grading.assignment import get_assignment
 from grader.content.catalog import misconception_ids
-from grader.content.messages import Message, parts_of, render_parts
+from grader.content.messages import Message, cell_label, parts_of, render_parts
 from grader.results import SubmissionResult, load_failure, summarize
 from grader.grading.runner import collect, run_tests
 from grader.grading import calibration as calibrating
@@ -184,7 +184,7 @@ def _notes(notes) -> tuple[tuple[dict, ...], ...]:
 def _load_message(error: CallError | None) -> tuple[dict, ...]:
     if error is None:
         return parts_of(Message("load_failed"))
-    location = ([{"plain": f" [{error.cell}]"}] if error.cell else []) + (
+    location = (list(parts_of(" [", cell_label(error.cell), "]")) if error.cell else []) + (
         [Message("line", {"line": error.line}).to_data()] if error.line else [])
     message = {"key": "load_error", "params": {"type": error.type, "message": error.message,
                                                "location": {"parts": location}}}
@@ -192,4 +192,5 @@ def _load_message(error: CallError | None) -> tuple[dict, ...]:
 
 
 def _cell_note(error: CallError) -> tuple[dict, ...]:
-    return parts_of(Message("cell_skipped", {"cell": error.cell or "?", "type": error.type, "message": error.message}))
+    return parts_of(Message("cell_skipped", {"cell": cell_label(error.cell or "?"), "type": error.type,
+                                             "message": error.message}))

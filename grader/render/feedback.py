@@ -82,7 +82,7 @@ def by_function(tests) -> list[tuple[str, list[TestResult]]]:
 
 def _label(test: TestResult, lang: str) -> str:
     label = check_title(test.name, lang)
-    return f"{label} ({say('hidden_check', lang)})" if test.visibility == "hidden" else label
+    return say("hidden_label", lang, label=label) if test.visibility == "hidden" else label
 
 
 def _outcome(test: TestResult, lang: str) -> str:
