@@ -22,7 +22,7 @@ import warnings
 
 import pytest
 
-from conftest import PROJECT
+from conftest import PROJECT, mutants
 from language_scan import chinese_in, english_prose
 
 sys.path.insert(0, str(PROJECT / "tests"))
@@ -102,7 +102,7 @@ def test_every_twin_label_has_its_chinese_form():
     every = twins()
     assert len(every) >= 80
     missing = sorted({twin.label for _, twin in every} - set(twin_labels()))
-    assert missing == [], "add them to grader/content/twin_labels.toml"
+    assert missing == [], "add them to the exercise folder's twins.toml"
     unused = sorted(set(twin_labels()) - {twin.label for _, twin in every})
     assert unused == []
 
@@ -148,7 +148,7 @@ def test_the_isolation_line_is_said_in_the_readers_language(name):
 
 # ---- a class graded in Chinese through the installed command ------------------------------------------
 
-MISTAKES = PROJECT / "grader" / "authoring" / "mutants" / "multihead_attention" / "mistakes"
+MISTAKES = mutants("multihead_attention") / "mistakes"
 CLASS = ("attention_no_scale", "combine_heads_no_transpose", "attention_softmax_wrong_axis",
          "kv_reshaped_with_query_length", "float32_unstable", "attention_returns_scores", "attention_wrong_scale",
          "combine_heads_wrong_order", "einsum_split_no_transpose", "softmax_global_max",

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 
 from grader.content.loader import load_bilingual
 from grader.errors import ContentError
-from grader.paths import CONTENT_DIR
+from grader.paths import ASSIGNMENTS_DIR, CONTENT_DIR
 
 MESSAGES_FILE = CONTENT_DIR / "messages.toml"
-CHECKS_FILE = CONTENT_DIR / "checks.toml"
-TWIN_LABELS_FILE = CONTENT_DIR / "twin_labels.toml"
+CHECKS_NAME = "checks.toml"  # the check titles, in each exercise's folder
+TWINS_NAME = "twins.toml"  # the twins' labels in both languages, in each exercise's folder
 
 
 @dataclass(frozen=True)
@@ -143,18 +143,16 @@ def _in(value, lang: str):
 
 @functools.cache
 def twin_labels() -> dict[str, dict[str, str]]:
-    """Every twin label (its English form, as the Twin names it) -> its texts by language."""
+    """Every twin label (its English form, as the exercise's Twin names it) -> its texts by language
+    (each exercise folder's ``twins.toml``)."""
     from grader.content.loader import checked_pair, load_toml
 
-    data = load_toml(TWIN_LABELS_FILE)
     labels: dict[str, dict[str, str]] = {}
-    for exercise, entries in data.items():
-        if exercise == "schema_version":
-            continue
-        for index, entry in enumerate(entries if isinstance(entries, list) else ()):
-            pair = checked_pair(entry, f"{exercise}[{index}]", TWIN_LABELS_FILE)
+    for path in sorted(ASSIGNMENTS_DIR.glob(f"[!_]*/{TWINS_NAME}")):
+        for index, entry in enumerate(load_toml(path).get("twin", [])):
+            pair = checked_pair(entry, f"twin[{index}]", path)
             if labels.setdefault(pair["en"], pair) != pair:
-                raise ContentError(f"{TWIN_LABELS_FILE}: {exercise}[{index}] says {pair['en']!r} another way")
+                raise ContentError(f"{path}: twin[{index}] says {pair['en']!r} another way than another exercise")
     return labels
 
 
@@ -171,8 +169,14 @@ def twin_label(label: str, lang: str) -> str:
 
 @functools.cache
 def check_titles() -> dict[str, dict[str, str]]:
-    """The student-facing title of every check by test name (``content/checks.toml``)."""
-    return load_bilingual(CHECKS_FILE, "check") if CHECKS_FILE.exists() else {}
+    """The student-facing title of every check by test name (each exercise folder's ``checks.toml``)."""
+    titles: dict[str, dict[str, str]] = {}
+    for path in sorted(ASSIGNMENTS_DIR.glob(f"[!_]*/{CHECKS_NAME}")):
+        for name, texts in load_bilingual(path, "check").items():
+            if titles.get(name, texts) != texts:
+                raise ContentError(f"{path}: check.{name} has another title in another exercise's {CHECKS_NAME}")
+            titles[name] = texts
+    return titles
 
 def check_title(name: str, lang: str = "en") -> str:
     """``test_split_heads_shape`` -> its title in ``lang``, or ``split heads shape`` when it has none."""
