@@ -120,6 +120,9 @@ def templates() -> dict[str, dict[str, str]]:
     return load_bilingual(MESSAGES_FILE, "message")
 
 def render(key: str, params: dict, lang: str) -> str:
+    """Message ``key`` in ``lang``; its ``<key>_one`` form where English needs a singular ("1 check")."""
+    if any(params.get(name) == 1 for name in ("count", "checks")) and f"{key}_one" in templates():
+        key = f"{key}_one"
     try:
         texts = templates()[key]
     except KeyError:

@@ -10,6 +10,8 @@ would let a student rebuild the inputs of a regrade.
 
 from __future__ import annotations
 
+import re
+
 import functools
 import html
 from dataclasses import dataclass
@@ -132,7 +134,7 @@ def render_markdown(result: SubmissionResult, *, lang: str) -> str:
         lines += [f"## {say('report_notes', lang)}", ""] + [f"- {_md(note)}" for note in note_texts(result, lang)] + [""]
     if result.status != "graded":
         lines += [f"## {say('report_load_error', lang)}", "", "```text", markdown_code_block(error_text(result, lang)),
-                  "```", "", say("what_to_do", lang), ""]
+                  "```", "", say("what_to_do_load", lang), ""]
         return "\n".join(lines)
     lines += [f"## {say('checks', lang)}", ""]
     for function, group in by_function(result.tests):
@@ -153,7 +155,7 @@ def render_markdown(result: SubmissionResult, *, lang: str) -> str:
     lines += [f"## {say('mistakes', lang)}", ""]
     mistakes = mistakes_of(result, lang)
     for mistake in mistakes:
-        lines += [f"### {_ours(mistake.title)} (`{mistake.id}`)", "",
+        lines += [f"### {_ours(mistake.title)}{say('id_in_brackets', lang, id=mistake.id)}", "",
                   f"{say('seen_in', lang)}: {', '.join(f'`{name}`' for name in mistake.functions)}", "",
                   f"**{say('report_why', lang)}**{say('colon', lang)}{_ours(mistake.explanation)}", "",
                   f"**{say('report_hint', lang)}**{say('colon', lang)}{_ours(mistake.hint)}", ""]
@@ -180,7 +182,7 @@ def render_html(result: SubmissionResult, *, lang: str) -> str:
                     + "".join(f"<li>{e(note)}</li>" for note in note_texts(result, lang)) + "</ul>")
     if result.status != "graded":
         body.append(f"<h2>{e(say('report_load_error', lang))}</h2><pre>{e(error_text(result, lang))}</pre>"
-                    f"<p>{e(say('what_to_do', lang))}</p>")
+                    f"<p>{_with_code(say('what_to_do_load', lang))}</p>")
         return _page(title, lang, body)
     body.append(f"<h2>{e(say('checks', lang))}</h2>")
     for function, group in by_function(result.tests):
@@ -206,8 +208,13 @@ def render_html(result: SubmissionResult, *, lang: str) -> str:
                     f"<p><b>{e(say('report_hint', lang))}</b>{e(say('colon', lang))}{e(mistake.hint)}</p></section>")
     if not mistakes:
         body.append(f"<p>{e(say('no_mistakes', lang))}</p>")
-    body.append(f"<p>{e(say('all_good' if result.passed else 'what_to_do', lang))}</p>")
+    body.append(f"<p>{_with_code(say('all_good' if result.passed else 'what_to_do', lang))}</p>")
     return _page(title, lang, body)
+
+
+def _with_code(text: str) -> str:
+    """One of the grader's own texts as HTML: escaped, its `backticked` commands set as code."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html_text(text))
 
 
 def _page(title: str, lang: str, body: list[str]) -> str:

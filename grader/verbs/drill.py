@@ -78,7 +78,7 @@ def _submit(lang, as_json) -> None:
     from grader.practice.bank import linked_question
     from grader.render.terminal import print_result
 
-    print_result(result, file=drill.path, lang=lang, linked_question=linked_question)
+    print_result(result, file=drill.path, lang=lang, linked_question=linked_question, drill=True)
     overtime = text("drill_overtime", lang, minutes=f"{record.time_limit_minutes:g}") if record.overtime else ""
     click.echo(text("drill_result", lang, function=record.function, score=f"{record.score:g}",
                     max_score=f"{record.max_score:g}", time=clock(record.seconds), overtime=overtime))
