@@ -8,6 +8,8 @@ except in CI (``CI`` set), where a missing browser is a failure.
 
 from __future__ import annotations
 
+import re
+
 import json
 import os
 import struct
@@ -122,6 +124,14 @@ def test_global_view_labels_every_shape_with_python_values(page, python_data, sc
         captions = texts_of(page, '#panel-global [data-role="global-head"] .caption')
         assert captions == [f"entropy {value:.2f} bits" for value in trace["entropy_bits"]]
     shot(page, screenshots, "global-desktop", 1366)
+
+
+def test_no_view_shows_a_stray_null_or_undefined(page):
+    for mode in ("global", "local", "dynamic", "static"):
+        page.click(f"#tab-{mode}")
+        text = js(page, f"document.querySelector('#panel-{mode}').innerText")
+        assert not re.search(r"\b(null|undefined|NaN)\b", text), (mode, text[:300])
+    page.click("#tab-global")
 
 
 def test_heads_offer_only_divisors_and_say_why(page):

@@ -113,7 +113,8 @@ function render() {
     tab.setAttribute("aria-selected", String(active));
     tab.tabIndex = active ? 0 : -1;
     panel.hidden = !active;
-    panel.replaceChildren(...(active ? VIEWS[mode](context) : []));
+    // a view leaves out what does not apply (null): replaceChildren would write it as the text "null"
+    panel.replaceChildren(...(active ? VIEWS[mode](context) : []).filter((part) => part !== null && part !== undefined));
   }
   if (focusedKey) {
     const again = document.querySelector(`[data-key="${focusedKey}"]`);
