@@ -15,7 +15,7 @@ from grader.grading.runner import collect, run_tests
 from grader.grading import calibration as calibrating
 from grader.grading.calibration import Calibration
 from grader.grading.imports import with_early_imports
-from grader.sandbox.client import CallError, ForkServer, ForkServerError, Limits, Sandbox, start_server
+from grader.sandbox.client import LOAD_TIMED_OUT, CallError, ForkServer, ForkServerError, Limits, Sandbox, start_server
 from grader.seeding import derived_seed, student_seed
 from grader.grading.settling import CONSTRUCTOR
 from grader.grading.student import StudentCode, construction_of, construction_request, request_of
@@ -184,6 +184,8 @@ def _notes(notes) -> tuple[tuple[dict, ...], ...]:
 def _load_message(error: CallError | None) -> tuple[dict, ...]:
     if error is None:
         return parts_of(Message("load_failed"))
+    if error.type == "Timeout" and error.message == LOAD_TIMED_OUT:
+        return parts_of(Message("load_timed_out"))
     location = (list(parts_of(" [", cell_label(error.cell), "]")) if error.cell else []) + (
         [Message("line", {"line": error.line}).to_data()] if error.line else [])
     message = {"key": "load_error", "params": {"type": error.type, "message": error.message,

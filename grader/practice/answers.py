@@ -153,6 +153,14 @@ def check(posed: PosedQuestion, text: str) -> Verdict:
     return Verdict(valid=True, correct=given == posed.expected)
 
 
+def _digits(relative_tolerance: float) -> int:
+    """Significant digits that show an answer as precisely as the question asks (3 for a 0.5 % tolerance)."""
+    for digits, tolerance in ((3, 0.005), (4, 0.0005), (5, 0.00005)):
+        if relative_tolerance >= tolerance:
+            return digits
+    return 6
+
+
 def expected_text(posed: PosedQuestion, lang: str) -> str:
     """The right answer as a student would type it."""
     expected = posed.expected
@@ -165,7 +173,9 @@ def expected_text(posed: PosedQuestion, lang: str) -> str:
         return " ".join(str(index + 1) for index in expected)
     if kind == "numeric":
         number = float(expected)
-        return f"{int(number):,}" if number.is_integer() and abs(number) < 1e15 else f"{number:.6g}"
+        if number.is_integer() and abs(number) < 1e15:
+            return f"{int(number):,}"
+        return f"{number:.{_digits(posed.question.relative_tolerance)}g}"
     if kind == "shape":
         return "(" + ", ".join(str(size) for size in expected) + ")"
     words = {"en": ("false", "true"), "zh": ("错", "对")}

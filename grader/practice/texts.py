@@ -33,6 +33,15 @@ def text(key: str, lang: str, **fields) -> str:
     return pick(texts[key], lang).format(**fields)
 
 
+def duration(minutes: float, lang: str) -> str:
+    """A time limit as a person says it: ``5 seconds`` rather than ``0.0833333 minutes``, ``1 minute``."""
+    seconds = round(minutes * 60)
+    if seconds < 60 or seconds % 60:
+        return text("duration_seconds", lang, count=seconds) if seconds < 120 else text(
+            "duration_minutes", lang, count=float(f"{minutes:.3g}"))
+    return text("duration_minutes", lang, count=seconds // 60)
+
+
 def clock(seconds: float) -> str:
     """``75.4`` -> ``1:15``; an hour or more -> ``1:02:03``."""
     seconds = max(0, int(round(seconds)))

@@ -38,6 +38,10 @@ MAX_CELL_ERRORS = 20  # errors of notebook cells reported per submission
 STUDENT_PACKAGES = ("scipy",)  # besides NumPy, where installed: e.g. scipy.special.softmax in a correct variant
 
 
+# Why a load failed when the worker ran out of time loading (the trusted side's words, said in the
+# reader's language by grader.grading.grade).
+LOAD_TIMED_OUT = "loading took too long (code at the top level of the file runs forever?)"
+
 @dataclass(frozen=True)
 class Limits:
     """Resource limits of one worker; the defaults suit this exercise."""
@@ -376,8 +380,7 @@ class Sandbox:
             reply, _ = self.worker.receive(deadline, limit)
         except WorkerGone as gone:
             self._kill()
-            reason = ("loading took too long (code at the top level of the file runs forever?)" if gone.timed_out
-                      else str(gone))
+            reason = LOAD_TIMED_OUT if gone.timed_out else str(gone)
             return LoadReport(ok=False, error=CallError("Timeout" if gone.timed_out else "WorkerGone", reason))
         finally:
             self.spent += time.monotonic() - said_hello

@@ -37,6 +37,7 @@ def command(out, sentences, heads, d_model, seed, lang, as_json):
     if as_json:
         click.echo(json.dumps({**page.to_dict(), "seed": seed}, ensure_ascii=False))
         return
-    click.echo(f"{len(page.sentences)} sentences, heads {', '.join(map(str, page.head_options))}, "
-               f"seed {seed}, {page.size_bytes / 1024:.0f} KiB")
+    click.echo(load_viz_texts().text("message.demo_summary", lang, sentences=len(page.sentences),
+                                     heads=("、" if lang == "zh" else ", ").join(map(str, page.head_options)), seed=seed,
+                                     size=f"{page.size_bytes / 1024:.0f}"))
     click.echo(load_viz_texts().text("message.wrote", lang, path=page.path))

@@ -52,7 +52,7 @@ def command(function, time_limit, workspace, hints, submit, status, history, see
 
 def _start(function, workspace, time_limit, hints, seed, lang, as_json) -> None:
     from grader.practice.drill import start_drill
-    from grader.practice.texts import text
+    from grader.practice.texts import duration, text
 
     drill = start_drill(function=function, workspace=workspace, time_limit_minutes=time_limit, seed=seed,
                         hints=hints)
@@ -60,7 +60,7 @@ def _start(function, workspace, time_limit, hints, seed, lang, as_json) -> None:
         click.echo(json.dumps({"function": drill.function, "path": drill.path, "started": drill.started,
                                "time_limit_minutes": drill.time_limit_minutes, "hints": drill.hints}))
         return
-    limit = text("drill_limit", lang, minutes=f"{time_limit:g}") if time_limit else ""
+    limit = text("drill_limit", lang, duration=duration(time_limit, lang)) if time_limit else ""
     started = datetime.fromtimestamp(drill.started).strftime("%H:%M:%S")
     click.echo(text("drill_started", lang, function=drill.function, path=drill.path, started=started, limit=limit))
     click.echo(text("drill_next", lang))
@@ -68,7 +68,7 @@ def _start(function, workspace, time_limit, hints, seed, lang, as_json) -> None:
 
 def _submit(lang, as_json) -> None:
     from grader.practice.drill import current_drill, submit_drill
-    from grader.practice.texts import clock, text
+    from grader.practice.texts import clock, duration, text
 
     drill = current_drill()
     record, result = submit_drill(lang=lang)
@@ -79,7 +79,7 @@ def _submit(lang, as_json) -> None:
     from grader.render.terminal import print_result
 
     print_result(result, file=drill.path, lang=lang, linked_question=linked_question, drill=True)
-    overtime = text("drill_overtime", lang, minutes=f"{record.time_limit_minutes:g}") if record.overtime else ""
+    overtime = text("drill_overtime", lang, duration=duration(record.time_limit_minutes, lang)) if record.overtime else ""
     click.echo(text("drill_result", lang, function=record.function, score=f"{record.score:g}",
                     max_score=f"{record.max_score:g}", time=clock(record.seconds), overtime=overtime))
     for misconception in record.misconceptions:

@@ -1,0 +1,109 @@
+"""Messages that say what is true: the next step, counts of one, pages of files that never loaded,
+time limits and answers as a person says them. Each through the real command or renderer."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from conftest import PROJECT, mutants
+from grader.cli import root
+from grader.practice import answers as quiz_answers
+from grader.practice.bank import default_bank
+from grader.practice.texts import duration
+
+WIDE = {"COLUMNS": "250"}
+
+
+def check(path, *arguments):
+    result = CliRunner(env=WIDE).invoke(root, ["check", str(path), "--lang", "en", *arguments])
+    return result.output
+
+
+def next_step(output: str) -> str:
+    return next(line for line in output.splitlines() if line.startswith("Next step"))
+
+
+def test_the_last_function_names_no_function_after_it():
+    step = next_step(check(mutants("multihead_attention") / "mistakes" / "kv_reshaped_with_query_length.py"))
+    assert step.startswith("Next step: fix forward (")
+    assert "use it" not in step and "after it" not in step
+
+
+def test_a_function_no_graded_function_calls_names_none():
+    step = next_step(check(mutants("masked_attention") / "mistakes" / "mask_causal_off_by_one.py"))
+    assert step.startswith("Next step: fix causal_mask (") and "use it" not in step
+
+
+def test_the_functions_that_fail_because_of_it_are_named():
+    step = next_step(check(mutants("multihead_attention") / "mistakes" / "attention_no_scale.py"))
+    assert re.match(r"Next step: fix scaled_dot_product_attention first \(.*\); checks of forward, which use it, "
+                    r"fail too\. Then run mha check again", step), step
+
+
+def test_one_check_is_one_check(tmp_path):
+    stub = tmp_path / "multihead_attention.py"
+    stub.write_text((PROJECT / "exercises" / "multihead_attention.py").read_text(encoding="utf-8"), encoding="utf-8")
+    output = check(stub, "--function", "__init__")
+    assert "(multihead_attention, 1 check)" in output
+    assert "1 checks" not in output
+
+
+def test_a_drill_says_to_submit_the_drill(tmp_path, monkeypatch):
+    monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path / "data"))
+    runner = CliRunner(env=WIDE)
+    started = runner.invoke(root, ["drill", "softmax", "--workspace", str(tmp_path / "work"), "--lang", "en"])
+    assert started.exit_code == 0, started.output
+    submitted = runner.invoke(root, ["drill", "--submit", "--lang", "en"])
+    step = next_step(submitted.output)
+    assert "mha drill --submit" in step and "mha check" not in step
+
+
+def test_a_page_of_a_file_that_never_loaded_says_no_function_ran(tmp_path):
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    (submissions / "quinn.py").write_text("def softmax(x)\n    return x\n", encoding="utf-8")
+    (submissions / "rosa.py").write_text("", encoding="utf-8")
+    out = tmp_path / "out"
+    for lang in ("en", "zh"):
+        result = CliRunner().invoke(root, ["grade", str(submissions), "--out", str(out / lang), "--lang", lang])
+        assert result.exit_code == 0, result.output
+    for student in ("quinn", "rosa"):
+        english = (out / "en" / "feedback" / f"{student}.md").read_text(encoding="utf-8")
+        assert "none of its functions was checked" in english
+        assert "fix the first function that fails" not in english
+        chinese = (out / "zh" / "feedback" / f"{student}.md").read_text(encoding="utf-8")
+        assert "函数一个都没有检查" in chinese
+        page = (out / "en" / "feedback" / f"{student}.html").read_text(encoding="utf-8")
+        assert "<code>mha check</code>" in page and "`mha check`" not in page
+
+
+@pytest.mark.parametrize("minutes,english,chinese", [
+    (5 / 60, "5 seconds", "5 秒"), (1 / 60, "1 second", "1 秒"), (1, "1 minute", "1 分钟"),
+    (30, "30 minutes", "30 分钟"), (0.5, "30 seconds", "30 秒")])
+def test_a_time_limit_is_said_as_a_person_says_it(minutes, english, chinese):
+    assert duration(minutes, "en") == english and duration(minutes, "zh") == chinese
+
+
+def test_a_drill_of_five_seconds_says_five_seconds(tmp_path, monkeypatch):
+    monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path / "data"))
+    started = CliRunner().invoke(root, ["drill", "softmax", "--time-limit", "5s", "--workspace",
+                                        str(tmp_path / "work"), "--lang", "en"])
+    assert started.exit_code == 0, started.output
+    assert "you have 5 seconds" in started.output and "0.0833" not in started.output
+
+
+def test_an_answer_asked_to_three_digits_is_shown_to_three_digits():
+    question = default_bank().get("logits-temperature-weight")
+    shown = set()
+    for values in question.instances():
+        posed = question.pose(np.random.default_rng(0), values={name: values[name] for name in question.variables})
+        text = quiz_answers.expected_text(posed, "en")
+        assert quiz_answers.check(posed, text).correct
+        digits = re.sub(r"^0\.0*|[.,]", "", text)
+        assert len(digits.rstrip("0") or "0") <= 3, text
+        shown.add(text)
+    assert len(shown) > 3
