@@ -1,0 +1,207 @@
+"""Every pair of a class compared, and every submission against the answer key.
+
+``compare_class`` reads the class, fingerprints each submission, and scores
+all pairs at once: the submissions' fingerprints form a sparse
+(students x fingerprints) matrix X, each fingerprint weighted by its rarity w
+(``grader.similarity.weights``), and X diag(w) X^T holds the weighted overlap
+of every pair, computed only where two students share a fingerprint that
+counts (an index of fingerprints to students, not a loop over all pairs).
+A pair's code score is the weighted Dice coefficient of their fingerprints,
+2 |A & B|_w / (|A|_w + |B|_w), 0 to 1; shared rare mistakes raise it
+(``grader.similarity.mistakes``). Evidence (the matching passages) is worked
+out for the pairs listed.
+
+The result is a signal for a person to look at, never a grade: nothing here
+is read by the scoring, and a high score says "read these two side by side",
+not "these two copied".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from grader.paths import exercise_path, solution_path
+from grader.similarity.evidence import Passage, Text, passages
+from grader.similarity.fingerprints import every_kgram, fingerprint
+from grader.similarity.mistakes import SharedMistake, boost, index_mistakes, marks
+from grader.similarity.sources import Document, Skipped, read_class, read_one
+from grader.similarity.tokens import api_names, normalize
+from grader.similarity.weights import REFERENCE_COMMON_SHARE, rarity_weights
+
+TOP_PAIRS = 500  # pairs listed (with evidence), the most similar first
+REFERENCE_FLAG = 0.5  # a submission scoring this against the answer key is flagged as matching it
+REFERENCE = "answer key"
+
+
+@dataclass(frozen=True)
+class PairMatch:
+    students: tuple[str, str]
+    score: float  # 0..1, the code score raised by shared rare mistakes
+    code_score: float  # weighted Dice of the fingerprints
+    shares: tuple[float, float]  # of each student's own (counting) code, the part the other has too
+    passages: tuple[Passage, ...] = ()
+    mistakes: tuple[SharedMistake, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"students": list(self.students), "score": round(self.score, 4),
+                "evidence": {"code_score": round(self.code_score, 4), "shares": [round(x, 4) for x in self.shares],
+                             "passages": [passage.to_dict() for passage in self.passages],
+                             "shared_mistakes": [mistake.to_dict() for mistake in self.mistakes]}}
+
+
+@dataclass(frozen=True)
+class ReferenceMatch:
+    student: str
+    score: float  # weighted Dice against the reference
+    flagged: bool  # matches the answer key
+    passages: tuple[Passage, ...] = ()  # first: the student's file, second: the reference
+
+    def to_dict(self) -> dict:
+        return {"student": self.student, "score": round(self.score, 4), "matches_answer_key": self.flagged,
+                "evidence": {"passages": [passage.to_dict() for passage in self.passages]}}
+
+
+@dataclass(frozen=True)
+class SimilarityReport:
+    assignment: str
+    documents: tuple[Document, ...]
+    pairs: tuple[PairMatch, ...]
+    reference_matches: tuple[ReferenceMatch, ...]
+    compared: int  # pairs compared: every pair of the documents
+    skipped: tuple[Skipped, ...] = ()
+    reference: Document | None = None
+    mistakes_read: bool = False  # whether grading results were given
+    settings: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"assignment": self.assignment, "students": len(self.documents), "pairs_compared": self.compared,
+                "pairs": [pair.to_dict() for pair in self.pairs],
+                "reference_matches": [match.to_dict() for match in self.reference_matches],
+                "files": {document.student: document.path for document in self.documents},
+                "skipped": [{"student": item.student, "reason": item.reason} for item in self.skipped],
+                "mistakes_compared": self.mistakes_read, "reference_file": self.reference.path if self.reference
+                else None, "settings": self.settings,
+                "note": "A signal for a person to read, never a grade: no score depends on it."}
+
+
+class _Silent:
+    def begin(self, stage: str, total: int) -> None: ...
+    def advance(self) -> None: ...
+    def end(self) -> None: ...
+
+
+def compare_class(*, submissions: Path, assignment: str, results: list[dict] | None = None, progress=None,
+                  top: int = TOP_PAIRS, lang: str = "en") -> SimilarityReport:
+    """Compare every pair of the class in ``submissions``, and each submission with the reference."""
+    documents, skipped = read_class(submissions, assignment=assignment, lang=lang)
+    return compare_documents(documents=documents, assignment=assignment, results=results, progress=progress,
+                             top=top, skipped=tuple(skipped))
+
+
+def compare_documents(*, documents: list[Document], assignment: str, results: list[dict] | None = None,
+                      progress=None, top: int = TOP_PAIRS, skipped: tuple[Skipped, ...] = ()) -> SimilarityReport:
+    from scipy import sparse
+
+    progress = progress or _Silent()
+    stub = read_one(exercise_path(assignment), student="stub")
+    reference = read_one(solution_path(assignment), student=REFERENCE)
+    api = api_names("\n".join(stub.cells)) if stub else frozenset()
+    progress.begin("fingerprinting", len(documents))
+    texts = []
+    for document in documents:
+        tokens = normalize(document.cells, api=api)
+        texts.append(Text(tokens, fingerprint(tokens), document.labels))
+        progress.advance()
+    progress.end()
+    boiler_stub = every_kgram(normalize(stub.cells, api=api)) if stub else np.zeros(0, dtype=np.int64)
+    reference_text = None
+    if reference is not None:
+        tokens = normalize(reference.cells, api=api)
+        reference_text = Text(tokens, fingerprint(tokens), reference.labels)
+        boiler = np.union1d(boiler_stub, every_kgram(tokens))
+    else:
+        boiler = boiler_stub
+    count = len(texts)
+
+    # (N, M) students x fingerprints, 1 where a student holds a fingerprint
+    uniques = [text.fingerprints.unique for text in texts]
+    everything = np.concatenate(uniques) if uniques else np.zeros(0, dtype=np.int64)
+    columns_of, column = np.unique(everything, return_inverse=True)
+    rows = np.repeat(np.arange(count), [len(found) for found in uniques])
+    held = sparse.csr_matrix((np.ones(len(column)), (rows, column)), shape=(count, len(columns_of)))
+    holders = np.asarray(held.sum(axis=0)).ravel()
+    weights = rarity_weights(holders, class_size=count)
+    weights[np.isin(columns_of, boiler)] = 0.0
+    sizes = held @ weights  # (N,) each student's weighted code
+    counting = weights > 0
+    kept = held[:, counting]
+    overlap = sparse.triu(kept @ sparse.diags(weights[counting]) @ kept.T, k=1).tocoo()  # (N, N) weighted overlap
+
+    code = {}
+    for first, second, value in zip(overlap.row.tolist(), overlap.col.tolist(), overlap.data.tolist()):
+        total = sizes[first] + sizes[second]
+        if total > 0 and value > 0:
+            code[(first, second)] = (min(1.0, 2 * value / total), value / max(sizes[first], 1e-12),
+                                     value / max(sizes[second], 1e-12))
+    by_student, index = _marks_by_student(documents, results)
+    mistake_index = index_mistakes(by_student, class_size=count) if index else None
+    candidates = set(code) | (set(mistake_index.pairs()) if mistake_index else set())
+    scored = []
+    for first, second in candidates:
+        dice, share_first, share_second = code.get((first, second), (0.0, 0.0, 0.0))
+        shared = mistake_index.shared(first, second, by_student) if mistake_index else ()
+        score = 1.0 - (1.0 - dice) * (1.0 - boost(shared))
+        scored.append((score, dice, first, second, min(share_first, 1.0), min(share_second, 1.0), shared))
+    scored.sort(key=lambda item: (-item[0], -item[1], documents[item[2]].student, documents[item[3]].student))
+    listed = scored[:top]
+    counting_hashes = np.sort(columns_of[counting])
+    progress.begin("evidence", len(listed))
+    pairs = []
+    for score, dice, first, second, share_first, share_second, shared in listed:
+        pairs.append(PairMatch((documents[first].student, documents[second].student), score, dice,
+                               (share_first, share_second),
+                               passages(texts[first], texts[second], counting=counting_hashes), shared))
+        progress.advance()
+    progress.end()
+    matches = _reference_matches(documents, texts, reference_text, columns_of, holders, boiler_stub, held) \
+        if reference_text is not None else ()
+    return SimilarityReport(assignment, tuple(documents), tuple(pairs), matches, count * (count - 1) // 2,
+                            tuple(skipped), reference, bool(index),
+                            {"top_pairs": top, "reference_flag": REFERENCE_FLAG})
+
+
+def _marks_by_student(documents: list[Document], results: list[dict] | None) -> tuple[list[set], bool]:
+    if results is None:
+        return [set() for _ in documents], False
+    found = {str(result.get("student")): marks(result) for result in results if isinstance(result, dict)}
+    return [found.get(document.student, set()) for document in documents], True
+
+
+def _reference_matches(documents, texts, reference_text: Text, columns_of, holders, boiler_stub, held):
+    """Each submission against the reference: weighted Dice, fingerprints weighted by rarity in the class."""
+    count = len(documents)
+    weights = rarity_weights(holders, class_size=count, common_share=REFERENCE_COMMON_SHARE)
+    weights[np.isin(columns_of, boiler_stub)] = 0.0
+    key = np.setdiff1d(reference_text.fingerprints.unique, boiler_stub)
+    in_key = np.isin(columns_of, key)
+    key_weights = np.where(in_key, weights, 0.0)
+    overlap = held @ key_weights  # (N,)
+    sizes = held @ weights
+    # a key fingerprint no student has weighs 1 (held by nobody is rare)
+    absent = len(np.setdiff1d(key, columns_of))
+    key_size = float(key_weights.sum()) + absent
+    matches = []
+    counting = np.sort(np.union1d(columns_of[weights > 0], np.setdiff1d(key, columns_of)))
+    for student in range(count):
+        total = sizes[student] + key_size
+        score = min(1.0, 2 * overlap[student] / total) if total > 0 else 0.0
+        if score <= 0:
+            continue
+        flagged = score >= REFERENCE_FLAG
+        found = passages(texts[student], reference_text, counting=counting) if flagged or score >= 0.2 else ()
+        matches.append(ReferenceMatch(documents[student].student, float(score), flagged, found))
+    matches.sort(key=lambda match: (-match.score, match.student))
+    return tuple(matches)
