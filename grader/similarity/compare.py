@@ -144,8 +144,8 @@ def compare_documents(*, documents: list[Document], assignment: str, results: li
     for first, second, value in zip(overlap.row.tolist(), overlap.col.tolist(), overlap.data.tolist()):
         total = sizes[first] + sizes[second]
         if total > 0 and value > 0:
-            code[(first, second)] = (min(1.0, 2 * value / total), value / max(sizes[first], 1e-12),
-                                     value / max(sizes[second], 1e-12))
+            code[(first, second)] = (min(1.0, float(2 * value / total)), float(value / max(sizes[first], 1e-12)),
+                                     float(value / max(sizes[second], 1e-12)))
     by_student, index = _marks_by_student(documents, results)
     mistake_index = index_mistakes(by_student, class_size=count) if index else None
     candidates = set(code) | (set(mistake_index.pairs()) if mistake_index else set())
@@ -197,10 +197,10 @@ def _reference_matches(documents, texts, reference_text: Text, columns_of, holde
     counting = np.sort(np.union1d(columns_of[weights > 0], np.setdiff1d(key, columns_of)))
     for student in range(count):
         total = sizes[student] + key_size
-        score = min(1.0, 2 * overlap[student] / total) if total > 0 else 0.0
+        score = min(1.0, float(2 * overlap[student] / total)) if total > 0 else 0.0
         if score <= 0:
             continue
-        flagged = score >= REFERENCE_FLAG
+        flagged = bool(score >= REFERENCE_FLAG)
         found = passages(texts[student], reference_text, counting=counting) if flagged or score >= 0.2 else ()
         matches.append(ReferenceMatch(documents[student].student, float(score), flagged, found))
     matches.sort(key=lambda match: (-match.score, match.student))

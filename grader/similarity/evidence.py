@@ -82,7 +82,15 @@ def passages(first: Text, second: Text, *, counting: np.ndarray) -> tuple[Passag
                      min(group[-1][0] + K, _unit_end(first, group[-1][0])) - group[0][0])
              for group in groups]
     found.sort(key=lambda passage: (-passage.tokens, passage.first.cell, passage.first.start))
-    return tuple(found[:MAX_PASSAGES])
+    kept: list[Passage] = []
+    for passage in found:  # a repeat inside a longer passage on both sides says nothing new
+        if not any(_within(passage.first, longer.first) and _within(passage.second, longer.second) for longer in kept):
+            kept.append(passage)
+    return tuple(kept[:MAX_PASSAGES])
+
+
+def _within(inner: Side, outer: Side) -> bool:
+    return inner.cell == outer.cell and outer.start <= inner.start and inner.end <= outer.end
 
 
 def _unit(text: Text, index: int) -> int:

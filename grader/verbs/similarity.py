@@ -1,0 +1,59 @@
+"""``mha similarity``: which submissions of a class were not written independently (a signal, never a grade)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from grader.verbs.options import assignment_option, lang_option
+
+
+@click.command("similarity")
+@click.argument("submissions", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for similarity.json and similarity.html.")
+@click.option("--results", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="The results.json of `mha grade` for this class: shared rare mistakes then raise a pair's score.")
+@click.option("--top", type=click.IntRange(min=1), default=None,
+              help="Pairs listed with their evidence, the most similar first (default 500).")
+@lang_option
+@assignment_option
+def command(submissions: Path, out: Path, results: Path | None, top: int | None, lang: str | None,
+            assignment: str) -> None:
+    """Compare every pair of submissions in SUBMISSIONS, and each with the answer key, into --out.
+
+    SUBMISSIONS is a class folder as `mha grade` reads it (scripts and
+    notebooks alike, the same student ids). The stub's and the reference's
+    code never counts between students, and code that many students share
+    counts little. Writes similarity.json and similarity.html: a signal for
+    a person to read, never a grade.
+    """
+    from grader.i18n import resolve_language
+    from grader.similarity.compare import TOP_PAIRS, compare_class
+    from grader.similarity.mistakes import read_results
+    from grader.similarity.outputs import StageBar, write_similarity
+
+    lang = resolve_language(lang)
+    graded = read_results(results) if results is not None else None
+    report = compare_class(submissions=submissions, assignment=assignment, results=graded, progress=StageBar(),
+                           top=top or TOP_PAIRS, lang=lang)
+    data, page = write_similarity(report, out=out, lang=lang)
+    echo_summary(report)
+    click.echo(f"Wrote {data} and {page}")
+
+
+def echo_summary(report) -> None:
+    """The few most similar pairs and the answer-key matches, in a line each."""
+    from grader.render.text_safety import clean_line
+
+    click.echo(f"Compared {report.compared:,} pairs of {len(report.documents)} submissions"
+               + (f" ({len(report.skipped)} not readable)" if report.skipped else "")
+               + ". A signal for a person to read, never a grade.")
+    for pair in report.pairs[:5]:
+        first, second = (clean_line(student) for student in pair.students)
+        click.echo(f"  {pair.score:.2f}  {first} ~ {second}  ({len(pair.passages)} passages"
+                   + (f", {len(pair.mistakes)} shared rare mistakes" if pair.mistakes else "") + ")")
+    flagged = [clean_line(match.student) for match in report.reference_matches if match.flagged]
+    if flagged:
+        click.echo(f"  matching the answer key: {', '.join(flagged[:10])}{' ...' if len(flagged) > 10 else ''}")
