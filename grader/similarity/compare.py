@@ -29,10 +29,9 @@ from grader.similarity.fingerprints import every_kgram, fingerprint
 from grader.similarity.mistakes import SharedMistake, boost, index_mistakes, marks
 from grader.similarity.sources import Document, Skipped, read_class, read_one
 from grader.similarity.tokens import api_names, normalize
-from grader.similarity.weights import REFERENCE_COMMON_SHARE, rarity_weights
+from grader.similarity.weights import REFERENCE_COMMON_SHARE, REFERENCE_FLAG, rarity_weights
 
 TOP_PAIRS = 500  # pairs listed (with evidence), the most similar first
-REFERENCE_FLAG = 0.5  # a submission scoring this against the answer key is flagged as matching it
 REFERENCE = "answer key"
 
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grader.files import atomic_write_text
-from grader.similarity.compare import SimilarityReport
+
+if TYPE_CHECKING:
+    from grader.similarity.compare import SimilarityReport
 from grader.similarity.page import write_page
 
 JSON_NAME, PAGE_NAME = "similarity.json", "similarity.html"
@@ -48,3 +51,20 @@ class StageBar:
         if self.progress is not None:
             self.progress.stop()
             self.progress = None
+
+
+def summary_lines(report: SimilarityReport, *, shown: int = 5) -> list[str]:
+    """The few most similar pairs and the answer-key matches, a line each, for the terminal."""
+    from grader.render.text_safety import clean_line
+
+    lines = [f"Compared {report.compared:,} pairs of {len(report.documents)} submissions"
+             + (f" ({len(report.skipped)} not readable)" if report.skipped else "")
+             + ". A signal for a person to read, never a grade."]
+    for pair in report.pairs[:shown]:
+        first, second = (clean_line(student) for student in pair.students)
+        lines.append(f"  {pair.score:.2f}  {first} ~ {second}  ({len(pair.passages)} passages"
+                     + (f", {len(pair.mistakes)} shared rare mistakes" if pair.mistakes else "") + ")")
+    flagged = [clean_line(match.student) for match in report.reference_matches if match.flagged]
+    if flagged:
+        lines.append(f"  matching the answer key: {', '.join(flagged[:10])}{' ...' if len(flagged) > 10 else ''}")
+    return lines

@@ -10,14 +10,18 @@ from __future__ import annotations
 
 import functools
 import json
+from typing import TYPE_CHECKING
 
 from grader.content.loader import load_bilingual
 from grader.files import atomic_write_text
 from grader.i18n import pick
 from grader.paths import CONTENT_DIR
 from grader.render.text_safety import html_text
-from grader.similarity.compare import REFERENCE_FLAG, SimilarityReport
-from grader.similarity.sources import Document
+from grader.similarity.weights import REFERENCE_FLAG
+
+if TYPE_CHECKING:
+    from grader.similarity.compare import SimilarityReport
+    from grader.similarity.sources import Document
 
 TEXTS = CONTENT_DIR / "similarity.toml"
 

@@ -16,6 +16,7 @@ import numpy as np
 COMMON_SHARE = 0.2  # a fingerprint held by a fifth of the class is how the exercise is solved
 REFERENCE_COMMON_SHARE = 0.5  # against the answer key: a copied key may be common, but not in half the class
 MIN_COMMON = 4
+REFERENCE_FLAG = 0.5  # a submission scoring this against the answer key is flagged as matching it
 
 
 def rarity_weights(holders: np.ndarray, *, class_size: int, common_share: float = COMMON_SHARE) -> np.ndarray:

@@ -32,28 +32,13 @@ def command(submissions: Path, out: Path, results: Path | None, top: int | None,
     from grader.i18n import resolve_language
     from grader.similarity.compare import TOP_PAIRS, compare_class
     from grader.similarity.mistakes import read_results
-    from grader.similarity.outputs import StageBar, write_similarity
+    from grader.similarity.outputs import StageBar, summary_lines, write_similarity
 
     lang = resolve_language(lang)
     graded = read_results(results) if results is not None else None
     report = compare_class(submissions=submissions, assignment=assignment, results=graded, progress=StageBar(),
                            top=top or TOP_PAIRS, lang=lang)
     data, page = write_similarity(report, out=out, lang=lang)
-    echo_summary(report)
+    for line in summary_lines(report):
+        click.echo(line)
     click.echo(f"Wrote {data} and {page}")
-
-
-def echo_summary(report) -> None:
-    """The few most similar pairs and the answer-key matches, in a line each."""
-    from grader.render.text_safety import clean_line
-
-    click.echo(f"Compared {report.compared:,} pairs of {len(report.documents)} submissions"
-               + (f" ({len(report.skipped)} not readable)" if report.skipped else "")
-               + ". A signal for a person to read, never a grade.")
-    for pair in report.pairs[:5]:
-        first, second = (clean_line(student) for student in pair.students)
-        click.echo(f"  {pair.score:.2f}  {first} ~ {second}  ({len(pair.passages)} passages"
-                   + (f", {len(pair.mistakes)} shared rare mistakes" if pair.mistakes else "") + ")")
-    flagged = [clean_line(match.student) for match in report.reference_matches if match.flagged]
-    if flagged:
-        click.echo(f"  matching the answer key: {', '.join(flagged[:10])}{' ...' if len(flagged) > 10 else ''}")
