@@ -17,6 +17,7 @@ from grader.similarity.fingerprints import K, WINDOW, Fingerprints
 from grader.similarity.tokens import Tokens
 
 MAX_PASSAGES = 40  # per pair, the longest first
+MIN_TOKENS = K + WINDOW - 1  # a shorter passage (one k-gram, a `def f(a, b): return`) is shown as no evidence
 _GAP = K + WINDOW  # tokens between two k-gram starts that still make one passage
 
 
@@ -83,7 +84,7 @@ def passages(first: Text, second: Text, *, counting: np.ndarray) -> tuple[Passag
              for group in groups]
     found.sort(key=lambda passage: (-passage.tokens, passage.first.cell, passage.first.start))
     kept: list[Passage] = []
-    for passage in found:  # a repeat inside a longer passage on both sides says nothing new
+    for passage in (passage for passage in found if passage.tokens >= MIN_TOKENS):  # a repeat inside a longer passage on both sides says nothing new
         if not any(_within(passage.first, longer.first) and _within(passage.second, longer.second) for longer in kept):
             kept.append(passage)
     return tuple(kept[:MAX_PASSAGES])

@@ -1,0 +1,221 @@
+"""mha similarity and mha grade --similarity: planted copies rank above independent work, through the real CLI.
+
+The class: the mutant library's correct variants and more written for these
+tests in other styles (independent work, each its own way), plus planted
+copies disguised the ways a copier disguises them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import FIXTURES
+from grader.authoring.audit import default_library
+from grader.cli import root
+from grader.paths import DEFAULT_ASSIGNMENT, solution_path
+from similarity_plants import as_notebook, rename_everything, reorder_functions
+
+STYLES = FIXTURES / "similarity" / "styles"
+PLANTED = {frozenset(pair) for pair in (("einsum_style", "grace"), ("loops_style", "heidi"), ("functional_style", "ivan"))}
+
+
+def correct_variants() -> list[Path]:
+    return sorted((default_library(DEFAULT_ASSIGNMENT) / "correct").glob("*.py")) + sorted(STYLES.glob("*.py"))
+
+
+def planted_class(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    for path in correct_variants():
+        shutil.copy(path, folder / path.name)
+    library = default_library(DEFAULT_ASSIGNMENT) / "correct"
+    shutil.copy(library / "einsum_style.py", folder / "grace.py")  # an exact copy under another name
+    (folder / "heidi.py").write_text(rename_everything((library / "loops_style.py").read_text()), encoding="utf-8")
+    (folder / "ivan.py").write_text(reorder_functions((library / "functional_style.py").read_text()), encoding="utf-8")
+    shutil.copy(solution_path(DEFAULT_ASSIGNMENT), folder / "judy.py")  # the answer key, verbatim
+    return folder
+
+
+def run(*args: str) -> str:
+    done = CliRunner().invoke(root, [str(arg) for arg in args])
+    assert done.exit_code == 0, done.output
+    return done.output
+
+
+def students(pair: dict) -> frozenset[str]:
+    return frozenset(pair["students"])
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory) -> Path:
+    base = tmp_path_factory.mktemp("similarity")
+    folder = planted_class(base / "class")
+    for lang in ("en", "zh"):
+        run("similarity", folder, "--out", base / lang, "--lang", lang)
+    return base
+
+
+def test_the_disguised_copies_are_really_disguised_and_still_python(compared):
+    heidi = (compared / "class" / "heidi.py").read_text()
+    original = (default_library(DEFAULT_ASSIGNMENT) / "correct" / "loops_style.py").read_text()
+    compile(heidi, "heidi.py", "exec")
+    assert "#" not in heidi and "flat_in" in original and "flat_in" not in heidi
+    ivan = (compared / "class" / "ivan.py").read_text()
+    assert ivan.index("class MultiHeadAttention") < ivan.index("def softmax")
+
+
+def test_every_planted_pair_ranks_above_every_independent_pair(compared):
+    data = json.loads((compared / "en" / "similarity.json").read_text())
+    count = len(correct_variants()) + 4
+    assert data["students"] == count and data["pairs_compared"] == count * (count - 1) // 2
+    scores = [pair["score"] for pair in data["pairs"]]
+    assert scores == sorted(scores, reverse=True)
+    top = {students(pair) for pair in data["pairs"][:len(PLANTED)]}
+    assert top == PLANTED, data["pairs"][:5]
+    planted_lowest = min(pair["score"] for pair in data["pairs"] if students(pair) in PLANTED)
+    independent = [pair for pair in data["pairs"] if students(pair) not in PLANTED]
+    assert planted_lowest >= 0.6 and all(pair["score"] < 0.35 for pair in independent), independent[:3]
+    # the answer key never makes its copier look like anyone else
+    assert all("judy" not in pair["students"] or pair["score"] < 0.35 for pair in data["pairs"])
+
+
+def test_the_verbatim_answer_key_is_flagged_and_only_it(compared):
+    data = json.loads((compared / "en" / "similarity.json").read_text())
+    flagged = [match["student"] for match in data["reference_matches"] if match["matches_answer_key"]]
+    assert flagged == ["judy"]
+    judy = data["reference_matches"][0]
+    assert judy["student"] == "judy" and judy["score"] > 0.9 and judy["evidence"]["passages"]
+
+
+def test_evidence_gives_line_ranges_of_the_same_functions_in_both_files(compared):
+    data = json.loads((compared / "en" / "similarity.json").read_text())
+    pair = next(pair for pair in data["pairs"] if students(pair) == {"functional_style", "ivan"})
+    passages = pair["evidence"]["passages"]
+    assert len(passages) >= 5
+    original = (compared / "class" / "functional_style.py").read_text().splitlines()
+    moved = (compared / "class" / "ivan.py").read_text().splitlines()
+    for passage in passages:
+        first, second = passage["first"], passage["second"]
+        assert first["function"] == second["function"]
+        assert original[first["start_line"] - 1:first["end_line"]] == moved[second["start_line"] - 1:second["end_line"]]
+    assert {passage["first"]["function"] for passage in passages} >= {"softmax", "MultiHeadAttention.forward"}
+
+
+def test_a_notebook_and_a_script_of_the_same_code_match(tmp_path):
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for path in correct_variants()[:8]:
+        shutil.copy(path, folder / path.name)
+    code = (STYLES / "while_loops_style.py").read_text()
+    (folder / "kim.py").write_text(code, encoding="utf-8")
+    (folder / "lee").mkdir()
+    (folder / "lee" / "multihead_attention.ipynb").write_text(as_notebook(code), encoding="utf-8")
+    run("similarity", folder, "--out", tmp_path / "out")
+    data = json.loads((tmp_path / "out" / "similarity.json").read_text())
+    best = data["pairs"][0]
+    assert best["students"] == ["kim", "lee"] and best["score"] > 0.9
+    assert data["files"]["lee"] == "lee/multihead_attention.ipynb"
+    assert all(passage["second"]["cell"].startswith("cell ") and "cell" not in passage["first"]
+               for passage in best["evidence"]["passages"])
+    assert all(pair["score"] < 0.35 for pair in data["pairs"][1:])
+
+
+def test_shared_rare_mistakes_raise_a_pair_and_grading_is_untouched(tmp_path):
+    """mha grade --similarity: two students who wrote different code with the same mistake nobody else makes
+    rise, and the evidence says so; grades.csv is the same as without --similarity; feedback never mentions it."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for path in correct_variants()[:8]:  # not loops_style, which mia's mistake was made from
+        shutil.copy(path, folder / path.name)
+    mistakes = default_library(DEFAULT_ASSIGNMENT) / "mistakes"
+    shutil.copy(mistakes / "attention_no_scale_loops.py", folder / "mia.py")
+    shutil.copy(mistakes / "attention_no_scale.py", folder / "ned.py")
+    shutil.copy(mistakes / "softmax_no_keepdims.py", folder / "oli.py")
+    shutil.copy(STYLES / "dot_products_style.py", folder / "dot_products_style.py")
+    (folder / "pat.py").write_text(rename_everything((STYLES / "dot_products_style.py").read_text()))
+    run("grade", folder, "--out", tmp_path / "plain")
+    run("grade", folder, "--out", tmp_path / "with", "--similarity")
+    assert (tmp_path / "plain" / "grades.csv").read_text() == (tmp_path / "with" / "grades.csv").read_text()
+    assert "\npat,60,60,graded," in (tmp_path / "plain" / "grades.csv").read_text()  # the disguise still works
+    data = json.loads((tmp_path / "with" / "similarity.json").read_text())
+    run("similarity", folder, "--out", tmp_path / "code only")
+    alone = json.loads((tmp_path / "code only" / "similarity.json").read_text())
+    assert data["mistakes_compared"] is True and alone["mistakes_compared"] is False
+
+    def find(pairs: list, who: set) -> tuple[int, dict]:
+        unlisted = {"score": 0.0, "evidence": {"shared_mistakes": []}}  # no code in common at all
+        return next(((rank, pair) for rank, pair in enumerate(pairs) if students(pair) == who), (len(pairs), unlisted))
+
+    rank, pair = find(data["pairs"], {"mia", "ned"})
+    rank_alone, pair_alone = find(alone["pairs"], {"mia", "ned"})
+    assert [mistake["id"] for mistake in pair["evidence"]["shared_mistakes"]
+            if mistake["kind"] == "mistake"] == ["attention-no-scale"]
+    assert pair_alone["evidence"]["shared_mistakes"] == [] and pair_alone["score"] < 0.35
+    assert pair["score"] > pair_alone["score"] + 0.2 and rank < rank_alone
+    assert find(data["pairs"], {"pat", "dot_products_style"})[0] == 0  # the copy still ranks first
+    report = (tmp_path / "with" / "report.html").read_text()
+    assert "id=similarity" in report and "similarity.html" in report and "never a grade" in report
+    assert "id=similarity" not in (tmp_path / "plain" / "report.html").read_text()
+    pages = list((tmp_path / "with" / "feedback").iterdir())
+    assert len(pages) == 2 * 13
+    for page in pages:
+        text = page.read_text().lower()
+        assert "similar" not in text and "相似" not in text and "answer key" not in text, page
+
+
+def test_the_page_follows_the_language(compared):
+    english = (compared / "en" / "similarity.html").read_text()
+    chinese = (compared / "zh" / "similarity.html").read_text()
+    assert "never a grade" in english and "Matches with the answer key" in english
+    assert "绝不是成绩" in chinese and "与参考答案的匹配" in chinese and "never a grade" not in chinese
+
+
+def test_a_pair_reads_side_by_side_in_a_browser(compared, tmp_path):
+    from chromium_driver import Chromium, find_chromium
+
+    binary = find_chromium()
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is required in CI (Debian: apt install chromium fonts-noto-cjk)")
+        pytest.skip("Chromium not found (Debian: apt install chromium; or set MHA_CHROMIUM); CI runs this test")
+    browser = Chromium(binary, tmp_path / "profile")
+    try:
+        for lang in ("en", "zh"):
+            url = (compared / lang / "similarity.html").resolve().as_uri()
+            browser.open(url)
+            firsts = ("[...document.querySelectorAll('#pairs tbody tr:not([hidden])')]"
+                      ".map(r => r.cells[1].textContent + '~' + r.cells[2].textContent)")
+            shown = browser.evaluate(firsts)
+            assert {frozenset(text.split("~")) for text in shown[:3]} == PLANTED
+            scores = "[...document.querySelectorAll('#pairs tbody tr')].map(r => parseFloat(r.cells[3].textContent))"
+            browser.click("#pairs th:nth-child(2)")  # student, alphabetically
+            assert browser.evaluate(firsts)[0].startswith("class_helpers_tensordot_style~")
+            browser.click("#pairs th:nth-child(4)")  # score, ascending
+            ascending = browser.evaluate(scores)
+            assert ascending == sorted(ascending) and ascending[-1] == 1.0 and ascending[0] < 0.1
+            browser.click("#pairs th:nth-child(4)")  # descending
+            assert browser.evaluate(scores) == sorted(ascending, reverse=True)
+            browser.evaluate("(() => { const s = document.getElementById('search'); s.value = 'heidi';"
+                             " s.dispatchEvent(new Event('input')); })()")
+            assert browser.evaluate(firsts)[0] == "heidi~loops_style"
+            assert browser.evaluate("document.querySelector('.shown').textContent") == str(len(browser.evaluate(firsts)))
+            browser.click("#pairs tbody tr:not([hidden]) button.open")
+            assert browser.evaluate("document.getElementById('viewer').hidden") is False
+            left = browser.evaluate("document.querySelectorAll('#left .line.hit').length")
+            right = browser.evaluate("document.querySelectorAll('#right .line.hit').length")
+            listed = browser.evaluate("document.querySelectorAll('#passages li').length")
+            assert left > 10 and right > 10 and listed >= 3
+            assert "heidi" in browser.evaluate("document.getElementById('viewer-title').textContent")
+            browser.click("#reference button.open")
+            words = "答案" if lang == "zh" else "answer key"
+            assert words in browser.evaluate("document.getElementById('right-name').textContent")
+            assert browser.evaluate("document.querySelectorAll('#right .line.hit').length") > 10
+            assert browser.console_errors() == []
+            assert [u for u in browser.requested_urls() if u != url and not u.startswith("data:")] == []
+    finally:
+        browser.close()
