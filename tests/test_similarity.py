@@ -137,6 +137,15 @@ def test_shared_rare_mistakes_raise_a_pair_and_grading_is_untouched(tmp_path):
     shutil.copy(mistakes / "attention_no_scale.py", folder / "ned.py")
     shutil.copy(mistakes / "softmax_no_keepdims.py", folder / "oli.py")
     shutil.copy(STYLES / "dot_products_style.py", folder / "dot_products_style.py")
+    # one bug no catalog id names, written two ways (same wrong numbers), and a third student's other bug
+    reference = solution_path(DEFAULT_ASSIGNMENT).read_text()
+    total = "np.sum(exponentials, axis=-1, keepdims=True)"
+    (folder / "quinn.py").write_text(reference.replace(total, f"({total} + 0.01)"))
+    stacked = (STYLES / "stacked_heads_style.py").read_text()
+    divide = "return lifted / np.sum(lifted, axis=-1, keepdims=True)"
+    (folder / "rosa.py").write_text(stacked.replace(divide, "total = np.sum(lifted, axis=-1, keepdims=True)\n"
+                                                            "    return lifted / (0.01 + total)"))
+    (folder / "sam.py").write_text(reference.replace(total, f"({total} + 0.05)"))
     (folder / "pat.py").write_text(rename_everything((STYLES / "dot_products_style.py").read_text()))
     run("grade", folder, "--out", tmp_path / "plain")
     run("grade", folder, "--out", tmp_path / "with", "--similarity")
@@ -158,11 +167,19 @@ def test_shared_rare_mistakes_raise_a_pair_and_grading_is_untouched(tmp_path):
     assert pair_alone["evidence"]["shared_mistakes"] == [] and pair_alone["score"] < 0.35
     assert pair["score"] > pair_alone["score"] + 0.2 and rank < rank_alone
     assert find(data["pairs"], {"pat", "dot_products_style"})[0] == 0  # the copy still ranks first
+    _, same_numbers = find(data["pairs"], {"quinn", "rosa"})
+    _, other_numbers = find(data["pairs"], {"quinn", "sam"})
+    kinds = {mistake["kind"] for mistake in same_numbers["evidence"]["shared_mistakes"]}
+    assert kinds == {"values"} and same_numbers["evidence"]["code_score"] < 0.1  # three fail those checks: not rare
+    assert same_numbers["score"] >= 0.4 > find(alone["pairs"], {"quinn", "rosa"})[1]["score"]
+    assert "softmax" in {m.get("function") for m in same_numbers["evidence"]["shared_mistakes"]}
+    assert "values" not in {mistake["kind"] for mistake in other_numbers["evidence"]["shared_mistakes"]}
+    assert data["settings"]["public_fixtures_run"] is True
     report = (tmp_path / "with" / "report.html").read_text()
     assert "id=similarity" in report and "similarity.html" in report and "never a grade" in report
     assert "id=similarity" not in (tmp_path / "plain" / "report.html").read_text()
     pages = list((tmp_path / "with" / "feedback").iterdir())
-    assert len(pages) == 2 * 13
+    assert len(pages) == 2 * 16
     for page in pages:
         text = page.read_text().lower()
         assert "similar" not in text and "相似" not in text and "answer key" not in text, page

@@ -257,6 +257,11 @@ def _start_server(*, hidden: tuple[Path, ...]):
         return None
 
 
+def class_server(*folders: Path):
+    """A fork server whose workers cannot see ``folders`` (SUBMISSIONS, --out) where that is possible, or None."""
+    return _start_server(hidden=tuple(folder for folder in folders if _hideable(folder)))
+
+
 def _hideable(folder: Path) -> bool:
     """Whether workers may lose sight of ``folder``: not when it holds the interpreter (a venv beside alice.py)."""
     import sys

@@ -7,7 +7,9 @@ all pairs at once: the submissions' fingerprints form a sparse
 of every pair, computed only where two students share a fingerprint that
 counts (an index of fingerprints to students, not a loop over all pairs).
 A pair's code score is the weighted Dice coefficient of their fingerprints,
-2 |A & B|_w / (|A|_w + |B|_w), 0 to 1; shared rare mistakes raise it
+2 |A & B|_w / (|A|_w + |B|_w), 0 to 1, scaled down while |A & B|_w is below
+``ENOUGH`` (two students whose own code is three lines are not alike for
+sharing them); shared rare mistakes raise it
 (``grader.similarity.mistakes``). Evidence (the matching passages) is worked
 out for the pairs listed.
 
@@ -31,6 +33,7 @@ from grader.similarity.sources import Document, Skipped, read_class, read_one
 from grader.similarity.tokens import api_names, normalize
 from grader.similarity.weights import REFERENCE_COMMON_SHARE, REFERENCE_FLAG, rarity_weights
 
+ENOUGH = 12.0  # weighted fingerprints in common (about four lines of code) for a code score to count fully
 TOP_PAIRS = 500  # pairs listed (with evidence), the most similar first
 REFERENCE = "answer key"
 
@@ -93,15 +96,24 @@ class _Silent:
 
 
 def compare_class(*, submissions: Path, assignment: str, results: list[dict] | None = None, progress=None,
-                  top: int = TOP_PAIRS, lang: str = "en") -> SimilarityReport:
-    """Compare every pair of the class in ``submissions``, and each submission with the reference."""
+                  top: int = TOP_PAIRS, lang: str = "en", fixtures: bool = True,
+                  out: Path | None = None) -> SimilarityReport:
+    """Compare every pair of the class in ``submissions``, and each submission with the reference.
+
+    With ``results`` (``mha grade``'s), shared rare mistakes count; with
+    ``fixtures`` too, the students with unexplained failures are run on the
+    public fixtures (``grader.similarity.values``), ``submissions`` and ``out``
+    hidden from the workers.
+    """
     documents, skipped = read_class(submissions, assignment=assignment, lang=lang)
+    hidden = tuple(Path(folder) for folder in (submissions, out) if folder is not None)
     return compare_documents(documents=documents, assignment=assignment, results=results, progress=progress,
-                             top=top, skipped=tuple(skipped))
+                             top=top, skipped=tuple(skipped), fixtures_hidden=hidden if fixtures else None)
 
 
 def compare_documents(*, documents: list[Document], assignment: str, results: list[dict] | None = None,
-                      progress=None, top: int = TOP_PAIRS, skipped: tuple[Skipped, ...] = ()) -> SimilarityReport:
+                      progress=None, top: int = TOP_PAIRS, skipped: tuple[Skipped, ...] = (),
+                      fixtures_hidden: tuple[Path, ...] | None = None) -> SimilarityReport:
     from scipy import sparse
 
     progress = progress or _Silent()
@@ -142,10 +154,19 @@ def compare_documents(*, documents: list[Document], assignment: str, results: li
     code = {}
     for first, second, value in zip(overlap.row.tolist(), overlap.col.tolist(), overlap.data.tolist()):
         total = sizes[first] + sizes[second]
-        if total > 0 and value > 0:
-            code[(first, second)] = (min(1.0, float(2 * value / total)), float(value / max(sizes[first], 1e-12)),
+        if total > 0 and value > 0:  # a few fingerprints alike are a few lines alike: weak, however alike
+            dice = min(1.0, float(2 * value / total)) * min(1.0, float(value) / ENOUGH)
+            code[(first, second)] = (dice, float(value / max(sizes[first], 1e-12)),
                                      float(value / max(sizes[second], 1e-12)))
     by_student, index = _marks_by_student(documents, results)
+    if index and fixtures_hidden is not None:
+        from grader.similarity.values import wrong_values
+
+        suspects = {document.student: document.file for document, found in zip(documents, by_student)
+                    if document.file is not None and any(mark[0] == "failure" for mark in found)}
+        if suspects:
+            values = wrong_values(files=suspects, assignment=assignment, hidden=fixtures_hidden, progress=progress)
+            by_student = [found | values.get(document.student, set()) for document, found in zip(documents, by_student)]
     mistake_index = index_mistakes(by_student, class_size=count) if index else None
     candidates = set(code) | (set(mistake_index.pairs()) if mistake_index else set())
     scored = []
@@ -169,7 +190,8 @@ def compare_documents(*, documents: list[Document], assignment: str, results: li
         if reference_text is not None else ()
     return SimilarityReport(assignment, tuple(documents), tuple(pairs), matches, count * (count - 1) // 2,
                             tuple(skipped), reference, bool(index),
-                            {"top_pairs": top, "reference_flag": REFERENCE_FLAG})
+                            {"top_pairs": top, "reference_flag": REFERENCE_FLAG,
+                             "public_fixtures_run": bool(index and fixtures_hidden is not None)})
 
 
 def _marks_by_student(documents: list[Document], results: list[dict] | None) -> tuple[list[set], bool]:

@@ -37,7 +37,7 @@ def say(key: str, lang: str, **params) -> str:
 
 def mistake_text(mistake: dict, lang: str) -> str:
     """One shared mistake of a pair's evidence (``SharedMistake.to_dict``), in words."""
-    key = "mistake_catalog" if mistake["kind"] == "mistake" else "mistake_failure"
+    key = {"mistake": "mistake_catalog", "failure": "mistake_failure"}.get(mistake["kind"], "mistake_values")
     return say(key, lang, id=mistake["id"], outcome=mistake["outcome"], holders=mistake["students_with_it"])
 
 

@@ -21,7 +21,8 @@ def similarity_after_grading(*, run, tally) -> None:
 
     out = run.out
     report = compare_class(submissions=run.submissions, assignment=run.assignment,
-                           results=read_results(out / "results.json"), progress=StageBar(), lang=run.lang)
+                           results=read_results(out / "results.json"), progress=StageBar(), lang=run.lang,
+                           out=out)
     write_similarity(report, out=out, lang=run.lang)
     data = json.loads((out / JSON_NAME).read_text(encoding="utf-8"))
     write_report(out / "report.html", tally, title=run.title, lang=run.lang, similarity=data)

@@ -26,6 +26,7 @@ class Document:
     path: str  # as results show it
     cells: tuple[str, ...]  # the code of each cell (one for a script)
     labels: tuple[str, ...]  # "cell 3" for a notebook's cells; "" for a script
+    file: Path | None = None  # where it was read from
 
     @property
     def notebook(self) -> bool:
@@ -61,7 +62,7 @@ def read_class(submissions: Path, *, assignment: str, lang: str = "en") -> tuple
         notebook = source.mode == "cells"
         documents.append(Document(entry.student, entry.shown_path(submissions),
                                   tuple(cell.source for cell in source.cells),
-                                  tuple(cell.label if notebook else "" for cell in source.cells)))
+                                  tuple(cell.label if notebook else "" for cell in source.cells), entry.path))
     return documents, skipped
 
 
@@ -74,6 +75,6 @@ def read_one(path: Path, *, student: str) -> Document | None:
     except SubmissionError:
         return None
     return Document(student, Path(path).name, tuple(cell.source for cell in source.cells),
-                    tuple("" for _ in source.cells))
+                    tuple("" for _ in source.cells), Path(path))
 
 
