@@ -35,6 +35,7 @@ from grader.similarity.weights import REFERENCE_COMMON_SHARE, REFERENCE_FLAG, ra
 
 ENOUGH = 12.0  # weighted fingerprints in common (about four lines of code) for a code score to count fully
 TOP_PAIRS = 500  # pairs listed (with evidence), the most similar first
+MIN_LISTED = 0.01  # a pair scoring less is not listed: nothing worth reading
 REFERENCE = "answer key"
 
 
@@ -80,6 +81,7 @@ class SimilarityReport:
 
     def to_dict(self) -> dict:
         return {"assignment": self.assignment, "students": len(self.documents), "pairs_compared": self.compared,
+                "pairs_listed": len(self.pairs),
                 "pairs": [pair.to_dict() for pair in self.pairs],
                 "reference_matches": [match.to_dict() for match in self.reference_matches],
                 "files": {document.student: document.path for document in self.documents},
@@ -176,7 +178,7 @@ def compare_documents(*, documents: list[Document], assignment: str, results: li
         score = 1.0 - (1.0 - dice) * (1.0 - boost(shared))
         scored.append((score, dice, first, second, min(share_first, 1.0), min(share_second, 1.0), shared))
     scored.sort(key=lambda item: (-item[0], -item[1], documents[item[2]].student, documents[item[3]].student))
-    listed = scored[:top]
+    listed = [item for item in scored[:top] if item[0] >= MIN_LISTED]
     counting_hashes = np.sort(columns_of[counting])
     progress.begin("evidence", len(listed))
     pairs = []
@@ -190,7 +192,7 @@ def compare_documents(*, documents: list[Document], assignment: str, results: li
         if reference_text is not None else ()
     return SimilarityReport(assignment, tuple(documents), tuple(pairs), matches, count * (count - 1) // 2,
                             tuple(skipped), reference, bool(index),
-                            {"top_pairs": top, "reference_flag": REFERENCE_FLAG,
+                            {"top_pairs": top, "min_listed_score": MIN_LISTED, "reference_flag": REFERENCE_FLAG,
                              "public_fixtures_run": bool(index and fixtures_hidden is not None)})
 
 

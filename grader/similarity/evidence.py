@@ -84,8 +84,10 @@ def passages(first: Text, second: Text, *, counting: np.ndarray) -> tuple[Passag
              for group in groups]
     found.sort(key=lambda passage: (-passage.tokens, passage.first.cell, passage.first.start))
     kept: list[Passage] = []
-    for passage in (passage for passage in found if passage.tokens >= MIN_TOKENS):  # a repeat inside a longer passage on both sides says nothing new
-        if not any(_within(passage.first, longer.first) and _within(passage.second, longer.second) for longer in kept):
+    for passage in (passage for passage in found if passage.tokens >= MIN_TOKENS):
+        # a repeat whose lines longer passages already show, on both sides, says nothing new
+        if not (any(_within(passage.first, longer.first) for longer in kept)
+                and any(_within(passage.second, longer.second) for longer in kept)):
             kept.append(passage)
     return tuple(kept[:MAX_PASSAGES])
 
