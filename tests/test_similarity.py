@@ -236,3 +236,57 @@ def test_a_pair_reads_side_by_side_in_a_browser(compared, tmp_path):
             assert [u for u in browser.requested_urls() if u != url and not u.startswith("data:")] == []
     finally:
         browser.close()
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory) -> Path:
+    """A class with what students send besides code: markup in names and code, links, bad bytes, broken syntax."""
+    base = tmp_path_factory.mktemp("hostile")
+    folder = base / "class"
+    folder.mkdir()
+    for path in correct_variants()[:4]:
+        shutil.copy(path, folder / path.name)
+    code = (STYLES / "static_methods_style.py").read_text()
+    payload = "# </script><script>document.title = 'owned'</script>\nBANNER = '</script><img src=x onerror=\"document.title=1\">'\n"
+    (folder / "<img src=x onerror=alert(1)>.py").write_text(payload + code, encoding="utf-8")
+    (folder / "tom.py").write_text(code + payload, encoding="utf-8")
+    (folder / "uma.py").write_bytes(b"def softmax(x):\n    return x \xff\xfe\n")
+    (folder / "vic.py").symlink_to(folder / "tom.py")
+    (folder / "wes.py").write_text(code.replace("def split_heads(self, x):", "def split_heads(self, x)"))
+    run("similarity", folder, "--out", base / "out")
+    return base
+
+
+def test_a_hostile_class_is_compared_with_every_refusal_explained(hostile):
+    data = json.loads((hostile / "out" / "similarity.json").read_text())
+    skipped = {item["student"]: item["reason"] for item in data["skipped"]}
+    assert set(skipped) == {"uma", "vic"} and "UTF-8" in skipped["uma"] and "link" in skipped["vic"]
+    assert data["students"] == 7
+    pairs = {students(pair): pair["score"] for pair in data["pairs"]}
+    assert pairs[frozenset({"<img src=x onerror=alert(1)>", "tom"})] > 0.9
+    assert pairs[frozenset({"tom", "wes"})] > 0.6  # up to its syntax error, and the functions after it
+    page = (hostile / "out" / "similarity.html").read_text()
+    assert "<img src=x" not in page and page.count("</script>") == 2
+
+
+def test_a_hostile_page_shows_code_as_text_in_a_browser(hostile, tmp_path):
+    from chromium_driver import Chromium, find_chromium
+
+    binary = find_chromium()
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is required in CI (Debian: apt install chromium fonts-noto-cjk)")
+        pytest.skip("Chromium not found (Debian: apt install chromium; or set MHA_CHROMIUM); CI runs this test")
+    browser = Chromium(binary, tmp_path / "profile")
+    try:
+        url = (hostile / "out" / "similarity.html").resolve().as_uri()
+        browser.open(url)
+        title = browser.evaluate("document.title")
+        browser.click("#pairs tbody tr:first-child button.open")
+        assert browser.evaluate("document.title") == title and browser.evaluate("document.images.length") == 0
+        assert "</script><img src=x" in browser.evaluate("document.getElementById('left').textContent + "
+                                                        "document.getElementById('right').textContent")
+        assert "<img src=x onerror=alert(1)>" in browser.evaluate("document.getElementById('viewer-title').textContent")
+        assert browser.console_errors() == []
+    finally:
+        browser.close()
