@@ -1,6 +1,6 @@
 """Every pair of a class compared, and every submission against the answer key.
 
-``compare_class`` reads the class, fingerprints each submission, and scores
+``compare_documents`` fingerprints each submission of a class, and scores
 all pairs at once: the submissions' fingerprints form a sparse
 (students x fingerprints) matrix X, each fingerprint weighted by its rarity w
 (``grader.similarity.weights``), and X diag(w) X^T holds the weighted overlap
@@ -29,7 +29,7 @@ from grader.paths import exercise_path, solution_path
 from grader.similarity.evidence import Passage, Text, passages
 from grader.similarity.fingerprints import every_kgram, fingerprint
 from grader.similarity.mistakes import SharedMistake, boost, index_mistakes, marks
-from grader.similarity.sources import Document, Skipped, read_class, read_one
+from grader.similarity.sources import Document, Skipped, read_one
 from grader.similarity.tokens import api_names, normalize
 from grader.similarity.weights import REFERENCE_COMMON_SHARE, REFERENCE_FLAG, rarity_weights
 
@@ -97,25 +97,21 @@ class _Silent:
     def end(self) -> None: ...
 
 
-def compare_class(*, submissions: Path, assignment: str, results: list[dict] | None = None, progress=None,
-                  top: int = TOP_PAIRS, lang: str = "en", fixtures: bool = True,
-                  out: Path | None = None) -> SimilarityReport:
-    """Compare every pair of the class in ``submissions``, and each submission with the reference.
-
-    With ``results`` (``mha grade``'s), shared rare mistakes count; with
-    ``fixtures`` too, the students with unexplained failures are run on the
-    public fixtures (``grader.similarity.values``), ``submissions`` and ``out``
-    hidden from the workers.
-    """
-    documents, skipped = read_class(submissions, assignment=assignment, lang=lang)
-    hidden = tuple(Path(folder) for folder in (submissions, out) if folder is not None)
-    return compare_documents(documents=documents, assignment=assignment, results=results, progress=progress,
-                             top=top, skipped=tuple(skipped), fixtures_hidden=hidden if fixtures else None)
+def unexplained(documents: list[Document], results: list[dict]) -> dict[str, Path]:
+    """The files of the students whose results show a failure no catalog id explains."""
+    by_student, _ = _marks_by_student(documents, results)
+    return {document.student: document.file for document, found in zip(documents, by_student)
+            if document.file is not None and any(mark[0] == "failure" for mark in found)}
 
 
 def compare_documents(*, documents: list[Document], assignment: str, results: list[dict] | None = None,
                       progress=None, top: int = TOP_PAIRS, skipped: tuple[Skipped, ...] = (),
-                      fixtures_hidden: tuple[Path, ...] | None = None) -> SimilarityReport:
+                      values: dict[str, set] | None = None) -> SimilarityReport:
+    """Compare every pair of ``documents``, and each with the reference (``grader.similarity.run`` reads them).
+
+    With ``results`` (``mha grade``'s), shared rare mistakes count too;
+    ``values``: more marks by student (``grader.similarity.values``).
+    """
     from scipy import sparse
 
     progress = progress or _Silent()
@@ -161,14 +157,8 @@ def compare_documents(*, documents: list[Document], assignment: str, results: li
             code[(first, second)] = (dice, float(value / max(sizes[first], 1e-12)),
                                      float(value / max(sizes[second], 1e-12)))
     by_student, index = _marks_by_student(documents, results)
-    if index and fixtures_hidden is not None:
-        from grader.similarity.values import wrong_values
-
-        suspects = {document.student: document.file for document, found in zip(documents, by_student)
-                    if document.file is not None and any(mark[0] == "failure" for mark in found)}
-        if suspects:
-            values = wrong_values(files=suspects, assignment=assignment, hidden=fixtures_hidden, progress=progress)
-            by_student = [found | values.get(document.student, set()) for document, found in zip(documents, by_student)]
+    if index and values is not None:
+        by_student = [found | values.get(document.student, set()) for document, found in zip(documents, by_student)]
     mistake_index = index_mistakes(by_student, class_size=count) if index else None
     candidates = set(code) | (set(mistake_index.pairs()) if mistake_index else set())
     scored = []
@@ -193,7 +183,7 @@ def compare_documents(*, documents: list[Document], assignment: str, results: li
     return SimilarityReport(assignment, tuple(documents), tuple(pairs), matches, count * (count - 1) // 2,
                             tuple(skipped), reference, bool(index),
                             {"top_pairs": top, "min_listed_score": MIN_LISTED, "reference_flag": REFERENCE_FLAG,
-                             "public_fixtures_run": bool(index and fixtures_hidden is not None)})
+                             "public_fixtures_run": bool(index and values is not None)})
 
 
 def _marks_by_student(documents: list[Document], results: list[dict] | None) -> tuple[list[set], bool]:

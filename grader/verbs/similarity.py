@@ -34,17 +34,18 @@ def command(submissions: Path, out: Path, results: Path | None, fixtures: bool, 
     """
     from grader.errors import UsageError
     from grader.i18n import resolve_language
-    from grader.similarity.compare import TOP_PAIRS, compare_class
+    from grader.similarity.compare import TOP_PAIRS
     from grader.similarity.mistakes import read_results
     from grader.similarity.outputs import StageBar, summary_lines, write_similarity
+    from grader.similarity.run import check_class
 
     lang = resolve_language(lang)
     if out.resolve().is_relative_to(submissions.resolve()):
         raise UsageError(f"--out {out} lies inside {submissions}; choose an output folder outside the submissions")
     out.mkdir(parents=True, exist_ok=True)
     graded = read_results(results) if results is not None else None
-    report = compare_class(submissions=submissions, assignment=assignment, results=graded, progress=StageBar(),
-                           top=top or TOP_PAIRS, lang=lang, fixtures=fixtures, out=out)
+    report = check_class(submissions=submissions, assignment=assignment, results=graded, fixtures=fixtures, out=out,
+                         progress=StageBar(), top=top or TOP_PAIRS, lang=lang)
     data, page = write_similarity(report, out=out, lang=lang)
     for line in summary_lines(report):
         click.echo(line)
