@@ -148,7 +148,7 @@ def test_shared_rare_mistakes_raise_a_pair_and_grading_is_untouched(tmp_path):
     (folder / "sam.py").write_text(reference.replace(total, f"({total} + 0.05)"))
     (folder / "pat.py").write_text(rename_everything((STYLES / "dot_products_style.py").read_text()))
     run("grade", folder, "--out", tmp_path / "plain")
-    run("grade", folder, "--out", tmp_path / "with", "--similarity")
+    run("grade", folder, "--out", tmp_path / "with", "--similarity", "--lang", "zh")
     assert (tmp_path / "plain" / "grades.csv").read_text() == (tmp_path / "with" / "grades.csv").read_text()
     assert "\npat,60,60,graded," in (tmp_path / "plain" / "grades.csv").read_text()  # the disguise still works
     data = json.loads((tmp_path / "with" / "similarity.json").read_text())
@@ -176,13 +176,14 @@ def test_shared_rare_mistakes_raise_a_pair_and_grading_is_untouched(tmp_path):
     assert "values" not in {mistake["kind"] for mistake in other_numbers["evidence"]["shared_mistakes"]}
     assert data["settings"]["public_fixtures_run"] is True
     report = (tmp_path / "with" / "report.html").read_text()
-    assert "id=similarity" in report and "similarity.html" in report and "never a grade" in report
+    assert "id=similarity" in report and "similarity.html" in report and "绝不是成绩" in report
+    assert "绝不是成绩" in (tmp_path / "with" / "similarity.html").read_text()
     assert "id=similarity" not in (tmp_path / "plain" / "report.html").read_text()
     pages = list((tmp_path / "with" / "feedback").iterdir())
     assert len(pages) == 2 * 16
     for page in pages:
         text = page.read_text().lower()
-        assert "similar" not in text and "相似" not in text and "answer key" not in text, page
+        assert "similar" not in text and "相似" not in text and "答案" not in text and "抄" not in text, page
 
 
 def test_the_page_follows_the_language(compared):
@@ -290,3 +291,18 @@ def test_a_hostile_page_shows_code_as_text_in_a_browser(hostile, tmp_path):
         assert browser.console_errors() == []
     finally:
         browser.close()
+
+
+def test_usage_errors_say_what_to_type(tmp_path):
+    folder = planted_class(tmp_path / "class")
+    inside = CliRunner().invoke(root, ["similarity", str(folder), "--out", str(folder / "out")])
+    assert inside.exit_code == 2 and "outside the submissions" in inside.output
+    one_file = CliRunner().invoke(root, ["similarity", str(folder / "grace.py"), "--out", str(tmp_path / "out")])
+    assert one_file.exit_code == 2 and "is a file" in one_file.output
+    sharded = CliRunner().invoke(root, ["grade", str(folder), "--out", str(tmp_path / "g"), "--shard", "1/2",
+                                        "--similarity"])
+    assert sharded.exit_code == 2 and "mha merge" in sharded.output and not (tmp_path / "g").exists()
+    results = tmp_path / "results.json"
+    results.write_text('{"not": "a list"}')
+    wrong = CliRunner().invoke(root, ["similarity", str(folder), "--out", str(tmp_path / "o"), "--results", str(results)])
+    assert wrong.exit_code == 2 and "is not a results.json of `mha grade`" in wrong.output

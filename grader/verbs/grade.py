@@ -110,7 +110,10 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
     from grader.render.text_safety import clean_line
 
     print_summary(summary, formats=formats, lang=run.lang)
-    if similarity and submissions.is_dir():
+    if similarity and not submissions.is_dir():
+        click.echo("--similarity compares the submissions of a class with each other: one file has none to "
+                   "compare with, so no similarity files were written", err=True)
+    elif similarity:
         from grader.similarity.run import similarity_after_grading
 
         similarity_after_grading(run=run, tally=summary.tally)
