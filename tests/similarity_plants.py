@@ -14,6 +14,11 @@ API = {"softmax", "scaled_dot_product_attention", "MultiHeadAttention", "split_h
        "W_Q", "W_K", "W_V", "W_O", "self", "return_weights", "d_model", "num_heads"}
 
 
+def bound_attributes(tree: ast.AST) -> set[str]:
+    """The attributes the author set (``self.heads = ...``): after a dot, only these are theirs to rename."""
+    return {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)}
+
+
 def bound_names(tree: ast.AST) -> set[str]:
     """The names the author chose: functions, classes, parameters, assigned names and attributes, import aliases."""
     names = set()
@@ -40,17 +45,20 @@ def rename_everything(text: str) -> str:
                   if isinstance(node, (ast.Module, ast.FunctionDef, ast.ClassDef)) and node.body
                   and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)
                   and isinstance(node.body[0].value.value, str)}
-    chosen = bound_names(tree)
+    chosen, attributes = bound_names(tree), bound_attributes(tree)
     mapping: dict[str, str] = {}
     out = []
+    previous = None
     for token in tokenize.generate_tokens(io.StringIO(text).readline):
         kind, value = token.type, token.string
         if kind == tokenize.COMMENT:
             value = ""
         elif kind == tokenize.STRING and token.start[0] in docstrings:
             value = "None"
-        elif kind == tokenize.NAME and value in chosen and not keyword.iskeyword(value):
+        elif (kind == tokenize.NAME and value in chosen and not keyword.iskeyword(value)
+              and (previous != "." or value in attributes)):  # `K.T` stays when the author's `T` is renamed
             value = mapping.setdefault(value, f"{'zyxwvutsrq'[len(mapping) % 10]}{len(mapping)}_{value[:1]}")
+        previous = token.string
         out.append((kind, value))
     return tokenize.untokenize(out)
 
