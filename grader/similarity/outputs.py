@@ -53,18 +53,23 @@ class StageBar:
             self.progress = None
 
 
-def summary_lines(report: SimilarityReport, *, shown: int = 5) -> list[str]:
-    """The few most similar pairs and the answer-key matches, a line each, for the terminal."""
+def summary_lines(report: SimilarityReport, *, out: Path, lang: str = "en", shown: int = 5) -> list[str]:
+    """The few most similar pairs, the answer-key matches and the files written, a line each, for the terminal."""
     from grader.render.text_safety import clean_line
+    from grader.similarity.page import say
 
-    lines = [f"Compared {report.compared:,} pairs of {len(report.documents)} submissions"
-             + (f" ({len(report.skipped)} not readable)" if report.skipped else "")
-             + ". A signal for a person to read, never a grade."]
+    skipped = say("terminal_skipped", lang, count=len(report.skipped)) if report.skipped else ""
+    lines = [say("terminal_compared", lang, compared=f"{report.compared:,}", students=len(report.documents),
+                 skipped=skipped)]
     for pair in report.pairs[:shown]:
         first, second = (clean_line(student) for student in pair.students)
-        lines.append(f"  {pair.score:.2f}  {first} ~ {second}  ({len(pair.passages)} passages"
-                     + (f", {len(pair.mistakes)} shared rare mistakes" if pair.mistakes else "") + ")")
+        detail = say("terminal_pair", lang, passages=len(pair.passages))
+        if pair.mistakes:
+            detail += say("terminal_mistakes", lang, count=len(pair.mistakes))
+        lines.append(f"  {pair.score:.2f}  {first} ~ {second}  ({detail})")
     flagged = [clean_line(match.student) for match in report.reference_matches if match.flagged]
     if flagged:
-        lines.append(f"  matching the answer key: {', '.join(flagged[:10])}{' ...' if len(flagged) > 10 else ''}")
+        lines.append("  " + say("terminal_flagged", lang,
+                                students=", ".join(flagged[:10]) + (" ..." if len(flagged) > 10 else "")))
+    lines.append(say("terminal_wrote", lang, json=out / JSON_NAME, page=out / PAGE_NAME))
     return lines

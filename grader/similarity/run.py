@@ -50,6 +50,5 @@ def similarity_after_grading(*, run, tally) -> None:
     write_similarity(report, out=out, lang=run.lang)
     data = json.loads((out / JSON_NAME).read_text(encoding="utf-8"))
     write_report(out / "report.html", tally, title=run.title, lang=run.lang, similarity=data)
-    for line in summary_lines(report):
+    for line in summary_lines(report, out=out, lang=run.lang):
         click.echo(line)
-    click.echo(f"Wrote {out / JSON_NAME} and {out / 'similarity.html'}")

@@ -46,7 +46,6 @@ def command(submissions: Path, out: Path, results: Path | None, fixtures: bool, 
     graded = read_results(results) if results is not None else None
     report = check_class(submissions=submissions, assignment=assignment, results=graded, fixtures=fixtures, out=out,
                          progress=StageBar(), top=top or TOP_PAIRS, lang=lang)
-    data, page = write_similarity(report, out=out, lang=lang)
-    for line in summary_lines(report):
+    write_similarity(report, out=out, lang=lang)
+    for line in summary_lines(report, out=out, lang=lang):
         click.echo(line)
-    click.echo(f"Wrote {data} and {page}")
