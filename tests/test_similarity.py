@@ -8,14 +8,13 @@ copies disguised the ways a copier disguises them.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from conftest import FIXTURES
+from conftest import FIXTURES, require
 from grader.authoring.audit import default_library
 from grader.cli import root
 from grader.paths import DEFAULT_ASSIGNMENT, solution_path
@@ -49,6 +48,19 @@ def run(*args: str) -> str:
 
 def students(pair: dict) -> frozenset[str]:
     return frozenset(pair["students"])
+
+
+@pytest.fixture
+def browser(tmp_path):
+    """A headless Chromium with one page (tests/chromium_driver.py)."""
+    from chromium_driver import Chromium, find_chromium
+
+    binary = find_chromium()
+    require(binary is not None, "Chromium is not installed (Debian: apt install chromium fonts-noto-cjk; "
+                                "or set MHA_CHROMIUM)")
+    browser = Chromium(binary, tmp_path / "profile")
+    yield browser
+    browser.close()
 
 
 @pytest.fixture(scope="module")
@@ -193,50 +205,39 @@ def test_the_page_follows_the_language(compared):
     assert "绝不是成绩" in chinese and "与参考答案的匹配" in chinese and "never a grade" not in chinese
 
 
-def test_a_pair_reads_side_by_side_in_a_browser(compared, tmp_path):
-    from chromium_driver import Chromium, find_chromium
-
-    binary = find_chromium()
-    if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is required in CI (Debian: apt install chromium fonts-noto-cjk)")
-        pytest.skip("Chromium not found (Debian: apt install chromium; or set MHA_CHROMIUM); CI runs this test")
-    browser = Chromium(binary, tmp_path / "profile")
-    try:
-        for lang in ("en", "zh"):
-            url = (compared / lang / "similarity.html").resolve().as_uri()
-            browser.open(url)
-            firsts = ("[...document.querySelectorAll('#pairs tbody tr:not([hidden])')]"
-                      ".map(r => r.cells[1].textContent + '~' + r.cells[2].textContent)")
-            shown = browser.evaluate(firsts)
-            assert {frozenset(text.split("~")) for text in shown[:3]} == PLANTED
-            scores = "[...document.querySelectorAll('#pairs tbody tr')].map(r => parseFloat(r.cells[3].textContent))"
-            browser.click("#pairs th:nth-child(2)")  # student, alphabetically
-            assert browser.evaluate(firsts)[0].startswith("class_helpers_tensordot_style~")
-            browser.click("#pairs th:nth-child(4)")  # score, ascending
-            ascending = browser.evaluate(scores)
-            assert ascending == sorted(ascending) and ascending[-1] == 1.0 and ascending[0] < 0.1
-            browser.click("#pairs th:nth-child(4)")  # descending
-            assert browser.evaluate(scores) == sorted(ascending, reverse=True)
-            browser.evaluate("(() => { const s = document.getElementById('search'); s.value = 'heidi';"
-                             " s.dispatchEvent(new Event('input')); })()")
-            assert browser.evaluate(firsts)[0] == "heidi~loops_style"
-            assert browser.evaluate("document.querySelector('.shown').textContent") == str(len(browser.evaluate(firsts)))
-            browser.click("#pairs tbody tr:not([hidden]) button.open")
-            assert browser.evaluate("document.getElementById('viewer').hidden") is False
-            left = browser.evaluate("document.querySelectorAll('#left .line.hit').length")
-            right = browser.evaluate("document.querySelectorAll('#right .line.hit').length")
-            listed = browser.evaluate("document.querySelectorAll('#passages li').length")
-            assert left > 10 and right > 10 and listed >= 3
-            assert "heidi" in browser.evaluate("document.getElementById('viewer-title').textContent")
-            browser.click("#reference button.open")
-            words = "答案" if lang == "zh" else "answer key"
-            assert words in browser.evaluate("document.getElementById('right-name').textContent")
-            assert browser.evaluate("document.querySelectorAll('#right .line.hit').length") > 10
-            assert browser.console_errors() == []
-            assert [u for u in browser.requested_urls() if u != url and not u.startswith("data:")] == []
-    finally:
-        browser.close()
+def test_a_pair_reads_side_by_side_in_a_browser(compared, browser):
+    for lang in ("en", "zh"):
+        url = (compared / lang / "similarity.html").resolve().as_uri()
+        browser.open(url)
+        firsts = ("[...document.querySelectorAll('#pairs tbody tr:not([hidden])')]"
+                  ".map(r => r.cells[1].textContent + '~' + r.cells[2].textContent)")
+        shown = browser.evaluate(firsts)
+        assert {frozenset(text.split("~")) for text in shown[:3]} == PLANTED
+        scores = "[...document.querySelectorAll('#pairs tbody tr')].map(r => parseFloat(r.cells[3].textContent))"
+        browser.click("#pairs th:nth-child(2)")  # student, alphabetically
+        assert browser.evaluate(firsts)[0].startswith("class_helpers_tensordot_style~")
+        browser.click("#pairs th:nth-child(4)")  # score, ascending
+        ascending = browser.evaluate(scores)
+        assert ascending == sorted(ascending) and ascending[-1] == 1.0 and ascending[0] < 0.1
+        browser.click("#pairs th:nth-child(4)")  # descending
+        assert browser.evaluate(scores) == sorted(ascending, reverse=True)
+        browser.evaluate("(() => { const s = document.getElementById('search'); s.value = 'heidi';"
+                         " s.dispatchEvent(new Event('input')); })()")
+        assert browser.evaluate(firsts)[0] == "heidi~loops_style"
+        assert browser.evaluate("document.querySelector('.shown').textContent") == str(len(browser.evaluate(firsts)))
+        browser.click("#pairs tbody tr:not([hidden]) button.open")
+        assert browser.evaluate("document.getElementById('viewer').hidden") is False
+        left = browser.evaluate("document.querySelectorAll('#left .line.hit').length")
+        right = browser.evaluate("document.querySelectorAll('#right .line.hit').length")
+        listed = browser.evaluate("document.querySelectorAll('#passages li').length")
+        assert left > 10 and right > 10 and listed >= 3
+        assert "heidi" in browser.evaluate("document.getElementById('viewer-title').textContent")
+        browser.click("#reference button.open")
+        words = "答案" if lang == "zh" else "answer key"
+        assert words in browser.evaluate("document.getElementById('right-name').textContent")
+        assert browser.evaluate("document.querySelectorAll('#right .line.hit').length") > 10
+        assert browser.console_errors() == []
+        assert [u for u in browser.requested_urls() if u != url and not u.startswith("data:")] == []
 
 
 @pytest.fixture(scope="module")
@@ -270,27 +271,16 @@ def test_a_hostile_class_is_compared_with_every_refusal_explained(hostile):
     assert "<img src=x" not in page and page.count("</script>") == 2
 
 
-def test_a_hostile_page_shows_code_as_text_in_a_browser(hostile, tmp_path):
-    from chromium_driver import Chromium, find_chromium
-
-    binary = find_chromium()
-    if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail("Chromium is required in CI (Debian: apt install chromium fonts-noto-cjk)")
-        pytest.skip("Chromium not found (Debian: apt install chromium; or set MHA_CHROMIUM); CI runs this test")
-    browser = Chromium(binary, tmp_path / "profile")
-    try:
-        url = (hostile / "out" / "similarity.html").resolve().as_uri()
-        browser.open(url)
-        title = browser.evaluate("document.title")
-        browser.click("#pairs tbody tr:first-child button.open")
-        assert browser.evaluate("document.title") == title and browser.evaluate("document.images.length") == 0
-        assert "</script><img src=x" in browser.evaluate("document.getElementById('left').textContent + "
-                                                        "document.getElementById('right').textContent")
-        assert "<img src=x onerror=alert(1)>" in browser.evaluate("document.getElementById('viewer-title').textContent")
-        assert browser.console_errors() == []
-    finally:
-        browser.close()
+def test_a_hostile_page_shows_code_as_text_in_a_browser(hostile, browser):
+    url = (hostile / "out" / "similarity.html").resolve().as_uri()
+    browser.open(url)
+    title = browser.evaluate("document.title")
+    browser.click("#pairs tbody tr:first-child button.open")
+    assert browser.evaluate("document.title") == title and browser.evaluate("document.images.length") == 0
+    assert "</script><img src=x" in browser.evaluate("document.getElementById('left').textContent + "
+                                                    "document.getElementById('right').textContent")
+    assert "<img src=x onerror=alert(1)>" in browser.evaluate("document.getElementById('viewer-title').textContent")
+    assert browser.console_errors() == []
 
 
 def test_usage_errors_say_what_to_type(tmp_path):
