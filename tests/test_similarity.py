@@ -188,7 +188,7 @@ def test_shared_rare_mistakes_raise_a_pair_and_grading_is_untouched(tmp_path):
     assert "values" not in {mistake["kind"] for mistake in other_numbers["evidence"]["shared_mistakes"]}
     assert data["settings"]["public_fixtures_run"] is True
     report = (tmp_path / "with" / "report.html").read_text()
-    assert "id=similarity" in report and "similarity.html" in report and "绝不是成绩" in report
+    assert "id=similarity" in report and "similarity.html#pair-1" in report and "绝不是成绩" in report
     assert "绝不是成绩" in (tmp_path / "with" / "similarity.html").read_text()
     assert "id=similarity" not in (tmp_path / "plain" / "report.html").read_text()
     pages = list((tmp_path / "with" / "feedback").iterdir())
@@ -236,8 +236,15 @@ def test_a_pair_reads_side_by_side_in_a_browser(compared, browser):
         words = "答案" if lang == "zh" else "answer key"
         assert words in browser.evaluate("document.getElementById('right-name').textContent")
         assert browser.evaluate("document.querySelectorAll('#right .line.hit').length") > 10
+        assert browser.evaluate("location.hash") == "#key-1"
+        browser.open("about:blank")
+        browser.open(url + "#pair-3")  # a link to one pair opens it
+        assert browser.evaluate("document.getElementById('viewer').hidden") is False
+        title = browser.evaluate("document.getElementById('viewer-title').textContent")
+        assert set(title.split(" \u2194 ")) == set(json.loads((compared / lang / "similarity.json").read_text())
+                                                    ["pairs"][2]["students"])
         assert browser.console_errors() == []
-        assert [u for u in browser.requested_urls() if u != url and not u.startswith("data:")] == []
+        assert [u for u in browser.requested_urls() if not u.startswith((url, "data:"))] == []
 
 
 @pytest.fixture(scope="module")

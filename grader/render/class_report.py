@@ -120,10 +120,11 @@ def similarity_section(data: dict, lang: str) -> str:
         return pick(words[key], lang).format(**params)
 
     rows = "".join(f"<tr><td>{e(pair['students'][0])}</td><td>{e(pair['students'][1])}</td>"
-                   f"<td class=n>{pair['score']:.2f}</td><td class=n>{len(pair['evidence']['passages'])}</td></tr>"
-                   for pair in data["pairs"][:SIMILARITY_SHOWN])
+                   f"<td class=n>{pair['score']:.2f}</td><td class=n>{len(pair['evidence']['passages'])}</td>"
+                   f"<td><a href='similarity.html#pair-{rank}'>{e(word('open'))}</a></td></tr>"
+                   for rank, pair in enumerate(data["pairs"][:SIMILARITY_SHOWN], start=1))
     header = "".join(f"<th>{e(word(key))}</th>" for key in ("column_first", "column_second", "column_score",
-                                                             "column_passages"))
+                                                             "column_passages", "column_view"))
     flagged = [match["student"] for match in data["reference_matches"] if match["matches_answer_key"]]
     return (f"<h2 id=similarity>{e(word('report_heading'))}</h2><p>{e(word('report_intro'))}</p>"
             f"<p class=signal>{e(word('signal'))}</p>"

@@ -224,17 +224,27 @@ SCRIPT = """
     (mistakes || []).forEach(function (text) { var item = document.createElement('li'); item.textContent = text; listed.appendChild(item); });
     var viewer = document.getElementById('viewer'); viewer.hidden = false; viewer.scrollIntoView();
   }
+  function openPair(index) {
+    var pair = data.pairs[index]; if (!pair) return;
+    var a = pair.students[0], b = pair.students[1];
+    show(data.docs[a], a, data.docs[b], b, pair.passages, pair.mistakes);
+    history.replaceState(null, '', '#pair-' + (index + 1));
+  }
+  function openKey(index) {
+    var match = data.refs[index]; if (!match || !data.docs[match.student]) return;
+    show(data.docs[match.student], match.student, data.key, data.words.answer_key, match.passages, []);
+    history.replaceState(null, '', '#key-' + (index + 1));
+  }
   document.addEventListener('click', function (event) {
     var button = event.target.closest('button.open'); if (!button) return;
-    if (button.hasAttribute('data-pair')) {
-      var pair = data.pairs[+button.getAttribute('data-pair')], a = pair.students[0], b = pair.students[1];
-      show(data.docs[a], a, data.docs[b], b, pair.passages, pair.mistakes);
-    } else {
-      var match = data.refs[+button.getAttribute('data-ref')];
-      show(data.docs[match.student], match.student, data.key, data.words.answer_key, match.passages, []);
-    }
+    if (button.hasAttribute('data-pair')) openPair(+button.getAttribute('data-pair'));
+    else openKey(+button.getAttribute('data-ref'));
   });
-  document.getElementById('close').addEventListener('click', function () { document.getElementById('viewer').hidden = true; });
+  var linked = /^#(pair|key)-(\d+)$/.exec(location.hash);  // a link to one pair: similarity.html#pair-3
+  if (linked) (linked[1] === 'pair' ? openPair : openKey)(+linked[2] - 1);
+  document.getElementById('close').addEventListener('click', function () {
+    document.getElementById('viewer').hidden = true; history.replaceState(null, '', location.pathname);
+  });
 })();
 """
 
