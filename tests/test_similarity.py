@@ -96,6 +96,14 @@ def test_every_planted_pair_ranks_above_every_independent_pair(compared):
     assert all("judy" not in pair["students"] or pair["score"] < 0.35 for pair in data["pairs"])
 
 
+def test_pairs_and_reference_matches_read_back_as_they_were_written(compared):
+    from grader.similarity.compare import PairMatch, ReferenceMatch
+
+    data = json.loads((compared / "en" / "similarity.json").read_text())
+    assert data["pairs"] and all(PairMatch.from_dict(pair).to_dict() == pair for pair in data["pairs"])
+    assert all(ReferenceMatch.from_dict(match).to_dict() == match for match in data["reference_matches"])
+
+
 def test_the_verbatim_answer_key_is_flagged_and_only_it(compared):
     data = json.loads((compared / "en" / "similarity.json").read_text())
     flagged = [match["student"] for match in data["reference_matches"] if match["matches_answer_key"]]

@@ -54,6 +54,13 @@ class PairMatch:
                              "passages": [passage.to_dict() for passage in self.passages],
                              "shared_mistakes": [mistake.to_dict() for mistake in self.mistakes]}}
 
+    @classmethod
+    def from_dict(cls, data: dict) -> PairMatch:
+        evidence = data["evidence"]
+        return cls(tuple(data["students"]), data["score"], evidence["code_score"], tuple(evidence["shares"]),
+                   tuple(Passage.from_dict(item) for item in evidence["passages"]),
+                   tuple(SharedMistake.from_dict(item) for item in evidence["shared_mistakes"]))
+
 
 @dataclass(frozen=True)
 class ReferenceMatch:
@@ -65,6 +72,11 @@ class ReferenceMatch:
     def to_dict(self) -> dict:
         return {"student": self.student, "score": round(self.score, 4), "matches_answer_key": self.flagged,
                 "evidence": {"passages": [passage.to_dict() for passage in self.passages]}}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> ReferenceMatch:
+        return cls(data["student"], data["score"], data["matches_answer_key"],
+                   tuple(Passage.from_dict(item) for item in data["evidence"]["passages"]))
 
 
 @dataclass(frozen=True)

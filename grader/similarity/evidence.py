@@ -36,6 +36,10 @@ class Side:
             data["cell"] = self.cell
         return data
 
+    @classmethod
+    def from_dict(cls, data: dict) -> Side:
+        return cls(data.get("cell", ""), data["start_line"], data["end_line"], data.get("function", ""))
+
 
 @dataclass(frozen=True)
 class Passage:
@@ -45,6 +49,10 @@ class Passage:
 
     def to_dict(self) -> dict:
         return {"first": self.first.to_dict(), "second": self.second.to_dict(), "tokens": self.tokens}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Passage:
+        return cls(Side.from_dict(data["first"]), Side.from_dict(data["second"]), data["tokens"])
 
 
 @dataclass(frozen=True)

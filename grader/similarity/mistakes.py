@@ -53,6 +53,10 @@ class SharedMistake:
             data["function"] = self.function
         return data
 
+    @classmethod
+    def from_dict(cls, data: dict) -> SharedMistake:
+        return cls(data["kind"], data["id"], data["outcome"], data["students_with_it"], data.get("function", ""))
+
 
 def read_results(path: Path) -> list[dict]:
     """The result objects of a results.json written by ``mha grade``."""
