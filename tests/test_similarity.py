@@ -307,6 +307,9 @@ def test_usage_errors_say_what_to_type(tmp_path):
     sharded = CliRunner().invoke(root, ["grade", str(folder), "--out", str(tmp_path / "g"), "--shard", "1/2",
                                         "--similarity"])
     assert sharded.exit_code == 2 and "mha merge" in sharded.output and not (tmp_path / "g").exists()
+    (tmp_path / "nobody").mkdir()
+    empty = CliRunner().invoke(root, ["similarity", str(tmp_path / "nobody"), "--out", str(tmp_path / "e")])
+    assert empty.exit_code == 2 and "holds no submissions" in empty.output
     results = tmp_path / "results.json"
     results.write_text('{"not": "a list"}')
     wrong = CliRunner().invoke(root, ["similarity", str(folder), "--out", str(tmp_path / "o"), "--results", str(results)])

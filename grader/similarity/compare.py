@@ -124,8 +124,6 @@ def compare_documents(*, documents: list[Document], assignment: str, results: li
     With ``results`` (``mha grade``'s), shared rare mistakes count too;
     ``values``: more marks by student (``grader.similarity.values``).
     """
-    from scipy import sparse
-
     progress = progress or _Silent()
     stub = read_one(exercise_path(assignment), student="stub")
     reference = read_one(solution_path(assignment), student=REFERENCE)
@@ -133,69 +131,86 @@ def compare_documents(*, documents: list[Document], assignment: str, results: li
     progress.begin("fingerprinting", len(documents))
     texts = []
     for document in documents:
-        tokens = normalize(document.cells, api=api)
-        texts.append(Text(tokens, fingerprint(tokens), document.labels))
+        texts.append(_text(document, api))
         progress.advance()
     progress.end()
     boiler_stub = every_kgram(normalize(stub.cells, api=api)) if stub else np.zeros(0, dtype=np.int64)
-    reference_text = None
-    if reference is not None:
-        tokens = normalize(reference.cells, api=api)
-        reference_text = Text(tokens, fingerprint(tokens), reference.labels)
-        boiler = np.union1d(boiler_stub, every_kgram(tokens))
-    else:
-        boiler = boiler_stub
-    count = len(texts)
-
-    # (N, M) students x fingerprints, 1 where a student holds a fingerprint
-    uniques = [text.fingerprints.unique for text in texts]
-    everything = np.concatenate(uniques) if uniques else np.zeros(0, dtype=np.int64)
-    columns_of, column = np.unique(everything, return_inverse=True)
-    rows = np.repeat(np.arange(count), [len(found) for found in uniques])
-    held = sparse.csr_matrix((np.ones(len(column)), (rows, column)), shape=(count, len(columns_of)))
-    holders = np.asarray(held.sum(axis=0)).ravel()
-    weights = rarity_weights(holders, class_size=count)
-    weights[np.isin(columns_of, boiler)] = 0.0
-    sizes = held @ weights  # (N,) each student's weighted code
-    counting = weights > 0
-    kept = held[:, counting]
-    overlap = sparse.triu(kept @ sparse.diags(weights[counting]) @ kept.T, k=1).tocoo()  # (N, N) weighted overlap
-
-    code = {}
-    for first, second, value in zip(overlap.row.tolist(), overlap.col.tolist(), overlap.data.tolist()):
-        total = sizes[first] + sizes[second]
-        if total > 0 and value > 0:  # a few fingerprints alike are a few lines alike: weak, however alike
-            dice = min(1.0, float(2 * value / total)) * min(1.0, float(value) / ENOUGH)
-            code[(first, second)] = (dice, float(value / max(sizes[first], 1e-12)),
-                                     float(value / max(sizes[second], 1e-12)))
-    by_student, index = _marks_by_student(documents, results)
-    if index and values is not None:
+    reference_text = _text(reference, api) if reference is not None else None
+    boiler = np.union1d(boiler_stub, every_kgram(reference_text.tokens)) if reference_text else boiler_stub
+    index = FingerprintIndex.build(texts, boilerplate=boiler)
+    code = index.code_scores()
+    by_student, graded = _marks_by_student(documents, results)
+    if graded and values is not None:
         by_student = [found | values.get(document.student, set()) for document, found in zip(documents, by_student)]
-    mistake_index = index_mistakes(by_student, class_size=count) if index else None
-    candidates = set(code) | (set(mistake_index.pairs()) if mistake_index else set())
+    mistake_index = index_mistakes(by_student, class_size=len(texts)) if graded else None
     scored = []
-    for first, second in candidates:
+    for first, second in set(code) | (set(mistake_index.pairs()) if mistake_index else set()):
         dice, share_first, share_second = code.get((first, second), (0.0, 0.0, 0.0))
         shared = mistake_index.shared(first, second, by_student) if mistake_index else ()
         score = 1.0 - (1.0 - dice) * (1.0 - boost(shared))
-        scored.append((score, dice, first, second, min(share_first, 1.0), min(share_second, 1.0), shared))
+        scored.append((score, dice, first, second, (min(share_first, 1.0), min(share_second, 1.0)), shared))
     scored.sort(key=lambda item: (-item[0], -item[1], documents[item[2]].student, documents[item[3]].student))
     listed = [item for item in scored[:top] if item[0] >= MIN_LISTED]
-    counting_hashes = np.sort(columns_of[counting])
+    counting = np.sort(index.columns[index.weights > 0])
     progress.begin("evidence", len(listed))
     pairs = []
-    for score, dice, first, second, share_first, share_second, shared in listed:
-        pairs.append(PairMatch((documents[first].student, documents[second].student), score, dice,
-                               (share_first, share_second),
-                               passages(texts[first], texts[second], counting=counting_hashes), shared))
+    for score, dice, first, second, shares, shared in listed:
+        pairs.append(PairMatch((documents[first].student, documents[second].student), score, dice, shares,
+                               passages(texts[first], texts[second], counting=counting), shared))
         progress.advance()
     progress.end()
-    matches = _reference_matches(documents, texts, reference_text, columns_of, holders, boiler_stub, held) \
-        if reference_text is not None else ()
+    matches = _reference_matches(documents, texts, reference_text, index, boiler_stub) if reference_text else ()
+    count = len(texts)
     return SimilarityReport(assignment, tuple(documents), tuple(pairs), matches, count * (count - 1) // 2,
-                            tuple(skipped), reference, bool(index),
+                            tuple(skipped), reference, graded,
                             {"top_pairs": top, "min_listed_score": MIN_LISTED, "reference_flag": REFERENCE_FLAG,
-                             "public_fixtures_run": bool(index and values is not None)})
+                             "public_fixtures_run": bool(graded and values is not None)})
+
+
+def _text(document: Document, api: frozenset[str]) -> Text:
+    tokens = normalize(document.cells, api=api)
+    return Text(tokens, fingerprint(tokens), document.labels)
+
+
+@dataclass(frozen=True)
+class FingerprintIndex:
+    """The class's fingerprints as a sparse (students x fingerprints) matrix, each fingerprint weighted."""
+
+    columns: np.ndarray  # (M,) the fingerprint of each column, sorted
+    held: object  # (N, M) scipy CSR matrix, 1 where a student holds a fingerprint
+    holders: np.ndarray  # (M,) students holding each
+    weights: np.ndarray  # (M,) its rarity weight; 0 for boilerplate
+
+    @classmethod
+    def build(cls, texts: list[Text], *, boilerplate: np.ndarray) -> FingerprintIndex:
+        from scipy import sparse
+
+        uniques = [text.fingerprints.unique for text in texts]
+        everything = np.concatenate(uniques) if uniques else np.zeros(0, dtype=np.int64)
+        columns, column = np.unique(everything, return_inverse=True)
+        rows = np.repeat(np.arange(len(texts)), [len(found) for found in uniques])
+        held = sparse.csr_matrix((np.ones(len(column)), (rows, column)), shape=(len(texts), len(columns)))
+        holders = np.asarray(held.sum(axis=0)).ravel()
+        weights = rarity_weights(holders, class_size=len(texts))
+        weights[np.isin(columns, boilerplate)] = 0.0
+        return cls(columns, held, holders, weights)
+
+    def code_scores(self) -> dict[tuple[int, int], tuple[float, float, float]]:
+        """(first, second) -> (code score, share of first's code, share of second's), for pairs sharing any."""
+        from scipy import sparse
+
+        sizes = self.held @ self.weights  # (N,) each student's weighted code
+        counting = self.weights > 0
+        kept = self.held[:, counting]
+        overlap = sparse.triu(kept @ sparse.diags(self.weights[counting]) @ kept.T, k=1).tocoo()  # (N, N)
+        code = {}
+        for first, second, value in zip(overlap.row.tolist(), overlap.col.tolist(), overlap.data.tolist()):
+            total = sizes[first] + sizes[second]
+            if total > 0 and value > 0:  # a few fingerprints alike are a few lines alike: weak, however alike
+                dice = min(1.0, float(2 * value / total)) * min(1.0, float(value) / ENOUGH)
+                code[(first, second)] = (dice, float(value / max(sizes[first], 1e-12)),
+                                         float(value / max(sizes[second], 1e-12)))
+        return code
 
 
 def _marks_by_student(documents: list[Document], results: list[dict] | None) -> tuple[list[set], bool]:
@@ -205,21 +220,19 @@ def _marks_by_student(documents: list[Document], results: list[dict] | None) -> 
     return [found.get(document.student, set()) for document in documents], True
 
 
-def _reference_matches(documents, texts, reference_text: Text, columns_of, holders, boiler_stub, held):
+def _reference_matches(documents, texts, reference_text: Text, index: FingerprintIndex, boiler_stub):
     """Each submission against the reference: weighted Dice, fingerprints weighted by rarity in the class."""
     count = len(documents)
-    weights = rarity_weights(holders, class_size=count, common_share=REFERENCE_COMMON_SHARE)
-    weights[np.isin(columns_of, boiler_stub)] = 0.0
+    weights = rarity_weights(index.holders, class_size=count, common_share=REFERENCE_COMMON_SHARE)
+    weights[np.isin(index.columns, boiler_stub)] = 0.0
     key = np.setdiff1d(reference_text.fingerprints.unique, boiler_stub)
-    in_key = np.isin(columns_of, key)
-    key_weights = np.where(in_key, weights, 0.0)
-    overlap = held @ key_weights  # (N,)
-    sizes = held @ weights
-    # a key fingerprint no student has weighs 1 (held by nobody is rare)
-    absent = len(np.setdiff1d(key, columns_of))
-    key_size = float(key_weights.sum()) + absent
+    key_weights = np.where(np.isin(index.columns, key), weights, 0.0)
+    overlap = index.held @ key_weights  # (N,)
+    sizes = index.held @ weights
+    absent = np.setdiff1d(key, index.columns)  # a key fingerprint no student has weighs 1 (held by nobody is rare)
+    key_size = float(key_weights.sum()) + len(absent)
+    counting = np.sort(np.union1d(index.columns[weights > 0], absent))
     matches = []
-    counting = np.sort(np.union1d(columns_of[weights > 0], np.setdiff1d(key, columns_of)))
     for student in range(count):
         total = sizes[student] + key_size
         score = min(1.0, float(2 * overlap[student] / total)) if total > 0 else 0.0

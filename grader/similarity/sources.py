@@ -49,6 +49,9 @@ def read_class(submissions: Path, *, assignment: str, lang: str = "en") -> tuple
         entries, _ = discover_submissions(submissions, assignment=assignment)
     except OSError as bad:
         raise UsageError(f"cannot read {submissions} ({bad.strerror or bad})") from None
+    if not entries:
+        raise UsageError(f"{submissions} holds no submissions; expected one entry per student: "
+                         "<student>.py, <student>.ipynb or a folder <student>/")
     documents, skipped = [], []
     for entry in entries:
         if entry.refusal is not None or entry.path is None:
