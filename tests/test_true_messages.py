@@ -107,3 +107,33 @@ def test_an_answer_asked_to_three_digits_is_shown_to_three_digits():
         assert len(digits.rstrip("0") or "0") <= 3, text
         shown.add(text)
     assert len(shown) > 3
+
+
+def test_a_wrong_unlock_answer_promises_new_numbers_only_when_there_are_some(tmp_path, monkeypatch):
+    from grader.practice.prompts import PlainPrompter
+    from grader.practice.unlocking import unlock_interactively, unlock_questions
+
+    monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path))
+    fixed = [q for q in unlock_questions("softmax", np.random.default_rng(0)) if not q.is_template]
+    assert fixed, "softmax is unlocked by a fixed statement"
+    monkeypatch.setattr("grader.practice.unlocking.unlock_questions", lambda name, rng: fixed[:1])
+    wrong = "false" if fixed[0].answer else "true"
+    shown = []
+    answers = iter([wrong, wrong])
+    unlock_interactively("softmax", lang="en", prompter=PlainPrompter(read=lambda _: next(answers), write=shown.append),
+                         rng=np.random.default_rng(0))
+    said = "\n".join(shown)
+    assert "Before the checks of softmax run, one question about it:" in said
+    assert "Try once more." in said and "new numbers" not in said
+
+
+def test_help_texts_say_what_each_option_does():
+    for verb in ("viz", "demo", "release", "check", "quiz"):
+        text = CliRunner().invoke(root, [verb, "--help"]).output
+        assert "Language of the feedback" not in text and "instead of a table" not in text
+    drill = CliRunner(env={"COLUMNS": "80"}).invoke(root, ["drill", "--help"], prog_name="mha").output
+    assert drill.splitlines()[0] == "Usage: mha drill [OPTIONS] [FUNCTION]"
+    from grader.practice.drill import DRILLS
+
+    listed = " ".join(drill.split())
+    assert all(name in listed for name in DRILLS)

@@ -50,8 +50,11 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
     unknown = [name for name in functions if name not in exercise.functions]
     if unknown:
         raise UsageError(f"unknown function {unknown[0]!r}; choose from: {', '.join(exercise.functions)}")
+    locked: tuple[str, ...] = ()
     if unlock:
-        functions = _unlocked(functions or exercise.functions, lang, quiet_stdout=as_json)
+        wanted = functions or exercise.functions
+        functions = _unlocked(wanted, lang, quiet_stdout=as_json)
+        locked = tuple(name for name in wanted if name not in functions)
     visibility = "public"
     notice = None
     if run_all:
@@ -76,6 +79,8 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
         if notice:
             click.echo(notice)
         print_result(result, file=str(file), lang=lang, linked_question=linked_question, failed_only=failed_only)
+        if locked:  # the total above counts the checked functions only: say which were left out
+            click.echo(render("report_locked", {"functions": ", ".join(locked)}, lang))
     if not result.passed:
         raise ChecksFailed()
 

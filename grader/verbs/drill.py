@@ -16,7 +16,7 @@ from grader.verbs.options import json_option, lang_option, seed_option, time_lim
 
 
 @click.command("drill")
-@click.argument("function", required=False, type=click.Choice(DRILLS))
+@click.argument("function", required=False, type=click.Choice(DRILLS), metavar="[FUNCTION]")
 @time_limit_option
 @click.option("--workspace", type=click.Path(file_okay=False, path_type=Path), default=Path("mha-drill"),
               show_default=True, help="Folder where the fresh stub is written.")
@@ -31,6 +31,8 @@ from grader.verbs.options import json_option, lang_option, seed_option, time_lim
 @json_option
 def command(function, time_limit, workspace, hints, submit, status, history, seed, lang, as_json) -> None:
     """Start a timed drill of FUNCTION (default: one drawn at random; `all` for the whole module).
+
+    FUNCTION is one of softmax, scaled_dot_product_attention, split_heads, combine_heads, forward or all.
 
     Only FUNCTION is stubbed; the rest is the reference where it is installed
     (otherwise the whole exercise is stubbed). Edit the file, then run
