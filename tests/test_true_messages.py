@@ -137,3 +137,35 @@ def test_help_texts_say_what_each_option_does():
 
     listed = " ".join(drill.split())
     assert all(name in listed for name in DRILLS)
+
+
+def test_every_outcome_mark_is_drawn_by_the_default_fonts():
+    from matplotlib import font_manager
+    from matplotlib.ft2font import FT2Font
+
+    from grader.render.marks import MARKS
+
+    covered = FT2Font(font_manager.findfont("DejaVu Sans")).get_charmap()
+    assert [mark for mark in MARKS.values() if ord(mark) not in covered] == []
+
+
+def test_the_class_summary_says_whom_the_mean_leaves_out(tmp_path):
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    (submissions / "good.py").write_text((PROJECT / "solutions" / "multihead_attention.py").read_text(
+        encoding="utf-8"), encoding="utf-8")
+    (submissions / "empty.py").write_text("", encoding="utf-8")
+    result = CliRunner().invoke(root, ["grade", str(submissions), "--out", str(tmp_path / "out"), "--lang", "en"])
+    assert "(over the 1 graded; 1 that could not be graded count 0 in grades.csv)" in result.output
+
+
+def test_the_notebook_check_table_aligns_its_cells_itself():
+    """JupyterLab right-aligns table cells with a rule that outranks the fragment's stylesheet."""
+    from grader.grading.grade import grade_submission
+    from grader.render.notebook_html import result_to_html
+
+    result = grade_submission(path=mutants("multihead_attention") / "mistakes" / "attention_no_scale.py",
+                              assignment="multihead_attention", functions=("softmax",), lang="en")
+    html = result_to_html(result, "en")
+    cells = re.findall(r"<t[dh]\b[^>]*>", html)
+    assert cells and all("text-align:" in cell for cell in cells)

@@ -142,8 +142,10 @@ def print_summary(summary, *, formats=(), merged: bool = False, lang: str = "en"
     click.echo(say("students", students=count("student", tally.students), graded=tally.graded, timed=timed,
                    errors=count("error", len(tally.errored))))
     if tally.scores:
+        uncounted = say("uncounted", graded=len(tally.scores), errors=len(tally.errored)) if tally.errored else ""
         click.echo(say("scores", mean=f"{tally.mean:.2f}", max_score=f"{tally.max_score:g}",
-                       median=f"{tally.median:g}", full=sum(score >= tally.max_score for score in tally.scores)))
+                       median=f"{tally.median:g}", full=sum(score >= tally.max_score for score in tally.scores),
+                       uncounted=uncounted))
     catalog = load_catalog()
     common = tally.common_misconceptions(5)
     if common:
