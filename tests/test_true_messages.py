@@ -169,3 +169,25 @@ def test_the_notebook_check_table_aligns_its_cells_itself():
     html = result_to_html(result, "en")
     cells = re.findall(r"<t[dh]\b[^>]*>", html)
     assert cells and all("text-align:" in cell for cell in cells)
+
+
+def test_a_second_drill_keeps_the_first_ones_file_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path / "data"))
+    runner, work = CliRunner(), tmp_path / "work"
+    runner.invoke(root, ["drill", "all", "--workspace", str(work), "--lang", "en"])
+    (work / "multihead_attention.py").write_text("# half an hour of work\n", encoding="utf-8")
+    second = runner.invoke(root, ["drill", "forward", "--workspace", str(work), "--lang", "en"])
+    assert "The drill of all that was running is replaced and not recorded" in second.output
+    assert (work / "multihead_attention.previous.py").read_text(encoding="utf-8") == "# half an hour of work\n"
+
+
+def test_a_drill_whose_file_is_gone_records_nothing(tmp_path, monkeypatch):
+    from grader.practice.drill import load_history
+
+    monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path / "data"))
+    runner, work = CliRunner(), tmp_path / "work"
+    runner.invoke(root, ["drill", "softmax", "--workspace", str(work), "--lang", "en"])
+    (work / "multihead_attention.py").unlink()
+    submitted = runner.invoke(root, ["drill", "--submit", "--lang", "en"])
+    assert submitted.exit_code != 0 and "nothing was checked or recorded" in submitted.output
+    assert load_history() == []

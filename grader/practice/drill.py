@@ -63,6 +63,8 @@ class Drill:
     graded: tuple[str, ...] | None  # functions the submit grades; None: all of them
     hints: bool = False  # whether the workspace holds the hints
     attempts: int = 0  # submits so far
+    replaced: str = ""  # when it was started: the function of the drill it replaced, unrecorded
+    kept: str = ""  # where that drill's file was moved, when the new stub took its place
 
 
 @dataclass(frozen=True)
@@ -136,17 +138,25 @@ def _keep_solutions_except(source: str, function: str, *, stand_ins: bool) -> st
 def start_drill(*, function: str | None, workspace: Path, time_limit_minutes: float | None = None,
                 seed: int | None = None, assignment: str = DEFAULT_ASSIGNMENT,
                 now: float | None = None, hints: bool = False) -> Drill:
-    """Write a fresh stub into ``workspace`` and start the clock (a running drill is replaced)."""
+    """Write a fresh stub into ``workspace`` and start the clock.
+
+    A running drill is replaced, unrecorded; its file, where the new stub goes, is kept beside it as
+    ``<name>.previous.py`` (``Drill.replaced`` says where), so no work is lost.
+    """
+    running = current_drill()
     if function is None:
         choices = DRILLS[:-1]
         function = choices[int(np.random.default_rng(seed).integers(len(choices)))]
     source, graded = drill_source(function, assignment=assignment, hints=hints)
     workspace.mkdir(parents=True, exist_ok=True)
     path = (workspace / f"{assignment}.py").resolve()
+    kept = ""
+    if running is not None and Path(running.path) == path and path.is_file():
+        kept = str(path.replace(path.with_name(f"{path.stem}.previous.py")))
     path.write_text(source, encoding="utf-8")
     drill = Drill(function, str(path), time.time() if now is None else now, time_limit_minutes, graded, hints)
     write_document(CURRENT_FILE, {"drill": asdict(drill)})
-    return drill
+    return replace(drill, replaced=running.function if running else "", kept=kept)
 
 
 def current_drill() -> Drill | None:
@@ -171,6 +181,9 @@ def submit_drill(*, now: float | None = None, lang: str = "en",
     drill = current_drill()
     if drill is None:
         raise UsageError("no drill is running; start one with `mha drill [FUNCTION]`")
+    if not Path(drill.path).is_file():
+        raise UsageError(f"the drill's file {drill.path} is gone, so nothing was checked or recorded; "
+                         f"start again with `mha drill {drill.function}`")
     finished = time.time() if now is None else now
     if grade is None:
         from grader.grading.grade import grade_submission as grade

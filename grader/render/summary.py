@@ -155,7 +155,7 @@ def print_summary(summary, *, formats=(), merged: bool = False, lang: str = "en"
             click.echo(f"    {key:<32} {count('student', number):<13} ({100 * share:.0f}%)  {title}")
     for student, reason in tally.errored[:10]:
         lines = reason.strip().splitlines()
-        click.echo(say("error_row", student=clean_line(student), reason=_cut(lines[0]) if lines else ""))
+        click.echo(say("error_row", student=clean_line(student), reason=_cut(lines[0], 160) if lines else ""))
     for student, functions in tally.timed_out[:10]:
         click.echo(say("timeout_row", student=clean_line(student), functions=", ".join(functions)))
     if tally.adjusted:

@@ -64,6 +64,9 @@ def _start(function, workspace, time_limit, hints, seed, lang, as_json) -> None:
         return
     limit = text("drill_limit", lang, duration=duration(time_limit, lang)) if time_limit else ""
     started = datetime.fromtimestamp(drill.started).strftime("%H:%M:%S")
+    if drill.replaced:
+        click.echo(text("drill_replaced", lang, function=drill.replaced,
+                        kept=text("drill_kept", lang, path=drill.kept) if drill.kept else ""))
     click.echo(text("drill_started", lang, function=drill.function, path=drill.path, started=started, limit=limit))
     click.echo(text("drill_next", lang))
 
