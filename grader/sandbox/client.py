@@ -17,22 +17,25 @@ pay that once for a whole class.
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from grader.sandbox.codec import BadReply, decode_reply, encode_request
+from grader.sandbox.endings import CRASH, ENDINGS, REFUSED, STOPPED, TIMEOUT, UNAVAILABLE
 from grader.sandbox.isolation import SandboxWarning, describe_isolation
 from grader.sandbox.link import (ForkServer, ForkServerError, WorkerGone, WorkerLink, close_later, reserve,
                                  settle_closing, take_reserved)
 from grader.sandbox.source import SubmissionSource, read_submission
 from grader.sandbox.worker import protocol
 
-__all__ = ["CallError", "CallOutcome", "ForkServer", "ForkServerError", "Limits", "LoadReport", "Sandbox",
+__all__ = ["CRASH", "ENDINGS", "REFUSED", "STOPPED", "TIMEOUT", "UNAVAILABLE", "CallError", "CallOutcome", "ForkServer", "ForkServerError", "Limits", "LoadReport", "Sandbox",
            "SandboxWarning", "WorkerGone", "describe_isolation", "start_server"]
 
 
+WORKER_KINDS = ("missing-name", "unencodable", "protocol")  # ``CallError.kind``
 MAX_NAMES = 100  # names of entered functions kept per call
 MAX_CELL_ERRORS = 20  # errors of notebook cells reported per submission
 STUDENT_PACKAGES = ("scipy",)  # besides NumPy, where installed: e.g. scipy.special.softmax in a correct variant
@@ -67,6 +70,10 @@ class CallError:
     function: str | None = None
     file: str | None = None
     cell: str | None = None
+    # what the worker said of a failure that is its own, not an exception of the student's: "missing-name" (no
+    # such function), "unencodable" (the value could not be sent back), "protocol". Untrusted: a worker that lies
+    # about it only words its own submission's feedback differently.
+    kind: str | None = None
 
     def location(self) -> str:
         place = f"line {self.line}" if self.line else ""
@@ -77,12 +84,20 @@ class CallError:
 
 @dataclass(frozen=True)
 class CallOutcome:
-    """What one call returned, as plain data."""
+    """What one call returned, as plain data.
+
+    ``error`` with ``ended`` None is the student's own exception, whatever its
+    type is called (a class named ``Timeout`` is still only the student's).
+    ``ended`` is set by this side alone, from what it saw: a deadline it
+    enforced, the worker's end, a reply it refused, a stop it made. Nothing
+    the worker sends can set it.
+    """
 
     value: object = None
     error: CallError | None = None
     args_after: tuple = ()
-    timed_out: bool = False
+    ended: str | None = None  # one of ENDINGS, or None: the call came back (a value or the student's exception)
+    stopped_at: str | None = None  # with ``ended == STOPPED``: the function whose entry stopped it
     peak_memory: int | None = None  # bytes the call allocated at its peak, when it was measured
     # The submission's own top-level functions and methods the call entered, in first-entry order, as the
     # worker recorded them (for a call that hung or crashed: those entered before it ended); empty when
@@ -91,9 +106,8 @@ class CallOutcome:
     seconds: float | None = None  # wall clock from sending the call (or the end of the one before) to its reply
 
     @property
-    def stopped_at(self) -> str | None:
-        """The function whose entry stopped the call (``Sandbox.run(..., stop_on=...)``), if one did."""
-        return self.error.message if self.error is not None and self.error.type == "Stopped" else None
+    def timed_out(self) -> bool:
+        return self.ended == TIMEOUT
 
     @property
     def ok(self) -> bool:
@@ -104,6 +118,7 @@ class CallOutcome:
 class LoadReport:
     ok: bool
     error: CallError | None = None
+    ended: str | None = None  # as ``CallOutcome.ended``: set when loading did not come back (None: it did)
     names: tuple[str, ...] = ()
     cell_errors: tuple[CallError, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -117,7 +132,14 @@ def start_server(*, hidden=(), packages=STUDENT_PACKAGES, without=(), spares: in
     out, to check the fallbacks. ``spares``: workers kept made ahead of
     requests, each for one request (e.g. the number of submissions graded at once).
     """
+    without = (*without, *layers_left_out())
     return ForkServer.start(hidden=(*default_hidden(), *hidden), packages=packages, without=without, spares=spares)
+
+
+def layers_left_out() -> tuple[str, ...]:
+    """Layers the instructor leaves out of every server of this process: ``MHA_SANDBOX_WITHOUT`` (names
+    separated by commas), to see or test a fallback through the real commands on a machine that has all."""
+    return tuple(name.strip() for name in os.environ.get("MHA_SANDBOX_WITHOUT", "").split(",") if name.strip())
 
 
 def default_hidden() -> tuple[str, ...]:
@@ -280,18 +302,19 @@ class Sandbox:
               timeout: float | None = None, stop_on: frozenset = frozenset()) -> CallOutcome:
         timeout = self.limits.call_timeout if timeout is None else timeout
         if self.load_report is None or not self.load_report.ok:
-            return CallOutcome(error=CallError("LoadError", "the submission could not be loaded"))
+            return CallOutcome(error=CallError("LoadError", "the submission could not be loaded"), ended=UNAVAILABLE)
         if self.budget_left <= 0:
             return self._timed_out(None)
         if self.worker is None:
             if self.restarts >= self.limits.max_restarts:
-                return CallOutcome(error=CallError("WorkerGone", "the worker was stopped too often; no more calls"))
+                return CallOutcome(error=CallError("WorkerGone", "the worker was stopped too often; no more calls"),
+                                   ended=UNAVAILABLE)
             restarted = self._start()
             if not restarted.ok:
-                if restarted.error.type == "Timeout":
+                if restarted.ended == TIMEOUT:
                     return self._timed_out(None)
                 return CallOutcome(error=CallError("WorkerGone", f"the worker could not be restarted: "
-                                                                 f"{restarted.error.message}"))
+                                                                 f"{restarted.error.message}"), ended=UNAVAILABLE)
         blobs: list[bytes] = []
         header = self._request(target, args, kwargs, blobs)
         if measure_peak_memory:
@@ -312,15 +335,16 @@ class Sandbox:
         """The outcome of a call whose worker overran ``limit`` (None: the submission's budget) or died."""
         if gone.timed_out:
             return self._timed_out(limit)
-        return CallOutcome(error=CallError("WorkerGone", str(gone)), reached=tuple(self._entered))
+        return CallOutcome(error=CallError("WorkerGone", str(gone)), ended=CRASH, reached=tuple(self._entered))
 
     def _stopped(self, name: str, seconds: float) -> CallOutcome:
-        return CallOutcome(error=CallError("Stopped", name), reached=tuple(self._entered), seconds=seconds)
+        return CallOutcome(error=CallError("Stopped", name), ended=STOPPED, stopped_at=name,
+                           reached=tuple(self._entered), seconds=seconds)
 
     def _outcome(self, reply: dict, reply_blobs: list[bytes]) -> CallOutcome:
         """The checked outcome of one call's reply."""
         if not isinstance(reply, dict):
-            return CallOutcome(error=CallError("BadReply", "the worker sent a malformed reply"))
+            return CallOutcome(error=CallError("BadReply", "the worker sent a malformed reply"), ended=REFUSED)
         reached = _names(reply.get("reached"))
         if not reply.get("ok"):
             return CallOutcome(error=_call_error(reply.get("error")), reached=reached)
@@ -329,7 +353,7 @@ class Sandbox:
             value = decode_reply(reply.get("value"), reply_blobs, limit)
             after = decode_reply({"__tuple__": reply.get("args_after", [])}, reply_blobs, limit)
         except (BadReply, RecursionError) as bad:
-            return CallOutcome(error=CallError("BadReply", str(bad)[:300]), reached=reached)
+            return CallOutcome(error=CallError("BadReply", str(bad)[:300]), ended=REFUSED, reached=reached)
         peak = reply.get("peak_memory")
         return CallOutcome(value=value, args_after=after, peak_memory=peak if type(peak) is int else None,
                            reached=reached)
@@ -337,7 +361,7 @@ class Sandbox:
     def _timed_out(self, limit: float | None) -> CallOutcome:
         """A timeout, naming the limit that ended it (the message is the limit in seconds; None: the budget's)."""
         limit = self.limits.submission_timeout if limit is None or self.budget_left <= 0 else limit
-        return CallOutcome(error=CallError("Timeout", f"{limit:g}"), timed_out=True, reached=tuple(self._entered))
+        return CallOutcome(error=CallError("Timeout", f"{limit:g}"), ended=TIMEOUT, reached=tuple(self._entered))
 
     # ---- process management ------------------------------------------------------
     def _start(self) -> LoadReport:
@@ -358,11 +382,13 @@ class Sandbox:
                 self._kill()
                 if not (reserved and attempt == 0):  # a reserved worker that died meanwhile: ask for a new one
                     return LoadReport(ok=False, error=CallError("SandboxError",
-                                                                f"no confined worker could be started: {failed}"))
+                                                                f"no confined worker could be started: {failed}"),
+                                      ended=UNAVAILABLE)
         if hello.get("op") != "hello" or not hello.get("ok"):
             self._kill()
             reason = str(hello.get("error", "the worker did not report its confinement"))[:500]
-            return LoadReport(ok=False, error=CallError("SandboxError", f"the worker refused to start: {reason}"))
+            return LoadReport(ok=False, error=CallError("SandboxError", f"the worker refused to start: {reason}"),
+                              ended=UNAVAILABLE)
         said_hello = time.monotonic()
         self.startup_seconds = said_hello - started
         self.isolation = describe_isolation(hello)
@@ -376,7 +402,8 @@ class Sandbox:
             self._kill()
             reason = ("loading took too long (code at the top level of the file runs forever?)" if gone.timed_out
                       else str(gone))
-            return LoadReport(ok=False, error=CallError("Timeout" if gone.timed_out else "WorkerGone", reason))
+            return LoadReport(ok=False, error=CallError("Timeout" if gone.timed_out else "WorkerGone", reason),
+                              ended=TIMEOUT if gone.timed_out else CRASH)
         finally:
             self.spent += time.monotonic() - said_hello
         self.phases += (("loaded", time.monotonic() - started),)
@@ -520,8 +547,9 @@ def _call_error(data) -> CallError:
         return str(value)[:limit] if value is not None else ""
 
     line = data.get("line")
+    kind = data.get("kind")
     return CallError(
-        type=text("type", 100) or "Error", message=text("message"),
+        kind=kind if kind in WORKER_KINDS else None, type=text("type", 100) or "Error", message=text("message"),
         line=line if type(line) is int else None, source_line=text("source_line", 200),
         function=text("function", 100) or None, file=text("file", 300) or None, cell=text("cell", 100) or None,
     )

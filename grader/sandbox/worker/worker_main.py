@@ -242,7 +242,7 @@ class Worker:
             value = tuple(value)
         if error is not None:
             if isinstance(error, KeyError) and not error.__traceback__.tb_next.tb_next:
-                missing = {"type": "MissingName", "message": str(error)[:200]}
+                missing = {"kind": "missing-name", "type": "MissingName", "message": str(error)[:200]}
                 return {"ok": False, "error": missing, "reached": reached}, []
             return {"ok": False, "error": describe_error(error, self.filenames), "reached": reached}, []
         out_blobs = []
@@ -250,7 +250,8 @@ class Worker:
             encoded = encode(value, out_blobs, codec, self.reply_limit)
             after = [encode(arg, out_blobs, codec, self.reply_limit) for arg in args]
         except BaseException as error:  # noqa: BLE001 - a hostile object may fail to encode
-            return {"ok": False, "error": {"type": "UnencodableResult", "message": repr(type(error))},
+            return {"ok": False, "error": {"kind": "unencodable", "type": "UnencodableResult",
+                                                  "message": repr(type(error))},
                     "reached": reached}, []
         reply = {"ok": True, "value": encoded, "args_after": after, "reached": reached}
         if measure:
@@ -346,7 +347,8 @@ def serve(read_fd, write_fd, numpy, hello=None):
         elif operation == "ping":
             reply, reply_blobs = {"ok": True}, []
         else:
-            reply, reply_blobs = {"ok": False, "error": {"type": "Protocol", "message": str(operation)}}, []
+            reply, reply_blobs = {"ok": False, "error": {"kind": "protocol", "type": "Protocol",
+                                                              "message": str(operation)}}, []
         sys.stdout.flush()
         reply["worker_seconds"] = clock() - started  # how long the worker itself took: the rest was the trip
         protocol.write_message(outgoing, reply, reply_blobs)

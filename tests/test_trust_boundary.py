@@ -1,0 +1,144 @@
+"""Attacks on what the trusted side decides and keeps, each graded through the real ``mha grade``:
+
+- a worker naming its own outcome (an exception class called ``Timeout``, ``WorkerGone`` or ``Stopped``),
+- a neighbour of a hung function judged on values no worker may receive,
+- the printed-output file swapped for a link to the reference,
+- a large honest submission under the documented size limit,
+- replies and outcomes beyond any bound the checks need,
+- memory hidden in memfd and tmpfs pages where no memory cgroup counts it,
+- workers that kill or starve their classmates.
+
+Each attack is held to its *honest score*: what the same file earns with the attack taken out.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import FIXTURES, PROJECT
+
+BOUNDARY = FIXTURES / "hostile" / "boundary"
+REFERENCE = PROJECT / "solutions" / "multihead_attention.py"
+
+
+def requires_root() -> None:
+    if os.geteuid() != 0:
+        if os.environ.get("CI"):
+            pytest.fail("CI must run the sandbox tests as root (namespaces, cgroups, uids)")
+        pytest.skip("needs root: namespaces, cgroups and other uids are root's")
+
+
+def without_attack(text: str) -> str:
+    """A fixture's honest twin: its ``# BEGIN ATTACK`` ... ``# END ATTACK`` block taken out, and any
+    ``# HONEST: <line>`` comment's line put in place of the line it ends."""
+    text = re.sub(r"# BEGIN ATTACK.*?# END ATTACK\n", "", text, flags=re.S)
+    return re.sub(r"^( *)[^\n]*# HONEST: ([^\n]*)$", r"\1\2", text, flags=re.M)
+
+
+def mha_grade(submissions: Path, out: Path, *options: str, without: str = "",
+              timeout: float = 600) -> subprocess.CompletedProcess:
+    """The installed ``mha grade`` on this checkout; ``without`` leaves sandbox layers out (``MHA_SANDBOX_WITHOUT``)."""
+    command = [shutil.which("mha")] if shutil.which("mha") else [sys.executable, "-c",
+                                                                 "from grader.cli import main; main()"]
+    environment = dict(os.environ, PYTHONPATH=os.pathsep.join([str(PROJECT), os.environ.get("PYTHONPATH", "")]))
+    if without:
+        environment["MHA_SANDBOX_WITHOUT"] = without
+    return subprocess.run([*command, "grade", str(submissions), "--out", str(out), *options], capture_output=True,
+                          text=True, timeout=timeout, env=environment)
+
+
+def graded_class(tmp_path: Path, files: dict[str, str], *options: str, without: str = "") -> dict[str, dict]:
+    """Grade a class of ``{student: source}`` through ``mha grade``; the results by student."""
+    submissions, out = tmp_path / "class", tmp_path / "out"
+    submissions.mkdir(exist_ok=True)
+    for student, text in files.items():
+        (submissions / f"{student}.py").write_text(text)
+    done = mha_grade(submissions, out, "--visibility", "all", *options, without=without)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    results = {result["student"]: result for result in json.loads((out / "results.json").read_text())}
+    assert set(results) == set(files), results.keys()
+    return results
+
+
+def outcomes(result: dict) -> dict[str, tuple]:
+    return {test["name"]: (test["outcome"], test["score"]) for test in result["tests"]}
+
+
+# ---- only the trusted side names a hang, a crash or a stop ----------------------------------------------
+def test_exceptions_named_like_the_graders_outcomes_are_only_the_students_exceptions(tmp_path):
+    """split_heads raises a class named Timeout, forward one named WorkerGone, softmax one named Stopped
+    with a function's name: the same score, check by check, as the twin that raises RuntimeError, and no
+    hang or crash is reported."""
+    attack = (BOUNDARY / "named_outcomes.py").read_text()
+    honest = without_attack(attack).replace("raise Timeout(", "raise RuntimeError(").replace(
+        "raise WorkerGone(", "raise RuntimeError(").replace("raise Stopped(", "raise RuntimeError(")
+    results = graded_class(tmp_path, {"attacker": attack, "twin": honest, "reference": REFERENCE.read_text()})
+    attacker, twin = results["attacker"], results["twin"]
+    assert results["reference"]["score"] == results["reference"]["max_score"]
+    assert attacker["status"] == twin["status"] == "graded"
+    assert attacker["score"] == twin["score"] and outcomes(attacker) == outcomes(twin)
+    assert not any(test["outcome"] == "timeout" for test in attacker["tests"]), outcomes(attacker)
+    split = [test for test in attacker["tests"] if test["function"] == "split_heads" and test["outcome"] != "passed"]
+    assert split and all("Timeout" in test["message"] for test in split), [test["message"] for test in split]
+    assert not any(word in test["message"] for test in attacker["tests"]
+                   for word in ("did not finish", "hung", "ended the worker", "was killed"))
+
+
+# ---- no expected value of any check is sent into the worker ---------------------------------------------
+def _leaves(value):
+    if isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _leaves(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _leaves(item)
+    elif isinstance(value, np.ndarray):
+        yield value
+
+
+def test_no_expected_value_is_ever_sent_to_a_worker_even_around_a_hang(monkeypatch):
+    """split_heads hangs: combine_heads is still judged (its own checks pass), and of every array sent into
+    any worker, none equals a value some check expects (the reference's split of the same input included)."""
+    from grader.grading import grade as grade_module
+    from grader.sandbox import client
+
+    sent, cases = [], []
+    encode = client.encode_request
+
+    def recording_encode(value, blobs, sent_ids=None):
+        sent.extend(_leaves(value))
+        return encode(value, blobs, sent_ids)
+
+    run_tests = grade_module.run_tests
+
+    def recording_run_tests(tests, *, fixtures, **options):
+        cases.extend(case for chosen in fixtures.values() for case in (chosen["cases"] or {}).values())
+        return run_tests(tests, fixtures=fixtures, **options)
+
+    monkeypatch.setattr(client, "encode_request", recording_encode)
+    monkeypatch.setattr(grade_module, "run_tests", recording_run_tests)
+    limits = client.Limits(call_timeout=0.5, submission_timeout=20.0, max_restarts=4)
+    server = client.start_server()
+    try:
+        result = grade_module.grade_submission(path=BOUNDARY / "split_hangs.py", visibility="all", limits=limits,
+                                               server=server, student="sam")
+    finally:
+        server.stop()
+    by_name = {test.name: test for test in result.tests}
+    assert by_name["test_split_heads_gives_each_head_a_contiguous_block"].outcome == "timeout"
+    assert by_name["test_combine_heads_undoes_split_heads"].outcome == "passed"  # judged alone, honestly
+    assert by_name["test_combine_heads_concatenates_heads_in_order"].outcome == "passed"
+    expected = [leaf for case in cases for leaf in _leaves(case.expected) if leaf.size > 1]
+    assert sent and expected and any(case.id.endswith("split/cross") for case in cases)
+    leaked = {case.id for case in cases for leaf in _leaves(case.expected) if leaf.size > 1
+              for array in sent if array.shape == leaf.shape and np.array_equal(array, leaf)}
+    assert not leaked, leaked
