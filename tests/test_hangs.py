@@ -33,6 +33,7 @@ from grader.grading.settling import Ledger
 from grader.grading.student import settled_outcome
 from grader.render.terminal import CheckSpinner
 from grader.sandbox.client import CallError, CallOutcome, Limits, Sandbox, start_server
+from grader.sandbox.endings import CRASH, STOPPED, TIMEOUT
 from grader.sandbox.source import Cell, SubmissionSource
 
 HANGS = FIXTURES / "hangs"

@@ -40,7 +40,7 @@ def requires_root() -> None:
 def without_attack(text: str) -> str:
     """A fixture's honest twin: its ``# BEGIN ATTACK`` ... ``# END ATTACK`` block taken out, and any
     ``# HONEST: <line>`` comment's line put in place of the line it ends."""
-    text = re.sub(r"# BEGIN ATTACK.*?# END ATTACK\n", "", text, flags=re.S)
+    text = re.sub(r"^[ \t]*# BEGIN ATTACK.*?# END ATTACK\n", "", text, flags=re.S | re.M)
     return re.sub(r"^( *)[^\n]*# HONEST: ([^\n]*)$", r"\1\2", text, flags=re.M)
 
 
@@ -142,3 +142,28 @@ def test_no_expected_value_is_ever_sent_to_a_worker_even_around_a_hang(monkeypat
     leaked = {case.id for case in cases for leaf in _leaves(case.expected) if leaf.size > 1
               for array in sent if array.shape == leaf.shape and np.array_equal(array, leaf)}
     assert not leaked, leaked
+
+
+# ---- the printed output is read from the grader's own descriptor ----------------------------------------
+@pytest.mark.parametrize("without", ["namespaces", "namespaces,landlock"])
+def test_a_printed_output_file_swapped_for_a_link_leaks_nothing(tmp_path, without):
+    """Without a mount namespace the worker works in the folder that holds its output file: it replaces the
+    file with a link to a file only root may read. results.json shows what it printed, and nothing of that file."""
+    requires_root()
+    secret = Path("/tmp/mha-boundary-secret.txt")
+    marker = "MHA-BOUNDARY-SECRET-7f3a"
+    secret.write_text(f"{marker}\n" * 50)
+    secret.chmod(0o600)
+    try:
+        attack = (BOUNDARY / "output_link.py").read_text()
+        results = graded_class(tmp_path, {"linker": attack, "twin": without_attack(attack)}, without=without)
+    finally:
+        secret.unlink()
+    raw = (tmp_path / "out" / "results.json").read_text()
+    assert marker not in raw and not any(marker in path.read_text(errors="replace")
+                                         for path in (tmp_path / "out").rglob("*") if path.is_file())
+    linker, twin = results["linker"], results["twin"]
+    assert linker["score"] == twin["score"] > 0 and outcomes(linker) == outcomes(twin)
+    shown = [test["output"] for test in linker["tests"] if test["function"] == "softmax" and test["output"]]
+    assert shown and all("softmax was called" in text for text in shown), shown
+    assert any("and printed again" in text for text in shown), shown  # the same file, read on after the swap

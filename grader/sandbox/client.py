@@ -164,7 +164,8 @@ class Sandbox:
         self.server = ForkServer.attach(server, {}) if isinstance(server, str) else server
         self._own_server: ForkServer | None = None
         self.worker: WorkerLink | None = None
-        self.scratch: Path | None = None  # the last worker's folder here (kept until close, for its output)
+        self.scratch: Path | None = None  # the last worker's folder here (kept until close)
+        self._printer: WorkerLink | None = None  # the last worker, whose output this side reads by descriptor
         self.worker_folder = ""  # the folder the worker itself works in (in its own tree: not the one above)
         self.restarts = -1
         self.spent = 0.0
@@ -428,12 +429,14 @@ class Sandbox:
         settle_closing(wait=False)  # workers of submissions graded before, whose keepers have reported
         if self.scratch is not None:  # a restart: the previous worker's files go
             shutil.rmtree(self.scratch, ignore_errors=True)
+        if self._printer is not None:
+            self._printer.close_output()
         server, limits = self.server or self._own_server, asdict(self.limits)
         self.worker = take_reserved(server, limits) if self.server is not None else None
         reserved = self.worker is not None
         if self.worker is None:
             self.worker = WorkerLink.spawn(server, limits, timeout=self.limits.start_timeout)
-        self.scratch = self.worker.scratch
+        self.scratch, self._printer = self.worker.scratch, self.worker
         return reserved
 
     def _exchange(self, header: dict, blobs: list[bytes], *, timeout: float,
@@ -471,18 +474,16 @@ class Sandbox:
 
     def output_size(self) -> int:
         """How many bytes the current worker's student code has printed so far (0 after a restart)."""
-        try:
-            return (self.scratch / "output.txt").stat().st_size if self.scratch is not None else 0
-        except OSError:
-            return 0
+        return self._printer.output_size() if self._printer is not None else 0
 
     def output_since(self, offset: int, limit: int = 4000) -> str:
-        """What the student's code printed after byte ``offset`` of the current worker's output (its start)."""
-        if self.scratch is None or not (self.scratch / "output.txt").is_file():
+        """What the student's code printed after byte ``offset`` of the current worker's output (its start).
+
+        Read from the descriptor this side opened before the worker existed, never by the file's name: a
+        worker that works in the same folder may swap the name for a link to any file."""
+        if self._printer is None:
             return ""
-        with open(self.scratch / "output.txt", "rb") as handle:
-            handle.seek(offset)
-            return handle.read(limit).decode("utf-8", "replace")
+        return self._printer.output(offset, limit).decode("utf-8", "replace")
 
     def _kill(self) -> None:
         """Kill the worker and everything it started; wait until its keeper says they are gone."""
@@ -498,7 +499,9 @@ class Sandbox:
             close_later(worker, self.scratch)
         elif self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
-        self.scratch = None
+        if self._printer is not None and self._printer is not worker:  # a worker ended later closes its own
+            self._printer.close_output()
+        self.scratch, self._printer = None, None
         if self._own_server is not None:
             self._own_server.stop()
             self._own_server = None
