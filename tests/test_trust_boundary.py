@@ -167,3 +167,41 @@ def test_a_printed_output_file_swapped_for_a_link_leaks_nothing(tmp_path, withou
     shown = [test["output"] for test in linker["tests"] if test["function"] == "softmax" and test["output"]]
     assert shown and all("softmax was called" in text for text in shown), shown
     assert any("and printed again" in text for text in shown), shown  # the same file, read on after the swap
+
+
+# ---- the documented size limit is the real one ----------------------------------------------------------
+def test_an_honest_submission_just_under_the_size_limit_gets_full_marks(tmp_path):
+    """1.2 MB (and 1.9 MB of comments in Chinese, whose JSON escapes would be 3.8 MB) under the 2 MiB limit:
+    full marks; a byte over the limit is refused with the limit named."""
+    from grader.sandbox.source import MAX_SOURCE_BYTES
+
+    reference = REFERENCE.read_text()
+    notes = "".join(f"# note {number}: the rows of the weights sum to one over the keys\n" for number in range(20000))
+    chinese = "".join(f"# 第 {number} 条笔记：每一行权重在键上之和为一，缩放因子是单个头宽度的平方根。\n"
+                      for number in range(19000))
+    over = reference + "#" * (MAX_SOURCE_BYTES + 1 - len(reference.encode()))
+    files = {"long": reference + notes, "chinese": reference + chinese, "over": over}
+    assert 1_200_000 < len(files["long"].encode()) < len(files["chinese"].encode()) < MAX_SOURCE_BYTES
+    results = graded_class(tmp_path, files)
+    for name in ("long", "chinese"):
+        assert results[name]["status"] == "graded", results[name]["error"]
+        assert results[name]["score"] == results[name]["max_score"], name
+    assert results["over"]["status"] == "error" and f"{MAX_SOURCE_BYTES:,}" in results["over"]["error"]
+
+
+def test_a_notebook_of_many_failing_cells_loads_and_reports_a_bounded_number_of_them(tmp_path):
+    """A notebook whose 3,000 cells each raise with a message of 500 characters, then a correct solution: it loads (the
+    load's reply stays small), the errors shown are bounded, and the solution gets full marks."""
+    cells = [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+              "source": f"raise ValueError('{'x' * 500} {number}')"} for number in range(3000)]
+    cells.append({"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+                  "source": REFERENCE.read_text()})
+    notebook = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    (submissions / "cells.ipynb").write_text(json.dumps(notebook))
+    done = mha_grade(submissions, tmp_path / "out", "--visibility", "all")
+    assert done.returncode == 0, done.stderr[-2000:]
+    (result,) = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert result["status"] == "graded" and result["score"] == result["max_score"], result["error"]
+    assert len(json.dumps(result)) < 200_000

@@ -17,6 +17,7 @@ pay that once for a whole class.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -370,8 +371,9 @@ class Sandbox:
         self.restarts += 1
         started = time.monotonic()
         limit = self.limits.max_reply_mb << 20
-        load = protocol.frame({"op": "load", "mode": self.source.mode, "reply_limit": limit,
-                               "cells": [cell.__dict__ for cell in self.source.cells]})
+        cells = json.dumps([[cell.filename, cell.label] for cell in self.source.cells]).encode()
+        sources = [cell.source.encode("utf-8", "surrogatepass") for cell in self.source.cells]
+        load = protocol.frame({"op": "load", "mode": self.source.mode, "reply_limit": limit}, [cells, *sources])
         for attempt in range(2):
             reserved = False
             try:  # the load is sent at once: the worker reads it right after its hello, one round trip fewer
