@@ -59,7 +59,7 @@ def mha_grade(submissions: Path, out: Path, *options: str, without: str = "",
 def graded_class(tmp_path: Path, files: dict[str, str], *options: str, without: str = "") -> dict[str, dict]:
     """Grade a class of ``{student: source}`` through ``mha grade``; the results by student."""
     submissions, out = tmp_path / "class", tmp_path / "out"
-    submissions.mkdir(exist_ok=True)
+    submissions.mkdir(parents=True, exist_ok=True)
     for student, text in files.items():
         (submissions / f"{student}.py").write_text(text)
     done = mha_grade(submissions, out, "--visibility", "all", *options, without=without)
@@ -205,3 +205,59 @@ def test_a_notebook_of_many_failing_cells_loads_and_reports_a_bounded_number_of_
     (result,) = json.loads((tmp_path / "out" / "results.json").read_text())
     assert result["status"] == "graded" and result["score"] == result["max_score"], result["error"]
     assert len(json.dumps(result)) < 200_000
+
+
+# ---- a bound on what the trusted side reads and keeps ------------------------------------------------------
+def _tree(root: int) -> list[int]:
+    found, queue = [], [root]
+    while queue:
+        parent = queue.pop()
+        try:
+            children = Path(f"/proc/{parent}/task/{parent}/children").read_text().split()
+        except OSError:
+            continue
+        found += [int(child) for child in children]
+        queue += [int(child) for child in children]
+    return found
+
+
+def peak_grading_memory(submissions: Path, out: Path) -> int:
+    """The highest resident memory (VmHWM, bytes) of any process of ``mha grade --jobs 1`` other than the
+    sandbox's own (the fork server, keepers and workers run ``forkserver.py``), sampled while it runs."""
+    import time
+
+    command = [shutil.which("mha") or "mha", "grade", str(submissions), "--out", str(out), "--visibility", "all",
+               "--jobs", "1"]
+    environment = dict(os.environ, PYTHONPATH=str(PROJECT))
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=environment)
+    peaks: dict[int, int] = {}
+    while process.poll() is None:
+        for pid in [process.pid, *_tree(process.pid)]:
+            try:
+                if "forkserver.py" in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace"):
+                    continue
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        peaks[pid] = max(peaks.get(pid, 0), int(line.split()[1]) << 10)
+            except OSError:
+                pass
+        time.sleep(0.02)
+    assert process.returncode == 0, process.stderr.read()[-2000:]
+    return max(peaks.values())
+
+
+def test_replies_far_larger_than_the_expected_values_are_neither_read_nor_kept(tmp_path):
+    """Every call of a submission returns 48 MiB: the grading lane grows by no more than a few MiB beyond an
+    honest class's, and the attack earns its twin's score."""
+    attack = (BOUNDARY / "huge_replies.py").read_text()
+    results = graded_class(tmp_path / "scores", {"huge": attack, "twin": without_attack(attack)})
+    assert results["huge"]["score"] == results["twin"]["score"]
+    assert outcomes(results["huge"]) == outcomes(results["twin"])
+    honest, hostile = tmp_path / "honest", tmp_path / "hostile"
+    honest.mkdir()
+    hostile.mkdir()
+    shutil.copy(REFERENCE, honest / "alice.py")
+    (hostile / "alice.py").write_text(attack)
+    baseline = peak_grading_memory(honest, tmp_path / "out-honest")
+    attacked = peak_grading_memory(hostile, tmp_path / "out-hostile")
+    assert attacked < baseline + (128 << 20), (attacked >> 20, baseline >> 20)

@@ -217,15 +217,18 @@ class Sandbox:
         return self._call({"function": function}, args, kwargs, measure_peak_memory=True)
 
     def run(self, target: dict, args: tuple = (), kwargs: dict | None = None, *, timeout: float | None = None,
-            stop_on: frozenset = frozenset()) -> CallOutcome:
+            stop_on: frozenset = frozenset(), reply_limit: int | None = None) -> CallOutcome:
         """One call described as a request target (see ``grader.grading.student.request_of``).
 
         ``timeout``: this call's own limit in seconds (default ``call_timeout``).
         ``stop_on``: names of the submission's functions that must not run: a
         call that enters one is stopped there and then (its error is
         ``Stopped``, its message the name), without waiting for its deadline.
+        ``reply_limit``: the most bytes of arrays its reply may hold (default
+        ``max_reply_mb``): the worker describes a larger value instead of
+        sending it, and a worker that sends more anyway is ended.
         """
-        return self._call(target, args, kwargs or {}, timeout=timeout, stop_on=stop_on)
+        return self._call(target, args, kwargs or {}, timeout=timeout, stop_on=stop_on, reply_limit=reply_limit)
 
     @property
     def budget_left(self) -> float:
@@ -233,7 +236,8 @@ class Sandbox:
         return self.limits.submission_timeout - self.spent
 
     def call_batch(self, calls: list[tuple[dict, tuple, dict]], *, timeouts: list[float] | None = None,
-                   stop_on: frozenset = frozenset(), on_start=None) -> list[CallOutcome | None] | None:
+                   stop_on: frozenset = frozenset(), on_start=None,
+                   reply_limits: list[int] | None = None) -> list[CallOutcome | None] | None:
         """Several independent calls ``(target, args, kwargs)`` in one exchange with the worker.
 
         The worker sends each call's reply as soon as it is ready, and each call
@@ -243,16 +247,19 @@ class Sandbox:
         crashed or entered a function of ``stop_on`` (see ``run``); that one's
         outcome says what happened, and the worker is gone (the next call gets
         a fresh one). Returns None when no call could be made at all.
-        ``on_start(i)`` is told when call ``i`` begins.
+        ``on_start(i)`` is told when call ``i`` begins. ``reply_limits[i]``: as
+        ``run``'s ``reply_limit``, for call ``i``.
         """
         if not calls or not self._ready():
             return None
         timeouts = list(timeouts) if timeouts is not None else [self.limits.call_timeout] * len(calls)
+        limits = [self._reply_limit(limit) for limit in (reply_limits or [None] * len(calls))]
         blobs: list[bytes] = []
         sent: dict[int, int] = {}
         # entries are announced as they happen only when one may stop a call: otherwise each reply says them
         header = {"op": "batch", "stream": True, "names": bool(stop_on),
-                  "calls": [self._request(target, args, kwargs, blobs, sent) for target, args, kwargs in calls]}
+                  "calls": [self._request(target, args, kwargs, blobs, sent, limit)
+                            for (target, args, kwargs), limit in zip(calls, limits)]}
         outcomes: list[CallOutcome | None] = [None] * len(calls)
         started = begun = time.monotonic()
         budget_end = started + self.budget_left
@@ -264,15 +271,15 @@ class Sandbox:
             self.worker.send(protocol.frame(header, blobs), min(started + timeouts[0], budget_end))
             begun = time.monotonic()
             while index < len(calls):
-                reply, reply_blobs = self._receive(min(begun + timeouts[index], budget_end), stop_on)
+                reply, reply_blobs = self._receive(min(begun + timeouts[index], budget_end), stop_on, limits[index])
                 if reply.get("op") != "item" or reply.get("index") != index:
                     raise WorkerGone("the worker broke the protocol (a reply that is not the next call's)")
                 now = time.monotonic()
-                outcomes[index] = replace(self._outcome(reply, reply_blobs), seconds=now - begun)
+                outcomes[index] = replace(self._outcome(reply, reply_blobs, limits[index]), seconds=now - begun)
                 index, begun, self._entered = index + 1, now, []
                 if index < len(calls) and on_start is not None:
                     on_start(index)
-            final, _ = self._receive(min(begun + self.limits.call_timeout, budget_end), frozenset())
+            final, _ = self._receive(min(begun + self.limits.call_timeout, budget_end), frozenset(), 0)
             if final.get("ok") is not True or final.get("count") != len(calls):
                 raise WorkerGone("the worker broke the protocol (no end to the batch)")
         except _Stopped as stopped:
@@ -296,12 +303,22 @@ class Sandbox:
         return True
 
     @staticmethod
-    def _request(target: dict, args: tuple, kwargs: dict, blobs: list[bytes], sent: dict | None = None) -> dict:
-        return {"op": "call", "target": encode_request(target, blobs, sent),
-                "args": encode_request(list(args), blobs, sent), "kwargs": encode_request(kwargs, blobs, sent)}
+    def _request(target: dict, args: tuple, kwargs: dict, blobs: list[bytes], sent: dict | None = None,
+                 reply_limit: int | None = None) -> dict:
+        request = {"op": "call", "target": encode_request(target, blobs, sent),
+                   "args": encode_request(list(args), blobs, sent), "kwargs": encode_request(kwargs, blobs, sent)}
+        if reply_limit is not None:
+            request["reply_limit"] = reply_limit
+        return request
+
+    def _reply_limit(self, wanted: int | None) -> int:
+        """Bytes of arrays one reply may hold: the caller's bound, never more than ``max_reply_mb``."""
+        most = self.limits.max_reply_mb << 20
+        return most if wanted is None else max(0, min(int(wanted), most))
 
     def _call(self, target: dict, args: tuple, kwargs: dict, *, measure_peak_memory: bool = False,
-              timeout: float | None = None, stop_on: frozenset = frozenset()) -> CallOutcome:
+              timeout: float | None = None, stop_on: frozenset = frozenset(),
+              reply_limit: int | None = None) -> CallOutcome:
         timeout = self.limits.call_timeout if timeout is None else timeout
         if self.load_report is None or not self.load_report.ok:
             return CallOutcome(error=CallError("LoadError", "the submission could not be loaded"), ended=UNAVAILABLE)
@@ -318,20 +335,21 @@ class Sandbox:
                 return CallOutcome(error=CallError("WorkerGone", f"the worker could not be restarted: "
                                                                  f"{restarted.error.message}"), ended=UNAVAILABLE)
         blobs: list[bytes] = []
-        header = self._request(target, args, kwargs, blobs)
+        limit = self._reply_limit(reply_limit)
+        header = self._request(target, args, kwargs, blobs, reply_limit=limit)
         if measure_peak_memory:
             header["measure_peak_memory"] = True
         started = time.monotonic()
         within_budget = timeout <= self.budget_left
         try:
-            reply, reply_blobs = self._exchange(header, blobs, timeout=timeout, stop_on=stop_on)
+            reply, reply_blobs = self._exchange(header, blobs, timeout=timeout, stop_on=stop_on, reply_limit=limit)
         except _Stopped as stopped:
             self._kill()
             return self._stopped(stopped.name, time.monotonic() - started)
         except WorkerGone as gone:
             self._kill()
             return replace(self._gone(gone, timeout if within_budget else None), seconds=time.monotonic() - started)
-        return replace(self._outcome(reply, reply_blobs), seconds=time.monotonic() - started)
+        return replace(self._outcome(reply, reply_blobs, limit), seconds=time.monotonic() - started)
 
     def _gone(self, gone: WorkerGone, limit: float | None) -> CallOutcome:
         """The outcome of a call whose worker overran ``limit`` (None: the submission's budget) or died."""
@@ -343,14 +361,13 @@ class Sandbox:
         return CallOutcome(error=CallError("Stopped", name), ended=STOPPED, stopped_at=name,
                            reached=tuple(self._entered), seconds=seconds)
 
-    def _outcome(self, reply: dict, reply_blobs: list[bytes]) -> CallOutcome:
+    def _outcome(self, reply: dict, reply_blobs: list[bytes], limit: int) -> CallOutcome:
         """The checked outcome of one call's reply."""
         if not isinstance(reply, dict):
             return CallOutcome(error=CallError("BadReply", "the worker sent a malformed reply"), ended=REFUSED)
         reached = _names(reply.get("reached"))
         if not reply.get("ok"):
             return CallOutcome(error=_call_error(reply.get("error")), reached=reached)
-        limit = self.limits.max_reply_mb << 20
         try:
             value = decode_reply(reply.get("value"), reply_blobs, limit)
             after = decode_reply({"__tuple__": reply.get("args_after", [])}, reply_blobs, limit)
@@ -441,8 +458,8 @@ class Sandbox:
         self.scratch, self._printer = self.worker.scratch, self.worker
         return reserved
 
-    def _exchange(self, header: dict, blobs: list[bytes], *, timeout: float,
-                  stop_on: frozenset = frozenset()) -> tuple[dict, list[bytes]]:
+    def _exchange(self, header: dict, blobs: list[bytes], *, timeout: float, stop_on: frozenset = frozenset(),
+                  reply_limit: int) -> tuple[dict, list[bytes]]:
         remaining_budget = self.budget_left
         if remaining_budget <= 0:
             raise WorkerGone(f"the submission used up its {self.limits.submission_timeout:g} s in total", timed_out=True)
@@ -451,15 +468,15 @@ class Sandbox:
         self._entered = []
         try:
             self.worker.send(protocol.frame(header, blobs), deadline)
-            return self._receive(deadline, stop_on)
+            return self._receive(deadline, stop_on, reply_limit)
         finally:
             self.spent += time.monotonic() - started
 
-    def _receive(self, deadline: float, stop_on: frozenset) -> tuple[dict, list[bytes]]:
+    def _receive(self, deadline: float, stop_on: frozenset, limit: int) -> tuple[dict, list[bytes]]:
         """The next reply, noting the functions the call announces as it enters them; raises ``_Stopped``
         as soon as it enters one of ``stop_on``."""
         while True:
-            reply, reply_blobs = self.worker.receive(deadline, self.limits.max_reply_mb << 20)
+            reply, reply_blobs = self.worker.receive(deadline, limit)
             if reply.get("op") != "entered":
                 took = reply.get("worker_seconds")
                 self.worker_seconds += took if type(took) is float and 0 <= took < 3600 else 0.0

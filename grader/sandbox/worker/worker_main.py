@@ -27,6 +27,7 @@ from . import arrays, protocol, recording
 MESSAGE_LIMIT = protocol.MESSAGE_LIMIT
 
 TEXT_LIMIT = 2000
+NPY_HEADER = 256  # room for one array's .npy header beside its data, in a reply's bound
 CELL_ERRORS = 20  # errors of notebook cells described in the load's reply; the rest are counted
 clock = time.perf_counter  # bound before student code runs
 
@@ -40,7 +41,7 @@ def encode(value, blobs, codec, limit=MESSAGE_LIMIT):
     if type(value) is codec.ndarray:
         if value.dtype.kind not in "biuf":
             return {"__object__": f"array of dtype {value.dtype}"}
-        if value.nbytes + sum(len(blob) for blob in blobs) > limit:
+        if value.nbytes + NPY_HEADER + sum(len(blob) for blob in blobs) > limit:
             return {"__object__": f"array of shape {value.shape}, {value.nbytes:,} bytes: more than a reply may hold"}
         blobs.append(codec.encode(value))
         return {"__array__": len(blobs) - 1}
@@ -258,9 +259,13 @@ class Worker:
                 return {"ok": False, "error": missing, "reached": reached}, []
             return {"ok": False, "error": describe_error(error, self.filenames), "reached": reached}, []
         out_blobs = []
+        limit = self.reply_limit
+        asked = request.get("reply_limit")
+        if type(asked) is int and 0 <= asked < limit:  # the trusted side's bound for this call's reply
+            limit = asked
         try:
-            encoded = encode(value, out_blobs, codec, self.reply_limit)
-            after = [encode(arg, out_blobs, codec, self.reply_limit) for arg in args]
+            encoded = encode(value, out_blobs, codec, limit)
+            after = [encode(arg, out_blobs, codec, limit) for arg in args]
         except BaseException as error:  # noqa: BLE001 - a hostile object may fail to encode
             return {"ok": False, "error": {"kind": "unencodable", "type": "UnencodableResult",
                                                   "message": repr(type(error))},
