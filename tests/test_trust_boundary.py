@@ -261,3 +261,27 @@ def test_replies_far_larger_than_the_expected_values_are_neither_read_nor_kept(t
     baseline = peak_grading_memory(honest, tmp_path / "out-honest")
     attacked = peak_grading_memory(hostile, tmp_path / "out-hostile")
     assert attacked < baseline + (128 << 20), (attacked >> 20, baseline >> 20)
+
+
+# ---- a CPU share per worker ---------------------------------------------------------------------------------
+def test_a_worker_that_starts_many_sessions_does_not_starve_its_classmates(tmp_path):
+    """128 spinning processes, each in a session of its own, in the worker of one student graded beside
+    honest classmates (--jobs 2): the classmates keep full marks and take about as long as beside the same
+    student without the 128 (a single spinning worker), and the isolation says the CPU share was in force."""
+    import statistics
+
+    requires_root()
+    attack = (BOUNDARY / "session_spinners.py").read_text()
+    durations = {}
+    for name, spinner in (("twin", without_attack(attack)), ("spinner", attack)):
+        files = {f"honest_{number}": REFERENCE.read_text() for number in range(6)}
+        files["a_spinner"] = spinner  # graded first: its classmates are graded while it spins
+        results = graded_class(tmp_path / name, files, "--jobs", "2")
+        for number in range(6):
+            honest = results[f"honest_{number}"]
+            assert honest["score"] == honest["max_score"], [(test["name"], test["outcome"])
+                                                           for test in honest["tests"] if test["outcome"] != "passed"]
+        assert results["a_spinner"]["score"] == 0.0
+        durations[name] = statistics.median(results[f"honest_{number}"]["duration"] for number in range(6))
+        assert "cpu" in results["honest_0"]["isolation"].split("cgroup per worker")[1].split(")")[0]
+    assert durations["spinner"] < 2 * durations["twin"], durations  # 4.5x without a CPU share

@@ -52,6 +52,10 @@ def describe_isolation(hello: dict) -> str:
         reason = str(hello.get("cgroup_missing") or "none could be made")[:200]
         missing.append(f"no cgroup per worker ({reason}): the keeper sums the memory of the worker's processes "
                        "every 50 ms, and processes are counted per user")
+    elif "cpu_share" in hello and not hello.get("cpu_share"):
+        reason = str(hello.get("cgroup_missing") or "no cpu controller")[:200]
+        missing.append(f"no CPU share per worker ({reason}): each of a worker's processes competes for the CPU "
+                       "on its own, and one that starts many slows the others")
     if "ipc" not in namespaces:
         missing.append("no IPC namespace: workers graded at once share System V IPC and POSIX message queues")
     if not hello.get("tree") and "unix" not in str(hello.get("landlock")):

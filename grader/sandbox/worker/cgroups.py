@@ -21,7 +21,8 @@ import os
 import time
 from dataclasses import dataclass
 
-CONTROLLERS = ("memory", "pids")
+CONTROLLERS = ("memory", "pids", "cpu")
+CPU_PERIOD = 100_000  # microseconds: each worker may run for one such period per period (one core), no more
 WATCH_INTERVAL = 0.05  # seconds between two looks of the watchdog
 
 
@@ -61,7 +62,7 @@ def discover(proc: str = "/proc/self") -> Setup:
     hierarchies, reasons = [], []
     for controller in CONTROLLERS:
         v1 = [(path, point) for _, names, path in memberships if controller in names.split(",")
-              for point, kind, options in mounts if kind == "cgroup" and controller in options]
+              for point, kind, options in mounts if kind == "cgroup" and controller in options.split(",")]
         if v1:
             hierarchies.append(Hierarchy(1, _join(v1[0][1], v1[0][0]), (controller,)))
             continue
@@ -136,7 +137,8 @@ class WorkerCgroup:
             raise
 
     def limit(self, limits: dict) -> None:
-        """Set a request's ``memory_mb`` and ``max_processes`` (before any student code runs)."""
+        """Set a request's ``memory_mb`` and ``max_processes``, and the worker's CPU share (before any student
+        code runs)."""
         for hierarchy, folder in self.folders:
             _limit(hierarchy, folder, limits)
 
@@ -192,10 +194,17 @@ def _limit(hierarchy: Hierarchy, folder: str, limits: dict) -> None:
         settings += [("memory.max", memory), ("memory.swap.max", 0), ("memory.oom.group", 1)]
     if "pids" in hierarchy.controllers:
         settings.append(("pids.max", processes))
+    # The same weight as any other worker whatever number of processes or sessions it makes (128 setsid
+    # children each got a share of their own without it), and at most one core.
+    if "cpu" in hierarchy.controllers and hierarchy.version == 1:
+        settings += [("cpu.shares", 1024), ("cpu.cfs_period_us", CPU_PERIOD), ("cpu.cfs_quota_us", CPU_PERIOD)]
+    elif "cpu" in hierarchy.controllers:
+        settings += [("cpu.weight", 100), ("cpu.max", f"{CPU_PERIOD} {CPU_PERIOD}")]
     for name, value in settings:
         path = os.path.join(folder, name)
-        if name in ("memory.memsw.limit_in_bytes", "memory.swap.max", "memory.oom.group") and not os.path.exists(path):
-            continue  # a kernel without swap accounting, or without grouped OOM kills
+        if name in ("memory.memsw.limit_in_bytes", "memory.swap.max", "memory.oom.group", "cpu.cfs_quota_us",
+                    "cpu.cfs_period_us", "cpu.max") and not os.path.exists(path):
+            continue  # a kernel without swap accounting, grouped OOM kills, or CPU bandwidth control
         with open(path, "w") as setting:
             setting.write(str(value))
 

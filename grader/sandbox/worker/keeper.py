@@ -282,6 +282,7 @@ def _hello(context: dict, plan: dict, request: dict, enforced, memory_watched: b
             "rlimits": sorted(limits), "warnings": plan["warnings"], "tree": plan["scratch"] is not None,
             "grants": context["grants"], "cgroup": setup.describe() if plan["cgroup"] is not None else "",
             "memory_watched": memory_watched, "cgroup_missing": setup.missing, "cwd": os.getcwd(),
+            "cpu_share": plan["cgroup"] is not None and setup.provides("cpu"),
             "scratch": (f"tmpfs of {limits['scratch_mb']} MiB" if plan["scratch"] is not None
                         else f"host folder, watched ({limits['scratch_mb']} MiB)"),
             "phases": [[name, at] for name, at in marks]}
