@@ -285,3 +285,22 @@ def test_a_worker_that_starts_many_sessions_does_not_starve_its_classmates(tmp_p
         durations[name] = statistics.median(results[f"honest_{number}"]["duration"] for number in range(6))
         assert "cpu" in results["honest_0"]["isolation"].split("cgroup per worker")[1].split(")")[0]
     assert durations["spinner"] < 2 * durations["twin"], durations  # 4.5x without a CPU share
+
+
+# ---- memory counted where no memory cgroup is made ---------------------------------------------------------
+HONEST_SOFTMAX = (FIXTURES / "hostile" / "honest_softmax_only.py").read_text()
+
+
+@pytest.mark.parametrize("without", ["cgroups", "cgroups,namespaces"])
+def test_memfd_pages_count_against_the_memory_limit_without_a_cgroup(tmp_path, without):
+    """Three children hold 2.8 GiB of memfd pages (written, not mapped) under a 2 GiB limit, where no memory
+    cgroup can be made: the keeper's count includes them and ends the worker; the honest softmax keeps its
+    points."""
+    requires_root()
+    results = graded_class(tmp_path, {"hoarder": (BOUNDARY / "memfd_tree.py").read_text(), "twin": HONEST_SOFTMAX},
+                           "--timeout-scale", "40", without=without)  # writing 2.8 GiB takes seconds
+    hoarder, twin = results["hoarder"], results["twin"]
+    assert hoarder["score"] == twin["score"] > 0
+    assert "WARNING: no cgroup per worker" in hoarder["isolation"]
+    message = next(test["message"] for test in hoarder["tests"] if test["function"] == "scaled_dot_product_attention")
+    assert "memfd pages at once" not in message and "MiB" in message, message  # ended before it could say so

@@ -10,14 +10,18 @@ that the fork server did not make is ever written to.
 
 Where none can be made (not root, a v2 cgroup that does not delegate the
 controllers), the keeper runs a ``Watchdog`` instead: every 50 ms it sums the
-resident memory of the worker's processes and kills them all when the sum is
-over the limit; ``RLIMIT_NPROC`` stands in for the process count.
+memory of the worker's processes (their anonymous and shared resident pages,
+and the pages of every memory-backed file they hold open: memfd, tmpfs,
+ramfs, each file once, since a file written and never mapped is resident in
+no process) and kills them all when the sum is over the limit;
+``RLIMIT_NPROC`` stands in for the process count.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import stat
 import time
 from dataclasses import dataclass
 
@@ -217,12 +221,17 @@ class Watchdog:
         self.limit = memory_mb << 20 if memory_mb is not None else None
         self.scratch, self.scratch_limit = scratch, (scratch_mb or 0) << 20
         self.looks = 0
+        self.memory_devices = memory_devices() if memory_mb is not None else frozenset()
 
     def over(self) -> str | None:
         """Why the worker's tree must be killed now, or None."""
         self.looks += 1
         if self.limit is not None:
-            used = sum(_resident(pid) for pid in _descendants(os.getpid()))
+            processes, files = _descendants(os.getpid()), {}
+            used = sum(_resident(pid) for pid in processes)
+            for pid in processes:
+                files.update(_memory_files(pid, self.memory_devices))
+            used += sum(files.values())
             if used > self.limit:
                 return f"its processes held {used >> 20} MiB together, over the {self.limit >> 20} MiB limit"
         if self.scratch and self.looks % 4 == 0:
@@ -258,6 +267,48 @@ def _resident(pid: int) -> int:
     except (OSError, ValueError, IndexError):
         pass
     return total
+
+
+MEMORY_FILE_SYSTEMS = ("tmpfs", "ramfs", "hugetlbfs", "devtmpfs")
+
+
+def memory_devices(mountinfo: str = "/proc/self/mountinfo") -> frozenset[int]:
+    """Device numbers of the mounted file systems whose files are memory (tmpfs and the like)."""
+    found = set()
+    try:
+        with open(mountinfo) as listing:
+            for line in listing:
+                fields, _, after = line.partition(" - ")
+                parts = fields.split()
+                if len(parts) > 2 and after.split()[:1] and after.split()[0] in MEMORY_FILE_SYSTEMS:
+                    major, _, minor = parts[2].partition(":")
+                    found.add(os.makedev(int(major), int(minor)))
+    except (OSError, ValueError):
+        pass
+    return frozenset(found)
+
+
+def _memory_files(pid: int, devices: frozenset[int]) -> dict[tuple[int, int], int]:
+    """(device, inode) -> bytes of each memory-backed regular file ``pid`` holds open: a memfd (its name says
+    so, its device is the kernel's own), or a file on a memory file system; written pages, not its length."""
+    held = {}
+    folder = f"/proc/{pid}/fd"
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return held
+    for name in names:
+        path = f"{folder}/{name}"
+        try:
+            info = os.stat(path)  # the open file itself (the link in /proc leads to it, even unlinked)
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            if info.st_dev not in devices and not os.readlink(path).startswith("/memfd:"):
+                continue
+        except OSError:
+            continue
+        held[(info.st_dev, info.st_ino)] = info.st_blocks * 512
+    return held
 
 
 def folder_size(folder: str, limit: int, most_entries: int = 20000) -> int:
