@@ -304,3 +304,25 @@ def test_memfd_pages_count_against_the_memory_limit_without_a_cgroup(tmp_path, w
     assert "WARNING: no cgroup per worker" in hoarder["isolation"]
     message = next(test["message"] for test in hoarder["tests"] if test["function"] == "scaled_dot_product_attention")
     assert "memfd pages at once" not in message and "MiB" in message, message  # ended before it could say so
+
+
+# ---- workers graded at once cannot signal each other in any fallback ---------------------------------------
+@pytest.mark.parametrize("without", ["namespaces", "namespaces,landlock", "namespaces,landlock,uid-pool"])
+def test_a_worker_cannot_kill_its_classmates_workers_in_any_fallback(tmp_path, without):
+    """A submission whose process kills every process it may signal, graded first beside honest classmates
+    with --jobs 2: where no pid namespace separates the workers, Landlock's signal scoping does; without it, a
+    uid per worker; without that, the run grades one at a time. Every classmate keeps full marks."""
+    requires_root()
+    files = {f"honest_{number}": REFERENCE.read_text() for number in range(4)}
+    files["a_killer"] = (BOUNDARY / "kill_classmates.py").read_text()
+    results = graded_class(tmp_path, files, "--jobs", "2", without=without)
+    for number in range(4):
+        honest = results[f"honest_{number}"]
+        assert honest["score"] == honest["max_score"], [(test["name"], test["message"][:80])
+                                                       for test in honest["tests"] if test["outcome"] != "passed"]
+    assert results["a_killer"]["score"] == 0.0
+    isolation = results["honest_0"]["isolation"]
+    if without == "namespaces,landlock":
+        assert "a uid of its own" in isolation, isolation
+    if without.endswith("uid-pool"):
+        assert "graded one at a time" in isolation, isolation

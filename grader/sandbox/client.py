@@ -172,6 +172,7 @@ class Sandbox:
         self.spent = 0.0
         self.load_report: LoadReport | None = None
         self.isolation = "not started"
+        self.apart = True  # whether workers alive at once cannot signal each other (the worker's hello says)
         self.startup_seconds = 0.0  # what the last worker cost to get, up to its hello
         self.phases: tuple[tuple[str, float], ...] = ()  # (step, seconds after the request) of the last worker
         self._entered: list[str] = []  # names the current call announced as it entered them
@@ -412,6 +413,7 @@ class Sandbox:
         said_hello = time.monotonic()
         self.startup_seconds = said_hello - started
         self.isolation = describe_isolation(hello)
+        self.apart = hello.get("workers_apart") is not False  # else the next worker starts once this one is gone
         self.worker_folder = str(hello.get("cwd", ""))[:300]
         self.phases = _phases(started, self.worker.marks, hello.get("phases"), ("hello", said_hello))
         try:
@@ -508,12 +510,18 @@ class Sandbox:
         """Kill the worker and everything it started; wait until its keeper says they are gone."""
         worker, self.worker = self.worker, None
         if worker is not None:
-            asked = time.monotonic()
-            worker.kill(timeout=self.limits.start_timeout)
-            self.ending = tuple((name, at - asked) for name, at in [*worker.ending, ("reported", time.monotonic())])
+            self._kill_now(worker)
+
+    def _kill_now(self, worker: WorkerLink) -> None:
+        asked = time.monotonic()
+        worker.kill(timeout=self.limits.start_timeout)
+        self.ending = tuple((name, at - asked) for name, at in [*worker.ending, ("reported", time.monotonic())])
 
     def close(self) -> None:
         worker, self.worker = self.worker, None
+        if worker is not None and not self.apart:  # nothing else keeps the next worker from this one's reach
+            self._kill_now(worker)
+            worker = None
         if worker is not None:  # the submission is done: its worker's end is settled later (close_later)
             close_later(worker, self.scratch)
         elif self.scratch is not None:
