@@ -326,3 +326,33 @@ def test_a_worker_cannot_kill_its_classmates_workers_in_any_fallback(tmp_path, w
         assert "a uid of its own" in isolation, isolation
     if without.endswith("uid-pool"):
         assert "graded one at a time" in isolation, isolation
+
+
+def test_the_outcomes_kept_of_one_submission_stay_within_their_budget(monkeypatch):
+    """With a budget smaller than what the reference's outcomes need (about 180 KiB), the outcomes kept
+    never pass it: those beyond it are kept as descriptions (and fail as values of the wrong type), and the
+    checks still all end in a result."""
+    from grader.grading import grade as grade_module
+    from grader.grading import student as student_module
+    from grader.sandbox.client import start_server
+
+    made = []
+    original = student_module.StudentCode.__init__
+
+    def recording_init(self, *args, **options):
+        original(self, *args, **options)
+        made.append(self)
+
+    monkeypatch.setattr(student_module.StudentCode, "__init__", recording_init)
+    server = start_server()
+    try:
+        whole = grade_module.grade_submission(path=REFERENCE, visibility="all", server=server, student="sam")
+        monkeypatch.setattr(student_module, "KEPT_BYTES", 64 << 10)
+        within = grade_module.grade_submission(path=REFERENCE, visibility="all", server=server, student="sam")
+    finally:
+        server.stop()
+    assert whole.score == whole.max_score and made[0].kept > 64 << 10
+    assert made[1].kept <= 64 << 10 and 0 < within.score < whole.score
+    assert len(within.tests) == len(whole.tests)
+    assert {test.misconception for test in within.tests if test.outcome == "failed"} <= {"wrong-type", "wrong-shape",
+                                                                                         "numeric-mismatch", "error"}

@@ -32,7 +32,8 @@ SERVER_SCRIPT = Path(__file__).resolve().parent / "worker" / "forkserver.py"
 REQUEST_LIMIT = 1 << 16
 F_SETPIPE_SZ, PIPE_SIZE = 1031, 1 << 20
 
-STATUS_WAIT = 0.25  # seconds to wait for a worker that broke the protocol to report its own exit
+STATUS_WAIT = 1.0  # seconds to wait for the keeper to report how a worker that stopped answering ended (a tree
+# that held gigabytes takes a moment to be reaped)
 WORKER_LIMITS = ("memory_mb", "cpu_seconds", "max_processes", "file_size_mb", "open_files", "scratch_mb")
 
 
