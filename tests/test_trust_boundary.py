@@ -44,11 +44,15 @@ def without_attack(text: str) -> str:
     return re.sub(r"^( *)[^\n]*# HONEST: ([^\n]*)$", r"\1\2", text, flags=re.M)
 
 
+def mha_command() -> list[str]:
+    """The installed ``mha`` command, or the same entry point run by this interpreter."""
+    return [shutil.which("mha")] if shutil.which("mha") else [sys.executable, "-c", "from grader.cli import main; main()"]
+
+
 def mha_grade(submissions: Path, out: Path, *options: str, without: str = "",
               timeout: float = 600) -> subprocess.CompletedProcess:
     """The installed ``mha grade`` on this checkout; ``without`` leaves sandbox layers out (``MHA_SANDBOX_WITHOUT``)."""
-    command = [shutil.which("mha")] if shutil.which("mha") else [sys.executable, "-c",
-                                                                 "from grader.cli import main; main()"]
+    command = mha_command()
     environment = dict(os.environ, PYTHONPATH=os.pathsep.join([str(PROJECT), os.environ.get("PYTHONPATH", "")]))
     if without:
         environment["MHA_SANDBOX_WITHOUT"] = without
@@ -226,8 +230,7 @@ def peak_grading_memory(submissions: Path, out: Path) -> int:
     sandbox's own (the fork server, keepers and workers run ``forkserver.py``), sampled while it runs."""
     import time
 
-    command = [shutil.which("mha") or "mha", "grade", str(submissions), "--out", str(out), "--visibility", "all",
-               "--jobs", "1"]
+    command = [*mha_command(), "grade", str(submissions), "--out", str(out), "--visibility", "all", "--jobs", "1"]
     environment = dict(os.environ, PYTHONPATH=str(PROJECT))
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=environment)
     peaks: dict[int, int] = {}
