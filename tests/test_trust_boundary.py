@@ -309,6 +309,19 @@ def test_memfd_pages_count_against_the_memory_limit_without_a_cgroup(tmp_path, w
     assert "memfd pages at once" not in message and "MiB" in message, message  # ended before it could say so
 
 
+def test_shared_memory_segments_no_process_maps_count_against_the_memory_limit_without_a_cgroup(tmp_path):
+    """Three children fill System V segments of 900 MiB and detach (2.7 GiB that no process maps) under a
+    2 GiB limit, with no memory cgroup: the keeper, in the worker's own IPC namespace, counts the segments
+    and ends the worker; the honest softmax keeps its points."""
+    requires_root()
+    results = graded_class(tmp_path, {"hoarder": (BOUNDARY / "shm_tree.py").read_text(), "twin": HONEST_SOFTMAX},
+                           "--timeout-scale", "80", without="cgroups")
+    hoarder, twin = results["hoarder"], results["twin"]
+    assert hoarder["score"] == twin["score"] > 0
+    message = next(test["message"] for test in hoarder["tests"] if test["function"] == "scaled_dot_product_attention")
+    assert "filled at once" not in message and "MiB" in message, message
+
+
 # ---- workers graded at once cannot signal each other in any fallback ---------------------------------------
 @pytest.mark.parametrize("without", ["namespaces", "namespaces,landlock", "namespaces,landlock,uid-pool"])
 def test_a_worker_cannot_kill_its_classmates_workers_in_any_fallback(tmp_path, without):

@@ -11,9 +11,10 @@ that the fork server did not make is ever written to.
 Where none can be made (not root, a v2 cgroup that does not delegate the
 controllers), the keeper runs a ``Watchdog`` instead: every 50 ms it sums the
 memory of the worker's processes (their anonymous and shared resident pages,
-and the pages of every memory-backed file they hold open: memfd, tmpfs,
-ramfs, each file once, since a file written and never mapped is resident in
-no process) and kills them all when the sum is over the limit;
+the pages of every memory-backed file they hold open: memfd, tmpfs, ramfs,
+each file once, since a file written and never mapped is resident in no
+process; and, in the worker's own IPC namespace, its System V shared memory
+segments, which outlive every mapping) and kills them all when the sum is over the limit;
 ``RLIMIT_NPROC`` stands in for the process count.
 """
 
@@ -216,8 +217,12 @@ def _limit(hierarchy: Hierarchy, folder: str, limits: dict) -> None:
 class Watchdog:
     """The fallback for memory: the summed resident memory of this keeper's descendants, looked at on demand."""
 
-    def __init__(self, memory_mb: int | None, scratch: str | None = None, scratch_mb: int | None = None):
-        """``memory_mb`` None: memory has a cgroup; ``scratch`` None: the scratch folder is a bounded tmpfs."""
+    def __init__(self, memory_mb: int | None, scratch: str | None = None, scratch_mb: int | None = None,
+                 own_ipc: bool = False):
+        """``memory_mb`` None: memory has a cgroup; ``scratch`` None: the scratch folder is a bounded tmpfs;
+        ``own_ipc``: the keeper is in the worker's own IPC namespace, so every System V shared memory
+        segment it sees is the worker's (kept after every process detached, resident in none)."""
+        self.own_ipc = own_ipc
         self.limit = memory_mb << 20 if memory_mb is not None else None
         self.scratch, self.scratch_limit = scratch, (scratch_mb or 0) << 20
         self.looks = 0
@@ -231,7 +236,7 @@ class Watchdog:
             used = sum(_resident(pid) for pid in processes)
             for pid in processes:
                 files.update(_memory_files(pid, self.memory_devices))
-            used += sum(files.values())
+            used += sum(files.values()) + (shared_segments() if self.own_ipc else 0)
             if used > self.limit:
                 return f"its processes held {used >> 20} MiB together, over the {self.limit >> 20} MiB limit"
         if self.scratch and self.looks % 4 == 0:
@@ -286,6 +291,22 @@ def memory_devices(mountinfo: str = "/proc/self/mountinfo") -> frozenset[int]:
     except (OSError, ValueError):
         pass
     return frozenset(found)
+
+
+def shared_segments(listing: str = "/proc/sysvipc/shm") -> int:
+    """Resident bytes of the System V shared memory segments of this process's IPC namespace."""
+    total = 0
+    try:
+        with open(listing) as lines:
+            header = next(lines).split()
+            column = header.index("rss")
+            for line in lines:
+                fields = line.split()
+                if len(fields) > column:
+                    total += int(fields[column])
+    except (OSError, ValueError, StopIteration):
+        pass
+    return total
 
 
 def _memory_files(pid: int, devices: frozenset[int]) -> dict[tuple[int, int], int]:

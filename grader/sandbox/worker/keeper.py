@@ -123,7 +123,8 @@ def _serve(assignment, worker: int, channel: socket.socket, context: dict, plan:
     watchdog = None
     if memory_watched or plan["scratch"] is None:  # what no cgroup or tmpfs bounds, the keeper watches
         watchdog = cgroups.Watchdog(limits["memory_mb"] if memory_watched else None,
-                                    request["scratch"] if plan["scratch"] is None else None, limits["scratch_mb"])
+                                    request["scratch"] if plan["scratch"] is None else None, limits["scratch_mb"],
+                                    own_ipc="ipc" in plan["namespaces"])
     if request.get("uid") is not None:  # a uid of its own: it must own its folder (the host's, no tree here)
         os.chown(os.path.basename(request["scratch"]), request["uid"], request["uid"], dir_fd=client_folder,
                  follow_symlinks=False)
