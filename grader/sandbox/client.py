@@ -129,8 +129,8 @@ def start_server(*, hidden=(), packages=STUDENT_PACKAGES, without=(), spares: in
     """A fork server for many submissions; ``hidden`` folders (e.g. the output folder) are masked too.
 
     Student code may import the standard library, NumPy and ``packages``.
-    ``without`` ("landlock", "namespaces", "cgroups", "spares") leaves a layer
-    out, to check the fallbacks. ``spares``: workers kept made ahead of
+    ``without`` ("landlock", "namespaces", "cgroups", "uid-pool", "spares")
+    leaves a layer out, to check the fallbacks (``MHA_SANDBOX_WITHOUT`` adds to it). ``spares``: workers kept made ahead of
     requests, each for one request (e.g. the number of submissions graded at once).
     """
     without = (*without, *layers_left_out())
@@ -141,6 +141,15 @@ def layers_left_out() -> tuple[str, ...]:
     """Layers the instructor leaves out of every server of this process: ``MHA_SANDBOX_WITHOUT`` (names
     separated by commas), to see or test a fallback through the real commands on a machine that has all."""
     return tuple(name.strip() for name in os.environ.get("MHA_SANDBOX_WITHOUT", "").split(",") if name.strip())
+
+
+def hideable(folder: Path) -> bool:
+    """Whether workers may lose sight of ``folder``: not when it holds the interpreter (a venv beside alice.py)."""
+    import sys
+
+    folder = Path(folder).resolve()
+    needed = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent}
+    return not any(path.is_relative_to(folder) for path in needed)
 
 
 def default_hidden() -> tuple[str, ...]:
