@@ -25,10 +25,10 @@ from grader.paths import CONTENT_DIR, DEFAULT_ASSIGNMENT, PACKAGE_DIR, PROJECT_D
 
 RELEASE_TEXTS_FILE = CONTENT_DIR / "release.toml"
 # What of the grader package a student must not get is said by folder: the
-# instructor's layers (class grading, authoring, the trained model) and verbs,
+# instructor's layers (class grading, authoring, similarity, the trained model) and verbs,
 # and in ``assignments/`` all but what an exercise's students read and run.
 # Paths are relative to the package.
-INSTRUCTOR_FOLDERS = ("batch", "authoring", "tinymodel")
+INSTRUCTOR_FOLDERS = ("batch", "authoring", "similarity", "tinymodel")
 # What of an exercise's folder ships: of every exercise its spec and texts; of the
 # released one its public checks too, and the modules its spec lists as
 # ``student_modules``. Never its cases and twins (``cases.py``), hidden checks or
@@ -37,7 +37,7 @@ EXERCISE_TEXTS = ("__init__.py", "exercise.toml", "checks.toml", "misconceptions
 RELEASED_PARTS = ("public", "public_cases.npz")
 # The trained model's views: the model holds a working attention forward, so it stays with the instructor.
 TRAINED_VIEWS = ("viz/trained", "viz/training_curves")
-INSTRUCTOR_VERBS = ("verbs/grade.py", "verbs/merge.py", "verbs/audit.py", "verbs/release.py")
+INSTRUCTOR_VERBS = ("verbs/grade.py", "verbs/merge.py", "verbs/audit.py", "verbs/release.py", "verbs/similarity.py")
 NBGRADER_CONFIG = '''\
 # nbgrader configuration of this mha-lab course, written by `mha release --nbgrader`.
 # Run nbgrader from this folder; see README.md for the commands.
