@@ -201,7 +201,7 @@ def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, run: GradingRu
     jobs = run.jobs or default_jobs()
     if server is not None and server.info.get("workers_apart") is False:
         jobs = 1  # nothing keeps workers graded at once from signalling each other (the isolation says so)
-    pool = LanePool(max(1, min(jobs, len(todo) + len(suspects))), runner)
+    pool = LanePool(max(1, min(jobs, len(todo) + len(suspects))), runner, assignment=run.assignment)
     attempts: dict[str, int] = {}
     waiting: dict[str, Submission] = {}  # in a lane now
     alone: str | None = None  # a suspect is graded with nothing else in flight
