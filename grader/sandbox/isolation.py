@@ -45,7 +45,8 @@ def describe_isolation(hello: dict, *, lang: str = "en") -> str:
     if hello.get("session"):
         parts.append(say("session"))
     uid = hello.get("uid")
-    parts.append(say("uid_nobody") if uid == NOBODY else say("uid", uid=uid))
+    parts.append(say("uid_nobody") if uid == NOBODY else say("uid_own", uid=uid) if hello.get("own_uid")
+                 else say("uid", uid=uid))
     parts.append(say("scratch", scratch=_scratch(str(hello.get("scratch", "folder"))[:60], say)))
     missing: list[tuple[str, dict]] = []  # (text key, its parameters), said in English and in ``lang``
     if not str(hello.get("landlock", "")).startswith("landlock"):
@@ -57,15 +58,22 @@ def describe_isolation(hello: dict, *, lang: str = "en") -> str:
     if hello.get("memory_watched") or ("cgroup" in hello and not hello.get("cgroup")):
         reason = str(hello.get("cgroup_missing") or "")[:200]  # the worker's own diagnosis
         missing.append(("warn_no_cgroup", {"reason": reason} if reason else {}))
+    elif "cpu_share" in hello and not hello.get("cpu_share"):
+        reason = str(hello.get("cgroup_missing") or "")[:200]
+        missing.append(("warn_no_cpu_share", {"reason": reason} if reason else {}))
+    if hello.get("workers_apart") is False:
+        missing.append(("warn_workers_together", {}))
     if "ipc" not in namespaces:
         missing.append(("warn_no_ipc", {}))
     if not hello.get("tree") and "unix" not in str(hello.get("landlock")):
         missing.append(("warn_no_tree", {}))
     said = []
+    default_reason = {"warn_no_cgroup": "warn_cgroup_reason", "warn_no_cpu_share": "warn_cpu_reason"}
     for key, params in missing:
-        in_english = params if params or key != "warn_no_cgroup" else {"reason": _say("warn_cgroup_reason", lang="en")}
-        in_lang = ({"reason": worker_words(params["reason"], lang)} if params
-                   else {"reason": say("warn_cgroup_reason")} if key == "warn_no_cgroup" else {})
+        if key in default_reason and not params:
+            in_english, in_lang = ({"reason": _say(default_reason[key], lang=lang)} for lang in ("en", lang))
+        else:
+            in_english, in_lang = params, {name: worker_words(value, lang) for name, value in params.items()}
         said.append((_say(key, lang="en", **in_english), say(key, **in_lang)))
     said += [(str(text)[:200], worker_words(str(text)[:200], lang)) for text in hello.get("warnings", ())[:5]]
     for english, _ in said:
