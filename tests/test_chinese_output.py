@@ -127,6 +127,9 @@ HELLOS = {
                               "Landlock alone decides what they read",
                               "uid 65534 cannot enter /root without a mount namespace: student code can import "
                               "only the modules the fork server preloaded"]},
+    "workers together": {"landlock": "landlock ABI 3 (fs)", "namespaces": [], "uid": 1000, "own_uid": True,
+                         "cgroup": "cgroup per worker (v2 memory)", "cpu_share": False, "workers_apart": False,
+                         "scratch": "tmpfs of 64 MiB"},
     "root without a cgroup": {"landlock": "landlock ABI 3 (fs)", "namespaces": ["pid"], "uid": 0, "cgroup": "",
                               "cgroup_missing": "cannot make a cgroup in /sys/fs/cgroup (Read-only file system)",
                               "scratch": "tmpfs of 16 MiB",

@@ -191,3 +191,35 @@ def test_a_drill_whose_file_is_gone_records_nothing(tmp_path, monkeypatch):
     submitted = runner.invoke(root, ["drill", "--submit", "--lang", "en"])
     assert submitted.exit_code != 0 and "nothing was checked or recorded" in submitted.output
     assert load_history() == []
+
+
+@pytest.mark.slow
+def test_quiz_lines_wrap_between_words_on_a_terminal():
+    import os
+    import pty
+    import shutil
+    import subprocess
+    import sys
+
+    command = shutil.which("mha", path=os.path.dirname(sys.executable)) or shutil.which("mha")
+    assert command, "the mha command is not installed"
+    main, secondary = pty.openpty()
+    done = subprocess.run([command, "quiz", "--plain", "--count", "3", "--seed", "5", "--lang", "en"],
+                          input=b"A\n" * 3, stdout=secondary, stderr=subprocess.STDOUT, timeout=120,
+                          env={**os.environ, "COLUMNS": "60"})
+    os.close(secondary)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(main, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(main)
+    output = re.sub(r"\x1b\[[0-9;]*m", "", b"".join(chunks).decode("utf-8", "replace")).replace("\r", "")
+    assert done.returncode in (0, 1), output
+    lines = [line for line in output.splitlines() if not line.startswith("Your answer")]  # input()'s own prompt
+    assert len([line for line in lines if line.strip()]) > 5
+    assert max(len(line) for line in lines) <= 60, max(lines, key=len)
