@@ -183,6 +183,11 @@ def test_dynamic_view_steps_plays_and_pauses(page, python_data, screenshots):
     page.click("#tab-dynamic")
     counter = "document.querySelector('#step-counter').textContent"
     assert js(page, counter) == "step 1 of 13"
+    page.press("ArrowRight")  # straight after the click: the arrow steps, it does not switch tabs
+    assert js(page, "document.querySelector('[role=tab][aria-selected=true]').id") == "tab-dynamic"
+    assert js(page, counter) == "step 2 of 13"
+    page.press("ArrowLeft")
+    assert js(page, counter) == "step 1 of 13"
     page.click("#step-forward")
     page.click("#step-forward")
     assert js(page, counter) == "step 3 of 13"
