@@ -223,3 +223,16 @@ def test_quiz_lines_wrap_between_words_on_a_terminal():
     lines = [line for line in output.splitlines() if not line.startswith("Your answer")]  # input()'s own prompt
     assert len([line for line in lines if line.strip()]) > 5
     assert max(len(line) for line in lines) <= 60, max(lines, key=len)
+
+
+def test_a_final_score_above_the_maximum_is_pointed_out(tmp_path):
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    (submissions / "carol.py").write_text((PROJECT / "solutions" / "multihead_attention.py").read_text(
+        encoding="utf-8"), encoding="utf-8")
+    table = tmp_path / "adjust.csv"
+    table.write_text("student,points,reason\ncarol,2,presented in class\n", encoding="utf-8")
+    result = CliRunner().invoke(root, ["grade", str(submissions), "--out", str(tmp_path / "out"),
+                                       "--adjust", str(table), "--lang", "en"])
+    assert result.exit_code == 0, result.output
+    assert "final scores are above the maximum of 60: carol 62" in result.output

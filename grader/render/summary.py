@@ -163,6 +163,11 @@ def print_summary(summary, *, formats=(), merged: bool = False, lang: str = "en"
         mean = say("adjusted_mean", mean=f"{sum(finals) / len(finals):.2f}", max_score=f"{tally.max_score:g}") \
             if finals else ""
         click.echo(say("adjusted", students=count("student", tally.adjusted), mean=mean))
+        above = [row for row in tally.roster if row.final > row.max_score > 0]
+        if above:  # bonus points may be meant; a gradebook import may refuse them
+            shown = ", ".join(f"{clean_line(row.student)} {row.final:g}" for row in above[:10])
+            click.echo(say("adjust_above_max", students=shown + (" ..." if len(above) > 10 else ""),
+                           max_score=f"{tally.max_score:g}"), err=True)
     if summary.unmatched_adjustments:
         shown = ", ".join(clean_line(name) for name in summary.unmatched_adjustments[:10])
         more = " ..." if len(summary.unmatched_adjustments) > 10 else ""
