@@ -32,7 +32,7 @@ TERMS = {
     "layernorm", "rmsnorm", "sigmoid", "tanh", "relu", "gelu", "mlp", "encoder", "decoder", "transformer", "query",
     "nbconvert", "ipynb", "py", "svg", "png", "utf", "fork", "tracemalloc", "shell", "traceback", "list", "resize",
     "tile", "repeat", "push", "docstring", "docstrings", "actions", "stub", "paris", "jensen", "shannon", "vllm", "mod", "ascii", "gpu", "tpu",
-    "nvidia", "pytorch", "jax", "scatter", "tqdm", "rich", "click", "cuda", "slurm", "npz",
+    "nvidia", "pytorch", "jax", "ubuntu", "debian", "windows", "macos", "linux", "colab", "jupyterhub", "scatter", "tqdm", "rich", "click", "cuda", "slurm", "npz",
     # names of quantities in formulas
     "gamma", "tau", "phi", "pos", "acc", "score", "block", "log", "sin", "cos", "theta", "alpha", "beta", "sigma",
     "eps", "epsilon", "lambda",
@@ -50,7 +50,7 @@ _EXCEPTION = re.compile(r"\b[A-Z]\w*(Error|Exception|Warning|Interrupt|Exit)\b(?
 _OS_ERROR = re.compile(r"\[Errno \d+\]|" + "|".join(
     re.escape(os.strerror(number)) for number in sorted(range(1, 134), key=lambda n: -len(os.strerror(n)))
     if not os.strerror(number).startswith("Unknown error")))
-_COMMAND = re.compile(r"\b(mha|python|pip|jupyter|nbgrader)( +(-{1,2}[\w-]+|[\w./<>=:-]+))+")
+_COMMAND = re.compile(r"\b(mha|python|pip|jupyter|nbgrader|git|cd)( +(-{1,2}[\w-]+|[\w./<>=:-]+))+")
 _NOT_PROSE = [
     re.compile(r"\$\$.*?\$\$|\$[^$\n]*\$", re.S),  # formulas
     re.compile(r"\\[A-Za-z]+"),  # LaTeX commands
