@@ -236,3 +236,13 @@ def test_a_final_score_above_the_maximum_is_pointed_out(tmp_path):
                                        "--adjust", str(table), "--lang", "en"])
     assert result.exit_code == 0, result.output
     assert "final scores are above the maximum of 60: carol 62" in result.output
+
+
+def test_the_students_usage_errors_speak_their_language(tmp_path):
+    from language_scan import english_prose
+
+    missing = CliRunner().invoke(root, ["check", str(tmp_path / "nothere.py"), "--lang", "zh"])
+    assert missing.exit_code == 2 and "不存在" in missing.output and english_prose(missing.output) == []
+    unknown = CliRunner().invoke(root, ["check", str(PROJECT / "solutions" / "multihead_attention.py"),
+                                        "--function", "nope", "--lang", "zh"])
+    assert unknown.exit_code == 2 and "没有名为 'nope' 的函数" in unknown.output

@@ -30,6 +30,7 @@ from grader.grading.assignment import StandIn, get_assignment
 from grader.paths import DEFAULT_ASSIGNMENT, exercise_path, solution_path
 from grader.stubs import BEGIN, END, generate_stub
 from grader.practice.user_data import data_dir, read_document, write_document
+from grader.practice.texts import text
 
 ALL = "all"  # the whole module from scratch
 CURRENT_FILE = "drill-current.json"
@@ -177,10 +178,9 @@ def submit_drill(*, now: float | None = None, lang: str = "en",
     """
     drill = current_drill()
     if drill is None:
-        raise UsageError("no drill is running; start one with `mha drill [FUNCTION]`")
+        raise UsageError(text("drill_none_running", lang))
     if not Path(drill.path).is_file():
-        raise UsageError(f"the drill's file {drill.path} is gone, so nothing was checked or recorded; "
-                         f"start again with `mha drill {drill.function}`")
+        raise UsageError(text("drill_file_gone", lang, path=drill.path, function=drill.function))
     finished = time.time() if now is None else now
     if grade is None:
         from grader.grading.grade import grade_submission as grade

@@ -46,10 +46,11 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
     exercise = get_assignment(assignment)
     file = file or _default_file(assignment)
     if not file.exists():
-        raise UsageError(f"{file} does not exist; run `mha check path/to/{assignment}.py`")
+        raise UsageError(render("check_no_file", {"file": file, "assignment": assignment}, lang))
     unknown = [name for name in functions if name not in exercise.functions]
     if unknown:
-        raise UsageError(f"unknown function {unknown[0]!r}; choose from: {', '.join(exercise.functions)}")
+        raise UsageError(render("check_unknown_function", {"function": unknown[0],
+                                                           "functions": ", ".join(exercise.functions)}, lang))
     locked: tuple[str, ...] = ()
     if unlock:
         wanted = functions or exercise.functions
@@ -170,5 +171,5 @@ def _unlocked(functions: tuple[str, ...], lang: str, *, quiet_stdout: bool) -> t
     if budget.later:
         prompter.show(text("unlock_later", lang, functions=", ".join(budget.later)))
     if not opened:
-        raise UsageError("no function is unlocked yet; run `mha check --unlock` again and answer its questions")
+        raise UsageError(render("check_none_unlocked", {}, lang))
     return opened
