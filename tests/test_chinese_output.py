@@ -208,3 +208,16 @@ def test_mha_check_in_chinese_says_everything_in_chinese(name):
     assert done.returncode == 1, done.stdout + done.stderr
     assert scanned(done.stdout, {name}) == []
     assert "原因" in done.stdout
+
+
+def test_a_quiz_in_chinese_says_everything_in_chinese():
+    from click.testing import CliRunner
+
+    from grader.cli import root
+
+    for seed in (1, 2, 3):
+        result = CliRunner().invoke(root, ["quiz", "--plain", "--count", "8", "--seed", str(seed), "--lang", "zh"],
+                                    input="A\n" * 30)
+        assert result.exit_code == 0, result.output
+        assert "合计" in result.output
+        assert english_prose(result.output) == [], result.output[:500]
