@@ -221,3 +221,14 @@ def test_a_quiz_in_chinese_says_everything_in_chinese():
         assert result.exit_code == 0, result.output
         assert "合计" in result.output
         assert english_prose(result.output) == [], result.output[:500]
+
+
+@pytest.mark.parametrize("name", ["attention_no_scale", "einsum_split_no_transpose", "kv_asserts_query_shape"])
+def test_the_notebook_view_in_chinese_says_everything_in_chinese(name):
+    from grader.grading.grade import grade_submission
+    from grader.render.notebook_html import result_to_html
+
+    result = grade_submission(path=MISTAKES / f"{name}.py", assignment="multihead_attention", lang="zh")
+    page = result_to_html(result, "zh")
+    assert "原因" in page or "提示" in page
+    assert scanned(page, {name}) == []
