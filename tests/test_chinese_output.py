@@ -195,6 +195,10 @@ def test_a_class_graded_in_chinese_says_everything_in_chinese(tmp_path):
     for page in pages:
         found[page.name] = scanned(page.read_text(encoding="utf-8"), students)
     assert {name: phrases for name, phrases in found.items() if phrases} == {}
+    # Chinese in ASCII brackets reads as a slip: full-width brackets around Chinese (the glossary's rule)
+    for name, text in [("terminal", done.stdout)] + [(page.name, page.read_text(encoding="utf-8"))
+                                                    for page in pages if page.suffix == ".md"]:
+        assert not re.search(r"\([^()\n]*[\u4e00-\u9fff][^()\n]*\)", text), name
     # the diagnoses are there to be read: the twins' Chinese labels, in the pages the students get
     feedback = (out / "feedback" / "attention_no_scale.md").read_text(encoding="utf-8")
     assert "（没有缩放）" in feedback
