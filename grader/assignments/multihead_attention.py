@@ -76,15 +76,18 @@ def _no_keepdims(*, on_max: bool, on_sum: bool):
 
 
 # ---- attention twins (they call the module's softmax, so softmax twins compose) ---------
-def _attention(*, scale=None, keys=None, product=None, returns_scores=False, axis=None, after_softmax=False):
+def _attention(*, scale=None, keys=None, product=None, returns_scores=False, axis=None, after_softmax=None):
     """An attention whose scale, key transpose, value product or returned weights are mistaken."""
     def make(module):
         def scaled_dot_product_attention(Q, K, V):
             d_k = Q.shape[-1]
             raw = Q @ (np.swapaxes(K, -1, -2) if keys is None else keys(K))  # (B, H, T, S)
-            if after_softmax:
+            if after_softmax == "weights":
                 weights = module.softmax(raw) / np.sqrt(d_k)
                 return weights @ V, weights
+            if after_softmax == "output":
+                weights = module.softmax(raw)
+                return weights @ V / np.sqrt(d_k), weights
             scores = raw / np.sqrt(d_k) if scale is None else scale(raw, Q, K)
             weights = module.softmax(scores) if axis is None else _normalized(scores, axis)
             out = weights @ V if product is None else product(weights, K, V)
@@ -129,11 +132,21 @@ def _right(x, W):
     return x @ W
 
 
+def layer_norm(x, eps=1e-5):
+    """Each position normalised over the model width: a Transformer block's step, not the attention layer's."""
+    centred = x - x.mean(axis=-1, keepdims=True)
+    return centred / np.sqrt((centred ** 2).mean(axis=-1, keepdims=True) + eps)
+
+
 def _forward(*, project=_right, project_output=None, output=True, keys_from_query=False, weights_from=None,
-             returned=None):
-    """A forward whose projections, inputs, weights or returned value are mistaken."""
+             returned=None, inputs=None, finish=None):
+    """A forward whose projections, inputs, weights or returned value are mistaken; ``inputs`` changes Q, K
+    and V before the layer sees them, ``finish(out, Q)`` its output."""
     def make(module):
         def forward(self, Q, K, V, return_weights=False):
+            if inputs is not None:
+                Q, K, V = inputs(Q), inputs(K), inputs(V)
+            query_input = Q
             W = {name: getattr(self, name) for name in ("W_Q", "W_K", "W_V", "W_O")}
             if weights_from is not None:
                 W = {name: W[weights_from.get(name, name)] for name in W}
@@ -146,6 +159,8 @@ def _forward(*, project=_right, project_output=None, output=True, keys_from_quer
             out = self.combine_heads(heads)  # (B, T, D)
             if output:
                 out = (project_output or project)(out, W["W_O"])
+            if finish is not None:
+                out = finish(out, query_input)
             if returned is not None:
                 return returned(out, weights, return_weights)
             return (out, weights) if return_weights else out
@@ -185,7 +200,10 @@ TWINS: tuple[Twin, ...] = (
          _attention(scale=lambda s, Q, K: s / np.sqrt(Q.shape[-2]))),
     Twin("attention-wrong-scale", "divides by sqrt(H)", ATTENTION,
          _attention(scale=lambda s, Q, K: s / np.sqrt(Q.shape[1]))),
-    Twin("attention-wrong-scale", "scales the weights after the softmax", ATTENTION, _attention(after_softmax=True)),
+    Twin("attention-scale-after-softmax", "scales the weights after the softmax", ATTENTION,
+         _attention(after_softmax="weights")),
+    Twin("attention-scale-after-softmax", "scales the output after the softmax", ATTENTION,
+         _attention(after_softmax="output")),
     Twin("attention-wrong-transpose", "K.T on 4-D", ATTENTION, _attention(keys=lambda K: K.T)),
     Twin("attention-wrong-transpose", "swaps axes 1 and 2 of K", ATTENTION,
          _attention(keys=lambda K: K.transpose(0, 2, 1, 3))),
@@ -228,6 +246,9 @@ TWINS: tuple[Twin, ...] = (
     Twin("mha-wrong-projection", "W_K for the values", FORWARD, _forward(weights_from={"W_V": "W_K"})),
     Twin("mha-wrong-projection", "W_Q and W_V swapped", FORWARD, _forward(weights_from={"W_Q": "W_V", "W_V": "W_Q"})),
     Twin("mha-ignores-key-value", "keys and values from the query input", FORWARD, _forward(keys_from_query=True)),
+    Twin("mha-adds-residual", "adds the query input to the output", FORWARD, _forward(finish=lambda out, Q: out + Q)),
+    Twin("mha-adds-layer-norm", "layer norm of the output", FORWARD, _forward(finish=lambda out, Q: layer_norm(out))),
+    Twin("mha-adds-layer-norm", "layer norm of Q, K and V", FORWARD, _forward(inputs=layer_norm)),
     Twin("mha-wrong-weights-returned", "weights averaged over heads", FORWARD,
          _forward(returned=lambda out, w, asked: (out, w.mean(axis=1)) if asked else out)),
     Twin("mha-wrong-weights-returned", "always returns a tuple", FORWARD,
@@ -279,7 +300,7 @@ INLINE_IDS = {"scaled_dot_product_attention": {"softmax-wrong-axis": "attention-
               "forward": {"softmax-wrong-axis": "attention-softmax-wrong-axis"}}
 SIGNATURES = {
     "softmax": ("normalizer",), "scaled_dot_product_attention": ("attention",), "split_heads": ("heads-layout",),
-    "combine_heads": ("features-layout",), "forward": ("multihead",),
+    "combine_heads": ("features-layout",), "forward": ("multihead", "block-steps"),
 }
 # Rows that overflow or underflow: which mistake each pattern of broken rows points at.
 OVERFLOW_IDS = {"softmax": ("softmax-unstable", "softmax-global-max")}
