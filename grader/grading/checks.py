@@ -76,10 +76,13 @@ def expect_value(student: StudentCode, case: Case):
 
 
 def expect_values(student: StudentCode, cases) -> None:
-    """Every case must be right; of several failures the best explained one is raised.
+    """Every case must be right; of several failures the best explained one is raised, with the mistakes
+    the others name and it does not.
 
     A check over several inputs fails on the first wrong one, but another one
-    may show the mistake more clearly (a catalogued id rather than an exception).
+    may show the mistake more clearly (a catalogued id rather than an exception),
+    and two inputs may show two different mistakes (a row max without keepdims
+    raises on a matrix, and the same code overflows on a single row).
     """
     failures = []
     for case in cases:
@@ -88,7 +91,17 @@ def expect_values(student: StudentCode, cases) -> None:
         except CheckFailure as failure:
             failures.append(failure)
     if failures:
-        raise min(failures, key=_unexplained)
+        best = min(failures, key=_unexplained)
+        # a mistake another reading of the same values gives (a twin that matched too) is no further mistake
+        named = {part.misconception for part in (best, *best.others, *best.alternatives)}
+        further = []
+        for failure in failures:
+            readings = {failure.misconception, *(part.misconception for part in failure.alternatives)}
+            if failure is not best and not _unexplained(failure) and not readings & named:
+                named.add(failure.misconception)
+                further.append(failure)
+        best.others = (*best.others, *further)
+        raise best
 
 
 def _unexplained(failure: CheckFailure) -> int:
@@ -161,7 +174,7 @@ def failure_from_error(function: str, outcome: CallOutcome, case: Case | None = 
         failure = _best([_diagnosed(case, misconception, label, raised, reached) for misconception, label in matches],
                         case)
     else:
-        findings = _companion_findings(case, student, raised=True) if named else []
+        findings = _companion_findings(case, student, Raised(error.type, error.message)) if named else []
         if findings:
             failure = _from_findings(case, findings, reached, first=Message("raised_sentence", raised.params))
         else:
@@ -181,7 +194,8 @@ def failure_from_value(case: Case, got, *, student: StudentCode | None = None, r
     if matches:
         failure = _best(matches, case)
     else:
-        findings = (_companion_findings(case, student) or signatures.explain(case, got)) if case.names_mistakes else []
+        findings = (_companion_findings(case, student, got) or signatures.explain(case, got)) \
+            if case.names_mistakes else []
         failure = _from_findings(case, findings, reached) if findings else generic_failure(case, got)
     failure.function, failure.reached = case.function, reached
     failure.detail = tuple(Message(*text) for text in showing.value_detail(case, got))
@@ -248,30 +262,46 @@ LENGTH_LIKE = frozenset({"attention-wrong-value-product", "attention-wrong-trans
                          "mha-wrong-weights-returned", "mha-ignores-key-value"})
 
 
-def _companion_findings(case: Case, student: StudentCode | None, *, raised: bool = False) -> list[signatures.Finding]:
+def _companion_findings(case: Case, student: StudentCode | None, here) -> list[signatures.Finding]:
     """Right on the same call with as many keys as queries (S = T), wrong here: the keys' length comes from Q.
 
-    A call that raises here and returns there counts too when the value returned there is right, or
-    wrong only by another mistake that has nothing to do with the lengths (two mistakes in one forward).
+    ``here`` is what the student's call gave on ``case`` (its value, or ``Raised``). The companion may be
+    wrong too, by another mistake: when a twin gives exactly the companion's outcome there but not the
+    student's here, that mistake alone does not explain this case, and the rest is the lengths (two
+    mistakes, each named). Without such a twin, a call that raises here and returns there counts when the
+    value returned there shows a mistake that has nothing to do with the lengths.
     """
     companion = case.companion_case
     if companion is None or student is None:
         return []
     outcome = student.invoke(companion)
-    if outcome.error is not None:
+    there = Raised(outcome.error.type, outcome.error.message) if outcome.error is not None else outcome.value
+    if outcome.error is not None and outcome.error.type in ("Timeout", "WorkerGone", "MissingName"):
         return []
-    if not same_value(outcome.value, companion.expected):
-        if not raised:
+    if not same_value(there, companion.expected):
+        explaining = {(misconception, label) for misconception, label, value in companion.known_twins()
+                      if _same_outcome(there, value)}
+        if explaining:
+            differing = {(misconception, label): value for misconception, label, value in case.twins_among(explaining)}
+            if any(_same_outcome(here, differing.get(key, case.expected)) for key in explaining):
+                return []  # that mistake gives this case's value too: nothing is left for the lengths
+        elif not isinstance(here, Raised) or isinstance(there, Raised):
             return []
-        named = {misconception for misconception, _, value in companion.known_twins()
-                 if not isinstance(value, Raised) and same_value(outcome.value, value)}
-        named |= {finding.misconception for finding in signatures.explain(companion, outcome.value)}
-        if not named or named & LENGTH_LIKE:
-            return []
+        else:
+            named = {finding.misconception for finding in signatures.explain(companion, there)}
+            if not named or named & LENGTH_LIKE:
+                return []
     evidence = ("sig_query_length", {"what": _what(case), "T": companion.args[0].shape[-2],
                                      "S": case.args[1].shape[-2]})
     upstream = (("mha-kv-uses-query-length", "scaled_dot_product_attention"),) if case.function == "forward" else ()
     return [signatures.Finding("mha-kv-uses-query-length", case.function, evidence, alternatives=upstream)]
+
+
+def _same_outcome(got, value) -> bool:
+    """The same value, or the same exception (type and message)."""
+    if isinstance(got, Raised) or isinstance(value, Raised):
+        return isinstance(got, Raised) and isinstance(value, Raised) and got == value
+    return same_value(got, value)
 
 
 def generic_failure(case: Case, got) -> CheckFailure:
@@ -304,7 +334,9 @@ def _compare_array(case: Case, got, expected: np.ndarray, what: str, legend: str
                             function=case.function)
     got64 = got.astype(np.float64)
     if not np.isfinite(got64).all() and np.isfinite(expected).all():
-        misconception = signatures.overflow_kind(case.args[0], got64, case.overflow_ids) \
+        logits = (case.evidence or {}).get("logits", case.args[0])  # the scores, where the case knows them
+        misconception = signatures.overflow_kind(np.asarray(logits, dtype=np.float64), got64, case.overflow_ids,
+                                                 expected) \
             if case.overflow_ids and case.names_mistakes else "numeric-mismatch"
         return CheckFailure(Message("non_finite", {"what": what}), misconception=misconception, function=case.function)
     difference = np.abs(np.nan_to_num(got64 - expected, nan=np.inf))
