@@ -79,12 +79,13 @@ def test_upstream_mistakes_are_each_named_once_with_forwards_own(tmp_path):
     assert weights.additional_misconceptions == ("attention-no-scale",)
 
 
-def test_a_downstream_check_never_contradicts_what_the_upstream_functions_own_checks_found(tmp_path):
-    # no scale, and V divided by sqrt(d_k): forward's output alone equals "scaling after the softmax"
+def test_the_scale_moved_past_the_softmax_is_one_mistake_of_attention_in_every_check(tmp_path):
+    # no scale on the scores, and V divided by sqrt(d_k): weights @ (V / sqrt(d_k)) is the output scaled after
+    # the softmax, one mistake (not a missing scale plus a wrong value product), and forward's checks say where
     source = _changed(SCORES, "    scores = Q @ np.swapaxes(K, -1, -2)")
     source = _changed("    out = weights @ V  # (B, H, T, d_k)", "    out = weights @ (V / np.sqrt(d_k))", source)
     result = graded(tmp_path, source)
-    assert result.misconceptions == ("attention-no-scale", "attention-wrong-value-product")
+    assert result.misconceptions == ("attention-scale-after-softmax",)
     cross = next(test for test in result.tests if test.name == "test_forward_values_for_cross_attention")
     assert cross.root_cause == "scaled_dot_product_attention" and "fix scaled_dot_product_attention" in cross.message
 

@@ -122,8 +122,33 @@ def test_two_mistakes_in_one_line_are_both_named():
 
 def test_no_scale_and_a_scaled_value_product_are_both_named():
     case = PUBLIC["attention/cross"]
-    value = _attention(*case.args, scale=1.0, product=lambda w, V: w @ (V / 2.0))
+    value = _attention(*case.args, scale=1.0, product=lambda w, V: w @ (V / 3.0))  # 3: no sqrt(d_k) of any size
     assert _diagnosis(case, value) == ("attention-no-scale", {"attention-wrong-value-product"})
+
+
+def _weights_scaled_after_the_softmax(case, arrangement):
+    Q, K, V = case.args
+    weights = _softmax(Q @ arrangement(K)) / np.sqrt(Q.shape[-1])
+    return weights @ V, weights
+
+
+def test_weights_divided_after_the_softmax_are_one_mistake_not_a_wider_axis_set():
+    # B = 2 and d_k = 4: rows summing to 1/2 sum to 1 over (B, S), by the coincidence of the sizes; the rows all
+    # summing to one constant is the simpler explanation, and the only one that holds for every size
+    case = PUBLIC["attention/cross"]
+    B, H, S, d_k = case.args[1].shape
+    value = _weights_scaled_after_the_softmax(case, lambda K: K.reshape(B, H, d_k, S))
+    assert np.allclose(value[1].sum(axis=(0, 3)), 1.0)
+    assert _diagnosis(case, value) == ("attention-wrong-transpose", {"attention-scale-after-softmax"})
+
+
+def test_an_output_divided_after_the_softmax_of_float32_scores_is_the_scale_after_the_softmax():
+    case = PUBLIC["attention/cross"]
+    Q, K, V = (array.astype(np.float32) for array in case.args)
+    weights = _softmax(Q @ np.swapaxes(K, -1, -2))
+    value = (weights @ V / np.float32(np.sqrt(Q.shape[-1])), weights)
+    findings = explain(case, value)
+    assert [finding.misconception for finding in findings] == ["attention-scale-after-softmax"]
 
 
 def test_unscaled_scores_returned_as_weights_show_both_mistakes():

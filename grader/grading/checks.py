@@ -46,6 +46,10 @@ class CheckFailure(AssertionError):
         self.function = function  # the function checked
         self.reached = reached  # the student's functions the failing call entered (worker's record)
         self.detail = detail  # the concrete case: sizes, expected against got
+        # the other functions the failing call entered: one of them may hold a mistake charged to this one
+        # (the call never entered the function the mistake belongs to, so some function it did enter does that
+        # work itself); the runner moves it there when that function's own checks find the same mistake
+        self.homes: tuple = ()
 
 
     def _finding_parts(self) -> list[Message]:
@@ -181,7 +185,14 @@ def failure_from_error(function: str, outcome: CallOutcome, case: Case | None = 
             failure = CheckFailure(raised, misconception=_by_rules(case, error, reached, function) if named or case
                                    is None else "error", outcome="error", function=function)
     failure.reached, failure.detail = reached, detail
+    _set_homes(failure, case.function if case is not None else function, reached)
     return failure
+
+
+def _set_homes(failure: CheckFailure, function: str, reached: tuple) -> None:
+    homes = tuple(name for name in reached if name != _short(function))
+    for part in (failure, *failure.alternatives, *failure.others):
+        part.homes = homes
 
 
 def failure_from_value(case: Case, got, *, student: StudentCode | None = None, reached: tuple = ()) -> CheckFailure:
@@ -199,6 +210,7 @@ def failure_from_value(case: Case, got, *, student: StudentCode | None = None, r
         failure = _from_findings(case, findings, reached) if findings else generic_failure(case, got)
     failure.function, failure.reached = case.function, reached
     failure.detail = tuple(Message(*text) for text in showing.value_detail(case, got))
+    _set_homes(failure, case.function, reached)
     return failure
 
 

@@ -147,6 +147,7 @@ def _result(test: SuiteTest, failure: CheckFailure | None, chosen: CheckFailure 
     kept, messages, root, upstream = [], [], None, None
     for part in parts_of_finding:
         cause = part.root_cause if part.root_cause and part.root_cause != test.function else None
+        cause = cause or _home(part, own, order)
         if cause and own.get(cause) and part.misconception not in own[cause]:
             # the values point at a mistake in ``cause`` that its own checks do not find: trust those
             upstream = upstream or cause
@@ -175,6 +176,14 @@ def _result(test: SuiteTest, failure: CheckFailure | None, chosen: CheckFailure 
         visibility=test.visibility, root_cause=root if root and root != test.function else None,
         additional_misconceptions=additional, case=render_parts(case, lang), case_messages=case,
     )
+
+
+def _home(part: CheckFailure, own: dict[str, set[str]], order: dict) -> str | None:
+    """The function, among those the failing call entered, whose own checks find this very mistake in its own
+    code: where a mistake charged to the checked function really is (attention that exponentiates its scores
+    unshifted, seen through forward). The furthest upstream first; None when there is none."""
+    homes = [name for name in getattr(part, "homes", ()) if part.misconception in own.get(name, ())]
+    return min(homes, key=lambda name: order.get(name, 99)) if homes else None
 
 
 def _joined(messages, separator: str) -> list:
