@@ -255,3 +255,73 @@ def test_the_size_one_cases_name_no_mistake():
     Q, K, V = case.args
     value = _attention(Q, K, V, axis=-2)
     assert failure_from_value(case, value).misconception in ("numeric-mismatch", "wrong-shape")
+
+
+# ---- the block's steps inside forward; overflow on large scores ------------------------------------------
+def _layer_output(case):
+    """The layer's own output for ``case`` (forward's expected value, without its weights)."""
+    return case.expected[0] if isinstance(case.expected, tuple) else case.expected
+
+
+@pytest.mark.parametrize("name", ["forward/cross", "forward/cross-weights"])
+def test_a_layer_norm_of_the_output_with_another_epsilon_is_named(name):
+    case = PUBLIC[name]
+    y = _layer_output(case).astype(np.float32)
+    out = (y - y.mean(-1, keepdims=True)) / (y.std(-1, keepdims=True) + np.float32(1e-3))
+    value = (out, case.expected[1]) if isinstance(case.expected, tuple) else out
+    assert _diagnosis(case, value) == ("mha-adds-layer-norm", set())
+
+
+def test_add_and_norm_names_the_residual_and_the_layer_norm():
+    case = PUBLIC["forward/cross"]
+    y = _layer_output(case) + case.args[0]
+    value = (y - y.mean(-1, keepdims=True)) / np.sqrt(y.var(-1, keepdims=True) + 1e-6)
+    assert _diagnosis(case, value) == ("mha-adds-residual", {"mha-adds-layer-norm"})
+
+
+def test_an_output_that_is_no_normalization_names_no_block_step():
+    case = PUBLIC["forward/cross"]
+    y = _layer_output(case)
+    assert explain(case, 2.0 * (y - y.mean(-1, keepdims=True))) == []
+
+
+def _float32_attention(case, softmax):
+    Q, K, V = (array.astype(np.float32) for array in case.args)
+    weights = softmax(Q @ np.swapaxes(K, -1, -2) / np.float32(np.sqrt(Q.shape[-1])))
+    return weights @ V, weights
+
+
+def test_float32_attention_that_never_shifts_overflows_as_unstable():
+    case = PUBLIC["attention/large-logits"]
+    with np.errstate(all="ignore"):
+        value = _float32_attention(case, lambda s: np.exp(s) / np.exp(s).sum(-1, keepdims=True))
+    assert failure_from_value(case, value).misconception == "softmax-unstable"
+
+
+def test_float32_attention_shifted_by_one_global_max_underflows_as_global_max():
+    case = PUBLIC["attention/large-logits"]
+    with np.errstate(all="ignore"):
+        value = _float32_attention(case, lambda s: np.exp(s - s.max()) / np.exp(s - s.max()).sum(-1, keepdims=True))
+    assert failure_from_value(case, value).misconception == "softmax-global-max"
+
+
+def test_zeros_divided_by_sums_over_the_batch_are_no_instability():
+    # shifted right, summed over the batch: one-hot rows give 0/0 where every batch entry underflowed, and the
+    # ordinary rows are wrong too, so the NaN is no overflow of an unshifted exponential
+    case = PUBLIC["attention/large-logits"]
+
+    def over_batch(s):
+        e = np.exp(s - s.max(-1, keepdims=True))
+        return e / e.sum(axis=0)
+    with np.errstate(all="ignore"):
+        value = _float32_attention(case, over_batch)
+    assert not np.isfinite(value[1]).all()
+    assert failure_from_value(case, value).misconception not in ("softmax-unstable", "softmax-global-max")
+
+
+def test_stability_inputs_are_never_square():
+    for cases in (PUBLIC, hidden_cases(7)):
+        for name, case in cases.items():
+            if "stability" in name or "large-logits" in name:
+                for argument in case.args:
+                    assert argument.ndim < 2 or argument.shape[-1] != argument.shape[-2], name

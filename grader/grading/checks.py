@@ -50,6 +50,7 @@ class CheckFailure(AssertionError):
         # (the call never entered the function the mistake belongs to, so some function it did enter does that
         # work itself); the runner moves it there when that function's own checks find the same mistake
         self.homes: tuple = ()
+        self.case: Case | None = None  # the case whose call failed, when one did
 
 
     def _finding_parts(self) -> list[Message]:
@@ -184,7 +185,7 @@ def failure_from_error(function: str, outcome: CallOutcome, case: Case | None = 
         else:
             failure = CheckFailure(raised, misconception=_by_rules(case, error, reached, function) if named or case
                                    is None else "error", outcome="error", function=function)
-    failure.reached, failure.detail = reached, detail
+    failure.reached, failure.detail, failure.case = reached, detail, case
     _set_homes(failure, case.function if case is not None else function, reached)
     return failure
 
@@ -210,6 +211,7 @@ def failure_from_value(case: Case, got, *, student: StudentCode | None = None, r
         failure = _from_findings(case, findings, reached) if findings else generic_failure(case, got)
     failure.function, failure.reached = case.function, reached
     failure.detail = tuple(Message(*text) for text in showing.value_detail(case, got))
+    failure.case = case
     _set_homes(failure, case.function, reached)
     return failure
 
