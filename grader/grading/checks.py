@@ -173,13 +173,13 @@ def failure_from_error(function: str, outcome: CallOutcome, case: Case | None = 
                                 "location": _location(error)})
     detail = tuple(Message(*text) for text in (showing.input_sizes(case),) if text) if case else ()
     named = case is not None and case.names_mistakes
-    matches = [(misconception, label) for misconception, label, value in (case.known_twins() if named else ())
-               if isinstance(value, Raised) and value.type == error.type and value.message == error.message]
+    raised_here = Raised(error.type, error.message)
+    matches = _matching_twins(case, raised_here, student) if named else []
     if matches:
         failure = _best([_diagnosed(case, misconception, label, raised, reached) for misconception, label in matches],
                         case)
     else:
-        findings = _companion_findings(case, student, Raised(error.type, error.message)) if named else []
+        findings = _companion_findings(case, student, raised_here) if named else []
         if findings:
             failure = _from_findings(case, findings, reached, first=Message("raised_sentence", raised.params))
         else:
@@ -217,10 +217,11 @@ def failure_from_value(case: Case, got, *, student: StudentCode | None = None, r
 
 
 def _matching_twins(case: Case, got, student: StudentCode | None) -> list[tuple[str, str]]:
-    """``(misconception, label)`` of the twins whose value is ``got``.
+    """``(misconception, label)`` of the twins whose value is ``got`` (or that raise as ``got``, a ``Raised``, does).
 
     A mistake shows the same way on every input, so the twins that matched
-    this submission's earlier failure of the same function are run first:
+    this submission's earlier failure of the same function are run first
+    (also when that failure raised):
     when one of them matches here too, the others (dozens of runs of the
     reference) are not run. Otherwise every twin is, and what matches becomes
     the function's hint.
@@ -229,14 +230,21 @@ def _matching_twins(case: Case, got, student: StudentCode | None) -> list[tuple[
     hinted = hints.get(case.function) if hints is not None else None
     if hinted and case.twins is None:
         found = [(misconception, label) for misconception, label, value in case.twins_among(hinted)
-                 if not isinstance(value, Raised) and same_value(got, value)]
+                 if _same_outcome(got, value)]
         if found:
             return found
-    found = [(misconception, label) for misconception, label, value in case.known_twins()
-             if not isinstance(value, Raised) and same_value(got, value)]
+    found = [(misconception, label) for misconception, label, value in case.known_twins() if _same_outcome(got, value)]
     if hints is not None and found:
         hints[case.function] = frozenset(found)
     return found
+
+
+def _hinted_twins(case: Case, got, student: StudentCode | None) -> list[tuple[str, str]]:
+    """Of the twins this submission's function already matched, those whose value is ``got`` here."""
+    hints = getattr(student, "twin_hints", None)
+    hinted = hints.get(case.function) if hints is not None else None
+    return [(misconception, label) for misconception, label, value in case.twins_among(hinted)
+            if _same_outcome(got, value)] if hinted else []
 
 
 def _best(matches: list[CheckFailure], case: Case) -> CheckFailure:
@@ -293,8 +301,10 @@ def _companion_findings(case: Case, student: StudentCode | None, here) -> list[s
     if outcome.error is not None and outcome.error.type in ("Timeout", "WorkerGone", "MissingName"):
         return []
     if not same_value(there, companion.expected):
-        explaining = {(misconception, label) for misconception, label, value in companion.known_twins()
-                      if _same_outcome(there, value)}
+        # a raise here is the common sign of the lengths: every twin is tried on the companion then; a wrong
+        # value here, only the twins this function already matched (no run of the others on their account)
+        explaining = set(_matching_twins(companion, there, student) if isinstance(here, Raised)
+                         else _hinted_twins(companion, there, student))
         if explaining:
             differing = {(misconception, label): value for misconception, label, value in case.twins_among(explaining)}
             if any(_same_outcome(here, differing.get(key, case.expected)) for key in explaining):
