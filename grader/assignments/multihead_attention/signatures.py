@@ -13,7 +13,9 @@ These rules look at the student's own output and ask what it is (see
   on (and what sums to 1) an axis mistake; weights that are no softmax but the
   scores themselves are returned scores.
 - attention output: right or explained weights, but an output that is not
-  those weights times V, is a value-product mistake.
+  those weights times V, is a value-product mistake; one that is those
+  weights times V divided by sqrt(d_k) had its scale applied after the
+  softmax.
 - split/combine: the output is x's entries in another layout (no
   transpose, dealt round-robin, axes in another order, heads reordered).
 - forward, when it returns its weights: the weights are analysed like
@@ -21,6 +23,9 @@ These rules look at the student's own output and ask what it is (see
   ``evidence``), and the output is compared with what the student's *own*
   weights give through the rest of the layer, with or without ``W_O``. Two
   mistakes along the path are then each shown by their own evidence.
+- forward's output as the layer's own (or a twin's) plus the query input,
+  layer-normalized over the model width, or both: the Transformer block's
+  residual or layer norm done inside the layer.
 
 Every rule returns findings only for what the values show; nothing here
 affects a score. The rules do plain algebra on arrays and need no reference
