@@ -30,7 +30,8 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
                      functions: tuple[str, ...] | None = None, student: str | None = None,
                      seed: int | None = None, limits: Limits | None = None, lang: str = "en",
                      server: ForkServer | str | None = None, calibration: Calibration | None = None,
-                     timeout_scale: float = 1.0, on_function: Callable[[str], None] | None = None) -> SubmissionResult:
+                     timeout_scale: float = 1.0, on_function: Callable[[str], None] | None = None,
+                     isolation: str = "linux") -> SubmissionResult:
     """Grade the submission at ``path`` (or an already read ``source``).
 
     ``visibility`` is ``public`` (the student's own check), ``hidden`` or
@@ -40,6 +41,8 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
     ``calibration``: the run's call limits (``grader.grading.calibration``);
     by default measured once per process, scaled by ``timeout_scale``.
     ``on_function(name)`` is told which function is being checked or called.
+    ``isolation`` (``grader.sandbox.servers.ISOLATIONS``) chooses the private
+    server's worker when no ``server`` is given: ``auto`` for a student's check.
     """
     started = time.monotonic()
     student = student or (Path(path).stem if path is not None else "student")
@@ -54,7 +57,7 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
     own_server = None
     if server is None:  # one private fork server for the calibration and the submission
         try:
-            server = own_server = start_server()
+            server = own_server = start_server(isolation=isolation)
         except ForkServerError:
             pass  # Sandbox.open says why, as the submission's error
     try:

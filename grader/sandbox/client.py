@@ -26,6 +26,8 @@ from grader.sandbox.codec import BadReply, decode_reply, encode_request
 from grader.sandbox.isolation import SandboxWarning, describe_isolation
 from grader.sandbox.link import (ForkServer, ForkServerError, WorkerGone, WorkerLink, close_later, reserve,
                                  settle_closing, take_reserved)
+from grader.sandbox.portable import PortableServer
+from grader.sandbox.servers import attach_server
 from grader.sandbox.source import SubmissionSource, read_submission
 from grader.sandbox.worker import protocol
 
@@ -109,15 +111,22 @@ class LoadReport:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-def start_server(*, hidden=(), packages=STUDENT_PACKAGES, without=(), spares: int = 1) -> ForkServer:
+def start_server(*, hidden=(), packages=STUDENT_PACKAGES, without=(), spares: int = 1,
+                 isolation: str = "linux") -> ForkServer | PortableServer:
     """A fork server for many submissions; ``hidden`` folders (e.g. the output folder) are masked too.
 
     Student code may import the standard library, NumPy and ``packages``.
-    ``without`` ("landlock", "namespaces", "cgroups", "spares") leaves a layer
-    out, to check the fallbacks. ``spares``: workers kept made ahead of
-    requests, each for one request (e.g. the number of submissions graded at once).
+    ``without`` ("landlock", "namespaces", "cgroups", "spares"; portable:
+    "rlimit_as") leaves a layer out, to check the fallbacks. ``spares``:
+    workers kept made ahead of requests, each for one request (e.g. the number
+    of submissions graded at once). ``isolation`` (``grader.sandbox.servers``):
+    ``linux``, ``portable``, or ``auto`` (the portable worker where the Linux
+    sandbox cannot run).
     """
-    return ForkServer.start(hidden=(*default_hidden(), *hidden), packages=packages, without=without, spares=spares)
+    from grader.sandbox.servers import open_server
+
+    return open_server(isolation=isolation, hidden=(*default_hidden(), *hidden), packages=packages, without=without,
+                       spares=spares, limits=asdict(Limits()))
 
 
 def default_hidden() -> tuple[str, ...]:
@@ -139,8 +148,8 @@ class Sandbox:
     def __init__(self, source: SubmissionSource, limits: Limits, server: ForkServer | str | None = None):
         self.source = source
         self.limits = limits
-        self.server = ForkServer.attach(server, {}) if isinstance(server, str) else server
-        self._own_server: ForkServer | None = None
+        self.server = attach_server(server) if isinstance(server, str) else server
+        self._own_server: ForkServer | PortableServer | None = None
         self.worker: WorkerLink | None = None
         self.scratch: Path | None = None  # the last worker's folder here (kept until close, for its output)
         self.worker_folder = ""  # the folder the worker itself works in (in its own tree: not the one above)
@@ -404,7 +413,9 @@ class Sandbox:
         server, limits = self.server or self._own_server, asdict(self.limits)
         self.worker = take_reserved(server, limits) if self.server is not None else None
         reserved = self.worker is not None
-        if self.worker is None:
+        if isinstance(server, PortableServer):  # the worker link is an interface: the portable one is another
+            self.worker = server.spawn_link(limits, timeout=self.limits.start_timeout)
+        elif self.worker is None:
             self.worker = WorkerLink.spawn(server, limits, timeout=self.limits.start_timeout)
         self.scratch = self.worker.scratch
         return reserved

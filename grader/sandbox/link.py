@@ -12,7 +12,6 @@ stops reading, stops writing or writes too much ends as ``WorkerGone``.
 from __future__ import annotations
 
 import atexit
-import fcntl
 import json
 import os
 import select
@@ -353,6 +352,8 @@ class WorkerLink:
 def _widen(fd: int) -> None:
     """Let a pipe hold a whole batch of calls or replies (a few hundred KiB): each 64 KiB more that would
     not fit costs both processes a wake-up."""
+    import fcntl  # POSIX only: imported where used, so the module loads on every platform
+
     try:
         fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE)
     except OSError:  # above this machine's /proc/sys/fs/pipe-max-size: keep the default

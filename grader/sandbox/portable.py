@@ -1,0 +1,482 @@
+"""The portable worker link: where the Linux layers are missing (Windows, macOS, Linux without them).
+
+``PortableServer`` stands where ``grader.sandbox.link.ForkServer`` stands: it
+has no process of its own; each worker is a fresh interpreter started the
+portable way (``subprocess``, spawn), running ``worker/portable_main.py``, and
+one is kept started ahead (it imports NumPy while the trusted side prepares).
+``PortableLink`` is one worker, with the calls of ``WorkerLink``: spoken to
+over its stdin and stdout with the same protocol and codec (never pickle),
+under deadlines (a reader and a writer thread per worker: ``select`` does not
+take pipes on Windows), and ended with its whole process tree: its own
+session's process group on POSIX, every descendant found by psutil on all
+platforms (``taskkill /T`` where psutil is missing). Memory is bounded by
+``RLIMIT_AS`` where the platform enforces it, else by a watchdog here over the
+tree's resident memory (Windows, macOS); the scratch folder by the same watchdog.
+
+It confines nothing else: the worker can read what its user can read and
+reach the network. That is enough for a student checking their own code on
+their own machine; ``mha grade`` refuses it unless asked (``--isolation portable``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from grader.sandbox.link import (STATUS_WAIT, WORKER_LIMITS, ForkServerError, WorkerGone, describe_death,
+                                 scrubbed_environment, settle_closing)
+from grader.sandbox.worker import protocol
+from grader.sandbox.worker.cgroups import folder_size
+
+PORTABLE_SCRIPT = Path(__file__).resolve().parent / "worker" / "portable_main.py"
+ADDRESS_PREFIX = "portable:"  # the address of a portable server: its settings, so a grading lane can attach
+READ_CHUNK, READ_AHEAD = 1 << 18, 1 << 22  # bytes per read; bytes read ahead before the reader waits
+WATCH_INTERVAL = 0.05  # seconds between two looks of the watchdog
+WINDOWS_KEEP = ("SYSTEMROOT", "WINDIR", "COMSPEC", "PATHEXT", "NUMBER_OF_PROCESSORS", "PROCESSOR_ARCHITECTURE")
+
+
+NOT_CONFINED = ("the portable worker does not protect this machine from hostile code: it reads what your user "
+                "can read and reaches the network")
+
+
+def describe_portable(hello: dict) -> str:
+    """The isolation line of a portable worker, from its own ``hello`` (no Python warning: the caller decides
+    whom to tell)."""
+    platform = {"win32": "Windows", "darwin": "macOS"}.get(str(hello.get("platform")), str(hello.get("platform")))
+    parts = [f"portable worker ({platform[:40]}): a child process of its own"]
+    if hello.get("session"):
+        parts.append("new session")
+    rlimits = [str(name)[:20] for name in hello.get("rlimits", ())[:8]] if isinstance(hello.get("rlimits"), list) \
+        else []
+    parts.append(f"rlimits ({', '.join(rlimits)})" if rlimits else "no rlimits")
+    if "memory" not in rlimits:
+        parts.append("memory watchdog over the worker's processes")
+    parts.append("process tree ended after it, scratch folder, scrubbed environment")
+    return ", ".join(parts) + f"; WARNING: {NOT_CONFINED}"
+
+
+class PortableServer:
+    """Starts portable workers; keeps ``spares`` of them started ahead, for the next ``spawn_link``."""
+
+    info = {"spares": 0, "portable": True}  # 0: the client reserves nothing; the spare is kept here
+
+    def __init__(self, *, numpy_dir: str, packages: tuple[str, ...] = (), spares: int = 1, reason: str = "",
+                 without: tuple[str, ...] = ()):
+        self.numpy_dir, self.packages, self.spares = numpy_dir, tuple(packages), int(spares)
+        self.reason, self.without = reason, tuple(without)  # why not the Linux sandbox; layers left out
+        self.address = ADDRESS_PREFIX + json.dumps({"numpy_dir": numpy_dir, "packages": list(self.packages),
+                                                    "reason": reason, "without": list(self.without)})
+        self._spare: tuple[int, dict, PortableLink] | None = None  # (owning process, limits, link)
+
+    @classmethod
+    def start(cls, *, packages=(), spares: int = 1, reason: str = "", without=(), limits: dict | None = None
+              ) -> PortableServer:
+        """A server whose first worker starts now (with ``limits``, the fields of ``Limits``, when given)."""
+        import numpy
+
+        server = cls(numpy_dir=os.path.dirname(numpy.__file__), packages=packages, spares=spares, reason=reason,
+                     without=without)
+        if limits is not None and server.spares:
+            server._keep_spare(limits)
+        return server
+
+    @classmethod
+    def attach(cls, address: str) -> PortableServer:
+        """The server of ``address`` in another process (a grading lane): same settings, its own workers."""
+        settings = json.loads(address[len(ADDRESS_PREFIX):])
+        return cls(numpy_dir=str(settings["numpy_dir"]), packages=tuple(settings.get("packages", ())),
+                   reason=str(settings.get("reason", "")), without=tuple(settings.get("without", ())))
+
+    def __reduce__(self):
+        return (PortableServer.attach, (self.address,))
+
+    def spawn_link(self, limits: dict, *, timeout: float) -> PortableLink:
+        """A worker for one submission: the spare when it suits ``limits``, else a fresh one; the next spare
+        starts now."""
+        wanted = {key: limits[key] for key in WORKER_LIMITS}
+        owner, kept, link = self._spare or (None, None, None)
+        self._spare = None
+        if link is not None and not (owner == os.getpid() and kept == wanted and link.process.poll() is None):
+            link.kill(timeout=5)
+            link.remove_scratch()
+            link = None
+        if link is None:
+            link = PortableLink.spawn(self, wanted)
+        if self.spares:
+            self._keep_spare(wanted)
+        return link
+
+    def _keep_spare(self, limits: dict) -> None:
+        wanted = {key: limits[key] for key in WORKER_LIMITS}
+        try:
+            self._spare = (os.getpid(), wanted, PortableLink.spawn(self, wanted))
+        except ForkServerError:
+            self._spare = None
+
+    def stop(self) -> None:
+        settle_closing()
+        owner, _, link = self._spare or (None, None, None)
+        self._spare = None
+        if link is not None and owner == os.getpid():
+            link.kill(timeout=5)
+            link.remove_scratch()
+
+
+def portable_environment(scratch: Path) -> dict[str, str]:
+    """The Linux worker's scrubbed environment; on Windows also what the interpreter needs to start."""
+    keep = scrubbed_environment(scratch)
+    if os.name == "nt":
+        keep.update({name: os.environ[name] for name in WINDOWS_KEEP if name in os.environ})
+        keep.update(PATH=os.environ.get("PATH", ""), TEMP=str(scratch), TMP=str(scratch), USERPROFILE=str(scratch))
+    return keep
+
+
+def _interpreter() -> str:
+    """The interpreter a worker runs: on Windows the base one (a venv's python.exe is a launcher that starts
+    it as a child: one process more to end); ``-I -S`` needs nothing of the venv."""
+    if os.name == "nt":
+        return getattr(sys, "_base_executable", None) or sys.executable
+    return sys.executable
+
+
+class PortableLink:
+    """A portable worker: ``spawn`` one, ``send``/``receive`` messages, ``kill`` it with all it started."""
+
+    def __init__(self, process: subprocess.Popen, scratch: Path, limits: dict, marks: list, watch_memory: bool):
+        self.process, self.scratch, self.limits, self.marks = process, scratch, limits, marks
+        self.status: int | None = None  # the exit code, once the worker is reaped
+        self.reason = ""  # the limit the watchdog ended it for, if it did
+        self.alive = True
+        self.ending: list[tuple[str, float]] = []
+        self.tree_memory = watch_memory  # whether the watchdog sums the tree's memory (no RLIMIT_AS here)
+        self._incoming = _Reader(process.stdout.fileno())
+        self._outgoing = _Writer(process.stdin.fileno())
+        self._stop_watching = threading.Event()
+        threading.Thread(target=self._watch, name="mha-worker-watchdog", daemon=True).start()
+
+    @classmethod
+    def spawn(cls, server: PortableServer, limits: dict) -> PortableLink:
+        marks = [("asked", time.monotonic())]
+        scratch = Path(os.path.realpath(tempfile.mkdtemp(prefix="mha-worker-")))
+        command = [_interpreter(), "-I", "-S", str(PORTABLE_SCRIPT), "--numpy-dir", server.numpy_dir,
+                   "--limits", json.dumps(_worker_limits(limits, server.without))]
+        for name in server.packages:
+            command += ["--package", str(name)]
+        options: dict = {"start_new_session": True} if os.name == "posix" else {
+            "creationflags": subprocess.CREATE_NEW_PROCESS_GROUP | getattr(subprocess, "CREATE_NO_WINDOW", 0)}
+        try:
+            with open(scratch / "output.txt", "wb") as output:
+                process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=output,
+                                           cwd=scratch, env=portable_environment(scratch), close_fds=True,
+                                           bufsize=0, **options)
+        except OSError as failed:
+            shutil.rmtree(scratch, ignore_errors=True)
+            raise ForkServerError(f"no worker process could be started: {failed}") from None
+        marks.append(("process started", time.monotonic()))
+        # RLIMIT_AS bounds each process where POSIX enforces it (not macOS); elsewhere the watchdog sums the tree
+        watch_memory = not _address_space_enforced() or "rlimit_as" in server.without
+        return cls(process, scratch, dict(limits), marks, watch_memory)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    # ---- messages -------------------------------------------------------------------------------
+    def send(self, data: bytes, deadline: float) -> None:
+        """Send without ever waiting past ``deadline`` (a worker may stop reading)."""
+        failed = self._outgoing.send(data, deadline)
+        if failed is not None:
+            raise WorkerGone(self.death_reason(failed)) from None
+
+    def receive(self, deadline: float, limit: int) -> tuple[dict, list[bytes]]:
+        """One message of at most ``limit`` bytes of blobs, by ``deadline``."""
+        reader = _DeadlineStream(self._incoming, deadline, limit)
+        try:
+            message = protocol.read_message(reader, limit=limit)
+        except WorkerGone:
+            raise
+        except (OSError, EOFError, ValueError, TypeError, RecursionError) as broken:
+            raise WorkerGone(self.death_reason(broken)) from None
+        if message is None or not isinstance(message[0], dict):
+            raise WorkerGone(self.death_reason(None))
+        return message
+
+    def death_reason(self, error: Exception | None) -> str:
+        """Why the worker stopped answering; waits briefly for its own exit status."""
+        if self.status is None:
+            try:
+                self.status = self.process.wait(timeout=STATUS_WAIT)
+            except subprocess.TimeoutExpired:
+                pass
+        return describe_death(self.status, error, self.reason)
+
+    # ---- the end ------------------------------------------------------------------------------------
+    def kill(self, *, timeout: float) -> None:
+        """End the worker and everything it started; wait until they are gone."""
+        if self.alive:
+            self.ask_to_stop()
+            self.finish(timeout=timeout)
+
+    def ask_to_stop(self) -> None:
+        """End the worker's process tree now (without waiting for it); ``finish`` waits and closes."""
+        if not self.alive:
+            return
+        self.alive = False
+        self.ending = [("asked to stop", time.monotonic())]
+        self._remaining = end_tree(self.process)
+        self.ending.append(("kill sent", time.monotonic()))
+
+    def reported(self) -> bool:
+        """Whether the worker has ended (never waits)."""
+        if self.status is None:
+            self.status = self.process.poll()
+        return self.status is not None
+
+    def finish(self, *, timeout: float) -> None:
+        """After ``ask_to_stop``: wait until the worker and what it started are gone, then close the pipes."""
+        deadline = time.monotonic() + timeout
+        try:
+            self.status = self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        self.ending.append(("worker reaped", time.monotonic()))
+        _wait_gone(getattr(self, "_remaining", []), max(0.0, deadline - time.monotonic()))
+        self._stop_watching.set()
+        self._outgoing.close()
+        for stream in (self.process.stdin, self.process.stdout):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+    def remove_scratch(self) -> None:
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+    # ---- the watchdog --------------------------------------------------------------------------------
+    def _watch(self) -> None:
+        """End the tree when it holds more memory than allowed (where no rlimit bounds it) or writes more than
+        its scratch folder may hold."""
+        memory_limit, scratch_limit = self.limits["memory_mb"] << 20, self.limits["scratch_mb"] << 20
+        looks = 0
+        while not self._stop_watching.wait(WATCH_INTERVAL):
+            looks += 1
+            reason = ""
+            if self.tree_memory:
+                used = tree_memory(self.process.pid, children=looks % 4 == 0)
+                if used > memory_limit:
+                    reason = f"its processes held {used >> 20} MiB together, over the {memory_limit >> 20} MiB limit"
+            if not reason and looks % 4 == 0 and folder_size(str(self.scratch), scratch_limit) > scratch_limit:
+                reason = f"it wrote more than {scratch_limit >> 20} MiB into its scratch folder"
+            if reason:
+                self.reason = reason
+                end_tree(self.process)
+                return
+            if self.process.poll() is not None:
+                return
+
+
+def _worker_limits(limits: dict, without: tuple[str, ...]) -> dict:
+    """The rlimits the worker sets; ``without`` "rlimit_as" leaves memory to the watchdog (as on Windows)."""
+    chosen = {key: limits[key] for key in WORKER_LIMITS}
+    if "rlimit_as" in without:
+        chosen["memory_mb"] = 1 << 30  # MiB: no bound in practice
+    return chosen
+
+
+def _address_space_enforced() -> bool:
+    """Whether an ``RLIMIT_AS`` set in the worker bounds its memory: POSIX has it, macOS ignores it."""
+    if sys.platform == "darwin":
+        return False
+    try:
+        import resource
+
+        return hasattr(resource, "RLIMIT_AS")
+    except ImportError:
+        return False
+
+
+# ---- the process tree --------------------------------------------------------------------------------
+def _psutil():
+    try:
+        import psutil
+
+        return psutil
+    except ImportError:
+        return None
+
+
+def end_tree(process: subprocess.Popen) -> list:
+    """Kill ``process`` and every process it started (a snapshot first, so none is orphaned out of sight);
+    returns the descendants killed, for ``_wait_gone``."""
+    psutil, descendants = _psutil(), []
+    if psutil is not None:
+        try:
+            descendants = psutil.Process(process.pid).children(recursive=True)
+        except psutil.Error:
+            descendants = []
+    if os.name == "posix":
+        try:
+            os.killpg(process.pid, signal.SIGKILL)  # the worker's own session: the leftovers of dead parents too
+        except OSError:
+            pass
+    elif psutil is None and process.poll() is None:
+        subprocess.run(["taskkill", "/T", "/F", "/PID", str(process.pid)], capture_output=True, check=False)
+    try:
+        process.kill()
+    except OSError:
+        pass
+    for child in descendants:
+        try:
+            child.kill()
+        except psutil.Error:
+            pass
+    return descendants
+
+
+def _wait_gone(descendants: list, timeout: float) -> None:
+    psutil = _psutil()
+    if psutil is not None and descendants:
+        psutil.wait_procs(descendants, timeout=timeout)
+
+
+def tree_memory(pid: int, *, children: bool = True) -> int:
+    """Resident bytes of the process ``pid`` (and of its descendants); 0 once it is gone."""
+    psutil = _psutil()
+    if psutil is None:
+        return 0
+    try:
+        process = psutil.Process(pid)
+        members = [process] + (process.children(recursive=True) if children else [])
+    except psutil.Error:
+        return 0
+    used = 0
+    for member in members:
+        try:
+            used += member.memory_info().rss
+        except psutil.Error:
+            pass
+    return used
+
+
+# ---- pipes with deadlines ----------------------------------------------------------------------------
+class _Reader:
+    """Reads the worker's stdout in a thread of its own, so a read can give up at a deadline on every platform.
+
+    ``link._DeadlineReader`` waits with ``select``, which Windows refuses for pipes."""
+
+    def __init__(self, fd: int):
+        self.fd, self.buffer, self.ended = fd, bytearray(), False
+        self.ready = threading.Condition()
+        threading.Thread(target=self._run, name="mha-worker-reader", daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            with self.ready:
+                while len(self.buffer) >= READ_AHEAD:  # a worker that floods waits until what it sent is taken
+                    self.ready.wait()
+            try:
+                chunk = os.read(self.fd, READ_CHUNK)
+            except OSError:
+                chunk = b""
+            with self.ready:
+                if chunk:
+                    self.buffer += chunk
+                else:
+                    self.ended = True
+                self.ready.notify_all()
+            if not chunk:
+                return
+
+    def take(self, size: int, deadline: float) -> bytes:
+        """Up to ``size`` bytes as soon as there are some; b"" at the end; WorkerGone at ``deadline``."""
+        with self.ready:
+            while not self.buffer and not self.ended:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise WorkerGone("the call did not finish in time", timed_out=True)
+                self.ready.wait(remaining)
+            chunk = bytes(self.buffer[:size])
+            del self.buffer[:size]
+            self.ready.notify_all()
+            return chunk
+
+
+class _DeadlineStream:
+    """A file-like view of a ``_Reader`` for ``protocol.read_message``: gives up at a deadline or a size limit."""
+
+    def __init__(self, reader: _Reader, deadline: float, limit: int):
+        self.reader, self.deadline, self.left = reader, deadline, limit + (1 << 21)  # room for the JSON header
+
+    def read(self, size: int) -> bytes:
+        chunk = self.reader.take(size, self.deadline)
+        self.left -= len(chunk)
+        if self.left < 0:
+            raise WorkerGone("the reply was larger than allowed")
+        return chunk
+
+
+class _Writer:
+    """Writes to the worker's stdin in a thread of its own, so a send can give up at a deadline."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.lock = threading.Condition()
+        self.pending: list[tuple[bytes, list]] = []
+        self.closed = False
+        self.broken: Exception | None = None  # why the pipe broke: every later send fails at once
+        threading.Thread(target=self._run, name="mha-worker-writer", daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            with self.lock:
+                while not self.pending and not self.closed:
+                    self.lock.wait()
+                if not self.pending:
+                    return
+                data, outcome = self.pending[0]
+            error = None
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(self.fd, view[:1 << 16]):]
+            except OSError as broken:
+                error = broken
+            with self.lock:
+                self.pending.pop(0)
+                outcome.append(error)
+                if error is not None:
+                    self.broken = error
+                    for _, waiting in self.pending:
+                        waiting.append(error)
+                    self.pending.clear()
+                self.lock.notify_all()
+            if error is not None:
+                return
+
+    def send(self, data: bytes, deadline: float) -> Exception | None:
+        """None once ``data`` is written; the error if the pipe broke; WorkerGone at ``deadline``."""
+        outcome: list = []
+        with self.lock:
+            if self.broken is not None or self.closed:
+                return self.broken or BrokenPipeError("the worker's input is closed")
+            self.pending.append((data, outcome))
+            self.lock.notify_all()
+            while not outcome:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise WorkerGone("the call did not finish in time", timed_out=True)
+                self.lock.wait(remaining)
+        return outcome[0]
+
+    def close(self) -> None:
+        with self.lock:
+            self.closed = True
+            self.lock.notify_all()
