@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import subprocess
@@ -40,6 +41,7 @@ PORTABLE_SCRIPT = Path(__file__).resolve().parent / "worker" / "portable_main.py
 ADDRESS_PREFIX = "portable:"  # the address of a portable server: its settings, so a grading lane can attach
 READ_CHUNK, READ_AHEAD = 1 << 18, 1 << 22  # bytes per read; bytes read ahead before the reader waits
 WATCH_INTERVAL = 0.05  # seconds between two looks of the watchdog
+TOKEN_VARIABLE = "MHA_WORKER_TOKEN"
 WINDOWS_KEEP = ("SYSTEMROOT", "WINDIR", "COMSPEC", "PATHEXT", "NUMBER_OF_PROCESSORS", "PROCESSOR_ARCHITECTURE")
 
 
@@ -90,9 +92,10 @@ class PortableServer:
 
     @classmethod
     def attach(cls, address: str) -> PortableServer:
-        """The server of ``address`` in another process (a grading lane): same settings, its own workers."""
+        """The server of ``address`` in another process (a grading lane): same settings, its own workers, no
+        spare (nothing would stop it)."""
         settings = json.loads(address[len(ADDRESS_PREFIX):])
-        return cls(numpy_dir=str(settings["numpy_dir"]), packages=tuple(settings.get("packages", ())),
+        return cls(numpy_dir=str(settings["numpy_dir"]), packages=tuple(settings.get("packages", ())), spares=0,
                    reason=str(settings.get("reason", "")), without=tuple(settings.get("without", ())))
 
     def __reduce__(self):
@@ -170,20 +173,26 @@ class PortableLink:
                    "--limits", json.dumps(_worker_limits(limits, server.without))]
         for name in server.packages:
             command += ["--package", str(name)]
-        options: dict = {"start_new_session": True} if os.name == "posix" else {
-            "creationflags": subprocess.CREATE_NEW_PROCESS_GROUP | getattr(subprocess, "CREATE_NO_WINDOW", 0)}
+        options: dict = {}  # by what the platform has, not its name: an emulated Windows runs here too
+        if hasattr(os, "setsid"):
+            options["start_new_session"] = True  # its own process group: killpg ends what it leaves behind
+        elif os.name == "nt":
+            options["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP | subprocess.CREATE_NO_WINDOW
         try:
+            environment = portable_environment(scratch)
+            environment[TOKEN_VARIABLE] = secrets.token_hex(8)  # inherited: finds orphans where no group does
             with open(scratch / "output.txt", "wb") as output:
                 process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=output,
-                                           cwd=scratch, env=portable_environment(scratch), close_fds=True,
-                                           bufsize=0, **options)
+                                           cwd=scratch, env=environment, close_fds=True, bufsize=0, **options)
         except OSError as failed:
             shutil.rmtree(scratch, ignore_errors=True)
             raise ForkServerError(f"no worker process could be started: {failed}") from None
         marks.append(("process started", time.monotonic()))
         # RLIMIT_AS bounds each process where POSIX enforces it (not macOS); elsewhere the watchdog sums the tree
         watch_memory = not _address_space_enforced() or "rlimit_as" in server.without
-        return cls(process, scratch, dict(limits), marks, watch_memory)
+        link = cls(process, scratch, dict(limits), marks, watch_memory)
+        link.token, link.started = environment[TOKEN_VARIABLE], time.time()
+        return link
 
     @property
     def pid(self) -> int:
@@ -231,7 +240,7 @@ class PortableLink:
             return
         self.alive = False
         self.ending = [("asked to stop", time.monotonic())]
-        self._remaining = end_tree(self.process)
+        self._remaining = end_tree(self.process, token=self.token, since=self.started)
         self.ending.append(("kill sent", time.monotonic()))
 
     def reported(self) -> bool:
@@ -264,6 +273,13 @@ class PortableLink:
     def _watch(self) -> None:
         """End the tree when it holds more memory than allowed (where no rlimit bounds it) or writes more than
         its scratch folder may hold."""
+        try:
+            self._look_until_over()
+        except Exception:  # noqa: BLE001 - a watchdog that cannot look ends the worker rather than a traceback
+            self.reason = self.reason or "its memory could not be watched"
+            end_tree(self.process, token=self.token, since=self.started)
+
+    def _look_until_over(self) -> None:
         memory_limit, scratch_limit = self.limits["memory_mb"] << 20, self.limits["scratch_mb"] << 20
         looks = 0
         while not self._stop_watching.wait(WATCH_INTERVAL):
@@ -277,7 +293,7 @@ class PortableLink:
                 reason = f"it wrote more than {scratch_limit >> 20} MiB into its scratch folder"
             if reason:
                 self.reason = reason
-                end_tree(self.process)
+                end_tree(self.process, token=self.token, since=self.started)
                 return
             if self.process.poll() is not None:
                 return
@@ -307,27 +323,34 @@ def _address_space_enforced() -> bool:
 def _psutil():
     try:
         import psutil
-
-        return psutil
     except ImportError:
         return None
+    return psutil if hasattr(psutil, "Process") else None  # a build that does not fit this platform
 
 
-def end_tree(process: subprocess.Popen) -> list:
+def end_tree(process: subprocess.Popen, *, token: str = "", since: float = 0.0) -> list:
     """Kill ``process`` and every process it started (a snapshot first, so none is orphaned out of sight);
-    returns the descendants killed, for ``_wait_gone``."""
+    returns the descendants killed, for ``_wait_gone``.
+
+    Without process groups (Windows), an orphan (its parent gone) is no one's descendant: it is found by the
+    ``token`` its environment inherited, among the processes started after ``since``.
+    """
     psutil, descendants = _psutil(), []
+    grouped = hasattr(os, "killpg") and hasattr(os, "setsid")
     if psutil is not None:
         try:
             descendants = psutil.Process(process.pid).children(recursive=True)
         except psutil.Error:
             descendants = []
-    if os.name == "posix":
+        if not grouped and token:
+            known = {child.pid for child in descendants} | {process.pid}
+            descendants += [stray for stray in _carrying(psutil, token, since) if stray.pid not in known]
+    if grouped:
         try:
             os.killpg(process.pid, signal.SIGKILL)  # the worker's own session: the leftovers of dead parents too
         except OSError:
             pass
-    elif psutil is None and process.poll() is None:
+    elif psutil is None and os.name == "nt" and process.poll() is None:
         subprocess.run(["taskkill", "/T", "/F", "/PID", str(process.pid)], capture_output=True, check=False)
     try:
         process.kill()
@@ -339,6 +362,19 @@ def end_tree(process: subprocess.Popen) -> list:
         except psutil.Error:
             pass
     return descendants
+
+
+def _carrying(psutil, token: str, since: float) -> list:
+    """The processes started after ``since`` whose environment holds the worker's ``token``."""
+    found = []
+    for candidate in psutil.process_iter(["create_time"]):
+        try:
+            if (candidate.info["create_time"] or 0) >= since - 1 and \
+                    candidate.environ().get(TOKEN_VARIABLE) == token:
+                found.append(candidate)
+        except psutil.Error:
+            continue
+    return found
 
 
 def _wait_gone(descendants: list, timeout: float) -> None:
