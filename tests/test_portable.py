@@ -19,12 +19,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from conftest import FIXTURES, MUTANTS, PROJECT, require
+from conftest import FIXTURES, PROJECT, mutants, require
 
 EMULATION = PROJECT / "tests" / "emulation" / "sitecustomize.py"
 MHA = Path(sys.executable).parent / "mha"
 REFERENCE = PROJECT / "solutions" / "multihead_attention.py"
-MISTAKE = MUTANTS / "multihead_attention" / "mistakes" / "split_heads_no_transpose.py"
+MISTAKE = mutants("multihead_attention") / "mistakes" / "split_heads_no_transpose.py"
 HANG = FIXTURES / "hangs" / "softmax_while_true.py"
 LEAVES_CHILDREN = FIXTURES / "laptops" / "leaves_children.py"
 MARKER = "mha-portable-leftover"

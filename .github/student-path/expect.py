@@ -27,7 +27,7 @@ HERE = Path(__file__).resolve().parent
 PROJECT = HERE.parent.parent
 CODE = {  # what a student job checks, from the project's own fixtures (found where the checkout keeps them)
     "correct.py": "solutions/multihead_attention.py",
-    "buggy.py": "grader/**/multihead_attention/mistakes/split_heads_no_transpose.py",
+    "buggy.py": "grader/**/multihead_attention/**/mistakes/split_heads_no_transpose.py",
     "hanging.py": "tests/fixtures/hangs/softmax_while_true.py",
 }
 NOISE = ("Traceback", "Warning:", "warnings.warn")
