@@ -9,6 +9,12 @@ and runs the suites through the fast runner. The baseline runs the same public
 suite files under plain pytest, importing the submission into pytest's own
 process (``--mha-unsandboxed``). The script prints the median wall time of
 each and their ratio.
+
+Then the two workers a student's check may get, in turns (so a loaded
+machine slows both alike): ``mha check --isolation linux`` (the fork server)
+and ``--isolation portable`` (a fresh interpreter per worker, as on Windows
+and macOS), each as a multiple of ``python -c "import numpy"``, and the
+portable one against the Linux one.
 """
 
 from __future__ import annotations
@@ -48,6 +54,25 @@ def main() -> None:
     print(f"mha check (CLI + sandboxed worker), median of {repeat}: {check_median:.3f} s")
     print(f"plain pytest, same public suites, in-process:   {baseline_median:.3f} s")
     print(f"ratio check / plain pytest: {check_median / baseline_median:.2f}")
+    compare_isolations(repeat)
+
+
+def compare_isolations(repeat: int) -> None:
+    """``mha check`` with each worker, and the NumPy import, in turns; medians and ratios."""
+    commands = {isolation: [sys.executable, "-m", "grader.cli", "check", str(REFERENCE), "--json", "--isolation",
+                            isolation] for isolation in ("linux", "portable")}
+    commands["import numpy"] = [sys.executable, "-c", "import numpy"]
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(repeat):
+        for name, command in commands.items():
+            times[name].append(wall_time(command, 0))
+    medians = {name: statistics.median(spent) for name, spent in times.items()}
+    numpy_time = medians["import numpy"]
+    print(f"python -c 'import numpy', median of {repeat}: {numpy_time:.3f} s")
+    for isolation in ("linux", "portable"):
+        print(f"mha check --isolation {isolation:<8}: {medians[isolation]:.3f} s, "
+              f"{medians[isolation] / numpy_time:.1f}x the NumPy import")
+    print(f"ratio portable / linux: {medians['portable'] / medians['linux']:.2f}")
 
 
 if __name__ == "__main__":

@@ -285,3 +285,60 @@ def test_root_without_cap_sys_admin_gets_a_quiet_correct_check(tmp_path):
     bad = mha("check", tmp_path / "mine.py", "--json", env=env, prefix=prefix)
     assert bad.returncode == 1 and "split-heads-no-transpose" in json_of(bad)["misconceptions"]
     assert_quiet(bad)
+
+
+# ---- the portable worker's parts, through the sandbox's own calls -------------------------------------------
+HOARDS = FIXTURES / "laptops" / "hoards_memory.py"
+
+
+@pytest.mark.parametrize("without, expected", [((), "MemoryError"), (("rlimit_as",), "MiB together")],
+                         ids=["rlimit", "watchdog"])
+def test_memory_over_the_limit_is_refused_by_the_rlimit_or_ended_by_the_watchdog(without, expected):
+    """Where POSIX enforces RLIMIT_AS the call gets a MemoryError; elsewhere (Windows, macOS: here the rlimit
+    left out) the watchdog ends the tree and says which limit."""
+    import numpy as np
+
+    from grader.sandbox.client import Limits, Sandbox, start_server
+
+    server = start_server(isolation="portable", without=without)
+    try:
+        with Sandbox.open(path=HOARDS, limits=Limits(memory_mb=1024), server=server) as box:
+            assert box.load_report.ok, box.load_report
+            x = np.ones((2, 3, 5, 4))
+            hoarding = box.call("scaled_dot_product_attention", x, x, x)
+            after = box.call("softmax", x)  # a fresh worker answers the next call
+    finally:
+        server.stop()
+    assert hoarding.error is not None, hoarding
+    assert expected in f"{hoarding.error.type}: {hoarding.error.message}"
+    assert after.ok and np.allclose(after.value.sum(axis=-1), 1.0)
+
+
+def test_auto_falls_back_to_the_portable_worker_and_linux_refuses(monkeypatch):
+    from grader.sandbox import servers
+    from grader.sandbox.link import ForkServer, ForkServerError
+    from grader.sandbox.portable import PortableServer
+
+    def refused(**options):
+        raise ForkServerError("the fork server did not start: SOCK_SEQPACKET is not supported")
+
+    monkeypatch.setattr(ForkServer, "start", classmethod(lambda cls, **options: refused()))
+    server = servers.open_server(isolation="auto", spares=0)
+    assert isinstance(server, PortableServer) and "SOCK_SEQPACKET" in server.reason
+    with pytest.raises(ForkServerError):
+        servers.open_server(isolation="linux")
+    monkeypatch.setattr(servers, "linux_missing", lambda: "macOS has neither Landlock nor Linux namespaces")
+    with pytest.raises(ForkServerError, match="macOS"):
+        servers.open_server(isolation="linux")
+    attached = PortableServer.attach(server.address)  # what a grading lane rebuilds from the run's address
+    assert (attached.numpy_dir, attached.packages, attached.spares) == (server.numpy_dir, server.packages, 0)
+
+
+def test_the_isolation_comes_from_the_option_or_the_environment(monkeypatch):
+    from grader.sandbox.servers import chosen_isolation
+
+    monkeypatch.setenv("MHA_ISOLATION", "portable")
+    assert chosen_isolation() == "portable" and chosen_isolation("linux") == "linux"
+    monkeypatch.setenv("MHA_ISOLATION", "docker")
+    with pytest.raises(ValueError, match="MHA_ISOLATION"):
+        chosen_isolation()
