@@ -302,7 +302,7 @@ def test_memory_over_the_limit_is_refused_by_the_rlimit_or_ended_by_the_watchdog
 
     server = start_server(isolation="portable", without=without)
     try:
-        with Sandbox.open(path=HOARDS, limits=Limits(memory_mb=1024), server=server) as box:
+        with Sandbox.open(path=HOARDS, limits=Limits(memory_mb=1024, call_timeout=30), server=server) as box:
             assert box.load_report.ok, box.load_report
             x = np.ones((2, 3, 5, 4))
             hoarding = box.call("scaled_dot_product_attention", x, x, x)

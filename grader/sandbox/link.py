@@ -282,16 +282,8 @@ class WorkerLink:
 
     def receive(self, deadline: float, limit: int) -> tuple[dict, list[bytes]]:
         """One message of at most ``limit`` bytes of blobs, by ``deadline``."""
-        reader = _DeadlineReader(self.from_worker, deadline, limit, self.received)
-        try:
-            message = protocol.read_message(reader, limit=limit)
-        except WorkerGone:
-            raise
-        except (OSError, EOFError, ValueError, TypeError, RecursionError) as broken:
-            raise WorkerGone(self.death_reason(broken)) from None
-        if message is None or not isinstance(message[0], dict):
-            raise WorkerGone(self.death_reason(None))
-        return message
+        return read_framed(_DeadlineReader(self.from_worker, deadline, limit, self.received), limit,
+                           self.death_reason)
 
     def death_reason(self, error: Exception | None) -> str:
         """Why the worker stopped answering; waits briefly for its own exit status."""
@@ -347,6 +339,20 @@ class WorkerLink:
 
     def remove_scratch(self) -> None:
         shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def read_framed(reader, limit: int, death_reason) -> tuple[dict, list[bytes]]:
+    """One message through ``reader`` (which gives up at a deadline); a broken one is ``WorkerGone`` with
+    ``death_reason(error)``. Every worker link reads its replies through this."""
+    try:
+        message = protocol.read_message(reader, limit=limit)
+    except WorkerGone:
+        raise
+    except (OSError, EOFError, ValueError, TypeError, RecursionError) as broken:
+        raise WorkerGone(death_reason(broken)) from None
+    if message is None or not isinstance(message[0], dict):
+        raise WorkerGone(death_reason(None))
+    return message
 
 
 def _widen(fd: int) -> None:

@@ -32,9 +32,8 @@ import threading
 import time
 from pathlib import Path
 
-from grader.sandbox.link import (STATUS_WAIT, WORKER_LIMITS, ForkServerError, WorkerGone, describe_death,
-                                 scrubbed_environment, settle_closing)
-from grader.sandbox.worker import protocol
+from grader.sandbox.link import (STATUS_WAIT, WORKER_LIMITS, ForkServerError, WorkerGone, WorkerLink,
+                                 describe_death, read_framed, scrubbed_environment, settle_closing)
 from grader.sandbox.worker.cgroups import folder_size
 
 PORTABLE_SCRIPT = Path(__file__).resolve().parent / "worker" / "portable_main.py"
@@ -207,16 +206,7 @@ class PortableLink:
 
     def receive(self, deadline: float, limit: int) -> tuple[dict, list[bytes]]:
         """One message of at most ``limit`` bytes of blobs, by ``deadline``."""
-        reader = _DeadlineStream(self._incoming, deadline, limit)
-        try:
-            message = protocol.read_message(reader, limit=limit)
-        except WorkerGone:
-            raise
-        except (OSError, EOFError, ValueError, TypeError, RecursionError) as broken:
-            raise WorkerGone(self.death_reason(broken)) from None
-        if message is None or not isinstance(message[0], dict):
-            raise WorkerGone(self.death_reason(None))
-        return message
+        return read_framed(_DeadlineStream(self._incoming, deadline, limit), limit, self.death_reason)
 
     def death_reason(self, error: Exception | None) -> str:
         """Why the worker stopped answering; waits briefly for its own exit status."""
@@ -228,11 +218,7 @@ class PortableLink:
         return describe_death(self.status, error, self.reason)
 
     # ---- the end ------------------------------------------------------------------------------------
-    def kill(self, *, timeout: float) -> None:
-        """End the worker and everything it started; wait until they are gone."""
-        if self.alive:
-            self.ask_to_stop()
-            self.finish(timeout=timeout)
+    kill = WorkerLink.kill  # the interface's own composition: ``ask_to_stop``, then ``finish``
 
     def ask_to_stop(self) -> None:
         """End the worker's process tree now (without waiting for it); ``finish`` waits and closes."""
