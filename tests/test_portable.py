@@ -148,6 +148,14 @@ def test_emulated_windows_ends_the_processes_a_hanging_call_started(windows):
     assert_quiet(done)
 
 
+def test_emulated_windows_draws_the_students_heads_in_the_portable_worker(windows, tmp_path):
+    done = mha("viz", MISTAKE, "--out", tmp_path / "heads.png", env=windows)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "differs from the reference" in done.stdout  # the student's forward ran, in a worker
+    assert (tmp_path / "heads.png").stat().st_size > 10_000
+    assert_quiet(done)
+
+
 def test_grade_refuses_the_portable_worker_unless_asked(windows, tmp_path):
     submissions = tmp_path / "class"
     submissions.mkdir()

@@ -66,16 +66,18 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
                 if server is not None else _uncalibrated(limits or Limits(), timeout_scale)
         return _grade_loaded(source, exercise=exercise, tests=tests, visibility=visibility, seed=seed,
                              limits=_with_load_limit(limits or Limits(), calibration), lang=lang, server=server,
-                             calibration=calibration, on_function=on_function, started=started, common=common)
+                             calibration=calibration, on_function=on_function, started=started, common=common,
+                             isolation=isolation)
     finally:
         if own_server is not None:
             own_server.stop()
 
 
 def _grade_loaded(source: SubmissionSource, *, exercise, tests, visibility: str, seed, limits: Limits, lang: str,
-                  server, calibration: Calibration, on_function, started: float, common: dict) -> SubmissionResult:
+                  server, calibration: Calibration, on_function, started: float, common: dict,
+                  isolation: str = "linux") -> SubmissionResult:
     # a module imported inside a function is imported while loading, under the load limit, not on the first call
-    with Sandbox.open(source=with_early_imports(source), limits=limits, server=server) as box:
+    with Sandbox.open(source=with_early_imports(source), limits=limits, server=server, isolation=isolation) as box:
         report = box.load_report
         isolation = f"{box.isolation}; {calibration.note(lang)}"
         if not report.ok:

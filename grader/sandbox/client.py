@@ -145,8 +145,10 @@ def default_hidden() -> tuple[str, ...]:
 class Sandbox:
     """A loaded submission in a worker process. Use ``Sandbox.open`` as a context manager."""
 
-    def __init__(self, source: SubmissionSource, limits: Limits, server: ForkServer | str | None = None):
+    def __init__(self, source: SubmissionSource, limits: Limits, server: ForkServer | str | None = None,
+                 isolation: str = "linux"):
         self.source = source
+        self.isolation_wanted = isolation  # of the private server, when no ``server`` is given
         self.limits = limits
         self.server = attach_server(server) if isinstance(server, str) else server
         self._own_server: ForkServer | PortableServer | None = None
@@ -166,9 +168,15 @@ class Sandbox:
 
     @classmethod
     def open(cls, *, path: Path | None = None, source: SubmissionSource | None = None,
-             limits: Limits | None = None, server: ForkServer | str | None = None) -> Sandbox:
-        """Load a submission in a fresh confined worker; ``server`` is a shared ForkServer (or its address)."""
-        box = cls(source if source is not None else read_submission(Path(path)), limits or Limits(), server)
+             limits: Limits | None = None, server: ForkServer | str | None = None,
+             isolation: str = "linux") -> Sandbox:
+        """Load a submission in a fresh confined worker; ``server`` is a shared ForkServer (or its address).
+
+        Without ``server``, a private one of ``isolation`` (``grader.sandbox.servers``): ``auto`` for a
+        student's own tools, which run where the Linux sandbox cannot.
+        """
+        box = cls(source if source is not None else read_submission(Path(path)), limits or Limits(), server,
+                  isolation)
         box.load_report = box._start()
         return box
 
@@ -406,7 +414,7 @@ class Sandbox:
     def _spawn(self) -> bool:
         """A new worker (its hello not yet read); True when it is one reserved while the last was graded."""
         if self.server is None and self._own_server is None:
-            self._own_server = start_server()
+            self._own_server = start_server(isolation=self.isolation_wanted)
         settle_closing(wait=False)  # workers of submissions graded before, whose keepers have reported
         if self.scratch is not None:  # a restart: the previous worker's files go
             shutil.rmtree(self.scratch, ignore_errors=True)

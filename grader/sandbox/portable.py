@@ -144,8 +144,9 @@ def portable_environment(scratch: Path) -> dict[str, str]:
 def _interpreter() -> str:
     """The interpreter a worker runs: on Windows the base one (a venv's python.exe is a launcher that starts
     it as a child: one process more to end); ``-I -S`` needs nothing of the venv."""
-    if os.name == "nt":
-        return getattr(sys, "_base_executable", None) or sys.executable
+    base = getattr(sys, "_base_executable", None)
+    if os.name == "nt" and base and os.path.isfile(base):
+        return base
     return sys.executable
 
 
