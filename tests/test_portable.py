@@ -350,3 +350,18 @@ def test_the_isolation_comes_from_the_option_or_the_environment(monkeypatch):
     monkeypatch.setenv("MHA_ISOLATION", "docker")
     with pytest.raises(ValueError, match="MHA_ISOLATION"):
         chosen_isolation()
+
+
+def test_the_windows_job_structures_have_the_kernels_layout_and_no_job_is_made_elsewhere():
+    """JOBOBJECT_EXTENDED_LIMIT_INFORMATION is 144 bytes on 64-bit Windows (64 of basic limits, 48 of I/O
+    counters, four sizes): a layout off by a field makes SetInformationJobObject refuse it there."""
+    import ctypes
+
+    from grader.sandbox import windows_job
+
+    if sys.maxsize > 2**32:
+        assert ctypes.sizeof(windows_job._BasicLimits) == 64
+        assert ctypes.sizeof(windows_job._IoCounters) == 48
+        assert ctypes.sizeof(windows_job._ExtendedLimits) == 144
+        assert windows_job._ExtendedLimits.JobMemoryLimit.offset == 120
+    assert windows_job.WindowsJob.make(memory_mb=64, max_processes=8) is None  # not Windows: psutil and the watchdog

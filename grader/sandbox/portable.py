@@ -24,7 +24,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -34,13 +33,14 @@ from pathlib import Path
 
 from grader.sandbox.link import (STATUS_WAIT, WORKER_LIMITS, ForkServerError, WorkerGone, WorkerLink,
                                  describe_death, read_framed, scrubbed_environment, settle_closing)
+from grader.sandbox.pipes import DeadlineStream, Reader, Writer
+from grader.sandbox.tree import TOKEN_VARIABLE, end_tree, tree_memory, wait_gone
+from grader.sandbox.windows_job import WindowsJob
 from grader.sandbox.worker.cgroups import folder_size
 
 PORTABLE_SCRIPT = Path(__file__).resolve().parent / "worker" / "portable_main.py"
 ADDRESS_PREFIX = "portable:"  # the address of a portable server: its settings, so a grading lane can attach
-READ_CHUNK, READ_AHEAD = 1 << 18, 1 << 22  # bytes per read; bytes read ahead before the reader waits
 WATCH_INTERVAL = 0.05  # seconds between two looks of the watchdog
-TOKEN_VARIABLE = "MHA_WORKER_TOKEN"
 WINDOWS_KEEP = ("SYSTEMROOT", "WINDIR", "COMSPEC", "PATHEXT", "NUMBER_OF_PROCESSORS", "PROCESSOR_ARCHITECTURE")
 
 
@@ -49,18 +49,23 @@ NOT_CONFINED = ("the portable worker does not protect this machine from hostile 
 
 
 def describe_portable(hello: dict) -> str:
-    """The isolation line of a portable worker, from its own ``hello`` (no Python warning: the caller decides
-    whom to tell)."""
+    """The isolation line of a portable worker, from its own ``hello`` and what this side added to it (``kept``);
+    no Python warning: the caller decides whom to tell."""
     platform = {"win32": "Windows", "darwin": "macOS"}.get(str(hello.get("platform")), str(hello.get("platform")))
+    kept = hello.get("kept") if isinstance(hello.get("kept"), dict) else {}
     parts = [f"portable worker ({platform[:40]}): a child process of its own"]
     if hello.get("session"):
         parts.append("new session")
     rlimits = [str(name)[:20] for name in hello.get("rlimits", ())[:8]] if isinstance(hello.get("rlimits"), list) \
         else []
     parts.append(f"rlimits ({', '.join(rlimits)})" if rlimits else "no rlimits")
-    if "memory" not in rlimits:
+    if kept.get("job"):
+        parts.append("Job Object (memory and processes of its tree)")
+    if kept.get("memory_watchdog"):
         parts.append("memory watchdog over the worker's processes")
-    parts.append("process tree ended after it, scratch folder, scrubbed environment")
+    ended = "process group and descendants" if kept.get("process_group") else "descendants"
+    parts.append(f"process tree ended after it ({'job, ' if kept.get('job') else ''}{ended}), scratch folder, "
+                 "scrubbed environment")
     return ", ".join(parts) + f"; WARNING: {NOT_CONFINED}"
 
 
@@ -153,15 +158,18 @@ def _interpreter() -> str:
 class PortableLink:
     """A portable worker: ``spawn`` one, ``send``/``receive`` messages, ``kill`` it with all it started."""
 
-    def __init__(self, process: subprocess.Popen, scratch: Path, limits: dict, marks: list, watch_memory: bool):
+    def __init__(self, process: subprocess.Popen, scratch: Path, limits: dict, marks: list, *, watch_memory: bool,
+                 token: str, job: WindowsJob | None = None, grouped: bool = False):
         self.process, self.scratch, self.limits, self.marks = process, scratch, limits, marks
+        self.token, self.started = token, time.time()  # what finds its orphans where no process group does
+        self.job, self.grouped = job, grouped  # a Windows Job Object holds its tree; a process group (POSIX)
         self.status: int | None = None  # the exit code, once the worker is reaped
         self.reason = ""  # the limit the watchdog ended it for, if it did
         self.alive = True
         self.ending: list[tuple[str, float]] = []
         self.tree_memory = watch_memory  # whether the watchdog sums the tree's memory (no RLIMIT_AS here)
-        self._incoming = _Reader(process.stdout.fileno())
-        self._outgoing = _Writer(process.stdin.fileno())
+        self._incoming = Reader(process.stdout.fileno())
+        self._outgoing = Writer(process.stdin.fileno())
         self._stop_watching = threading.Event()
         threading.Thread(target=self._watch, name="mha-worker-watchdog", daemon=True).start()
 
@@ -188,11 +196,15 @@ class PortableLink:
             shutil.rmtree(scratch, ignore_errors=True)
             raise ForkServerError(f"no worker process could be started: {failed}") from None
         marks.append(("process started", time.monotonic()))
-        # RLIMIT_AS bounds each process where POSIX enforces it (not macOS); elsewhere the watchdog sums the tree
-        watch_memory = not _address_space_enforced() or "rlimit_as" in server.without
-        link = cls(process, scratch, dict(limits), marks, watch_memory)
-        link.token, link.started = environment[TOKEN_VARIABLE], time.time()
-        return link
+        job = WindowsJob.make(memory_mb=limits["memory_mb"], max_processes=limits["max_processes"])
+        if job is not None and not job.assign(process):
+            job.close()
+            job = None
+        # RLIMIT_AS bounds each process where POSIX enforces it (not macOS), a Job Object the tree on Windows;
+        # elsewhere the watchdog sums the tree
+        watch_memory = job is None and (not _address_space_enforced() or "rlimit_as" in server.without)
+        return cls(process, scratch, dict(limits), marks, watch_memory=watch_memory, token=environment[TOKEN_VARIABLE],
+                   job=job, grouped="start_new_session" in options)
 
     @property
     def pid(self) -> int:
@@ -207,7 +219,11 @@ class PortableLink:
 
     def receive(self, deadline: float, limit: int) -> tuple[dict, list[bytes]]:
         """One message of at most ``limit`` bytes of blobs, by ``deadline``."""
-        return read_framed(_DeadlineStream(self._incoming, deadline, limit), limit, self.death_reason)
+        header, blobs = read_framed(DeadlineStream(self._incoming, deadline, limit), limit, self.death_reason)
+        if header.get("op") == "hello":  # what this side keeps in force, beside what the worker says of itself
+            header["kept"] = {"job": self.job is not None, "memory_watchdog": self.tree_memory,
+                              "process_group": self.grouped}
+        return header, blobs
 
     def death_reason(self, error: Exception | None) -> str:
         """Why the worker stopped answering; waits briefly for its own exit status."""
@@ -227,7 +243,7 @@ class PortableLink:
             return
         self.alive = False
         self.ending = [("asked to stop", time.monotonic())]
-        self._remaining = end_tree(self.process, token=self.token, since=self.started)
+        self._remaining = self._end_tree()
         self.ending.append(("kill sent", time.monotonic()))
 
     def reported(self) -> bool:
@@ -244,9 +260,11 @@ class PortableLink:
         except subprocess.TimeoutExpired:
             pass
         self.ending.append(("worker reaped", time.monotonic()))
-        _wait_gone(getattr(self, "_remaining", []), max(0.0, deadline - time.monotonic()))
+        wait_gone(getattr(self, "_remaining", []), max(0.0, deadline - time.monotonic()))
         self._stop_watching.set()
         self._outgoing.close()
+        if self.job is not None:
+            self.job.close()
         for stream in (self.process.stdin, self.process.stdout):
             try:
                 stream.close()
@@ -256,6 +274,11 @@ class PortableLink:
     def remove_scratch(self) -> None:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
+    def _end_tree(self) -> list:
+        if self.job is not None:
+            self.job.terminate()  # every process of the job, orphans included
+        return end_tree(self.process, token=self.token, since=self.started)
+
     # ---- the watchdog --------------------------------------------------------------------------------
     def _watch(self) -> None:
         """End the tree when it holds more memory than allowed (where no rlimit bounds it) or writes more than
@@ -264,7 +287,7 @@ class PortableLink:
             self._look_until_over()
         except Exception:  # noqa: BLE001 - a watchdog that cannot look ends the worker rather than a traceback
             self.reason = self.reason or "its memory could not be watched"
-            end_tree(self.process, token=self.token, since=self.started)
+            self._end_tree()
 
     def _look_until_over(self) -> None:
         memory_limit, scratch_limit = self.limits["memory_mb"] << 20, self.limits["scratch_mb"] << 20
@@ -280,7 +303,7 @@ class PortableLink:
                 reason = f"it wrote more than {scratch_limit >> 20} MiB into its scratch folder"
             if reason:
                 self.reason = reason
-                end_tree(self.process, token=self.token, since=self.started)
+                self._end_tree()
                 return
             if self.process.poll() is not None:
                 return
@@ -304,202 +327,3 @@ def _address_space_enforced() -> bool:
         return hasattr(resource, "RLIMIT_AS")
     except ImportError:
         return False
-
-
-# ---- the process tree --------------------------------------------------------------------------------
-def _psutil():
-    try:
-        import psutil
-    except ImportError:
-        return None
-    return psutil if hasattr(psutil, "Process") else None  # a build that does not fit this platform
-
-
-def end_tree(process: subprocess.Popen, *, token: str = "", since: float = 0.0) -> list:
-    """Kill ``process`` and every process it started (a snapshot first, so none is orphaned out of sight);
-    returns the descendants killed, for ``_wait_gone``.
-
-    Without process groups (Windows), an orphan (its parent gone) is no one's descendant: it is found by the
-    ``token`` its environment inherited, among the processes started after ``since``.
-    """
-    psutil, descendants = _psutil(), []
-    grouped = hasattr(os, "killpg") and hasattr(os, "setsid")
-    if psutil is not None:
-        try:
-            descendants = psutil.Process(process.pid).children(recursive=True)
-        except psutil.Error:
-            descendants = []
-        if not grouped and token:
-            known = {child.pid for child in descendants} | {process.pid}
-            descendants += [stray for stray in _carrying(psutil, token, since) if stray.pid not in known]
-    if grouped:
-        try:
-            os.killpg(process.pid, signal.SIGKILL)  # the worker's own session: the leftovers of dead parents too
-        except OSError:
-            pass
-    elif psutil is None and os.name == "nt" and process.poll() is None:
-        subprocess.run(["taskkill", "/T", "/F", "/PID", str(process.pid)], capture_output=True, check=False)
-    try:
-        process.kill()
-    except OSError:
-        pass
-    for child in descendants:
-        try:
-            child.kill()
-        except psutil.Error:
-            pass
-    return descendants
-
-
-def _carrying(psutil, token: str, since: float) -> list:
-    """The processes started after ``since`` whose environment holds the worker's ``token``."""
-    found = []
-    for candidate in psutil.process_iter(["create_time"]):
-        try:
-            if (candidate.info["create_time"] or 0) >= since - 1 and \
-                    candidate.environ().get(TOKEN_VARIABLE) == token:
-                found.append(candidate)
-        except psutil.Error:
-            continue
-    return found
-
-
-def _wait_gone(descendants: list, timeout: float) -> None:
-    psutil = _psutil()
-    if psutil is not None and descendants:
-        psutil.wait_procs(descendants, timeout=timeout)
-
-
-def tree_memory(pid: int, *, children: bool = True) -> int:
-    """Resident bytes of the process ``pid`` (and of its descendants); 0 once it is gone."""
-    psutil = _psutil()
-    if psutil is None:
-        return 0
-    try:
-        process = psutil.Process(pid)
-        members = [process] + (process.children(recursive=True) if children else [])
-    except psutil.Error:
-        return 0
-    used = 0
-    for member in members:
-        try:
-            used += member.memory_info().rss
-        except psutil.Error:
-            pass
-    return used
-
-
-# ---- pipes with deadlines ----------------------------------------------------------------------------
-class _Reader:
-    """Reads the worker's stdout in a thread of its own, so a read can give up at a deadline on every platform.
-
-    ``link._DeadlineReader`` waits with ``select``, which Windows refuses for pipes."""
-
-    def __init__(self, fd: int):
-        self.fd, self.buffer, self.ended = fd, bytearray(), False
-        self.ready = threading.Condition()
-        threading.Thread(target=self._run, name="mha-worker-reader", daemon=True).start()
-
-    def _run(self) -> None:
-        while True:
-            with self.ready:
-                while len(self.buffer) >= READ_AHEAD:  # a worker that floods waits until what it sent is taken
-                    self.ready.wait()
-            try:
-                chunk = os.read(self.fd, READ_CHUNK)
-            except OSError:
-                chunk = b""
-            with self.ready:
-                if chunk:
-                    self.buffer += chunk
-                else:
-                    self.ended = True
-                self.ready.notify_all()
-            if not chunk:
-                return
-
-    def take(self, size: int, deadline: float) -> bytes:
-        """Up to ``size`` bytes as soon as there are some; b"" at the end; WorkerGone at ``deadline``."""
-        with self.ready:
-            while not self.buffer and not self.ended:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise WorkerGone("the call did not finish in time", timed_out=True)
-                self.ready.wait(remaining)
-            chunk = bytes(self.buffer[:size])
-            del self.buffer[:size]
-            self.ready.notify_all()
-            return chunk
-
-
-class _DeadlineStream:
-    """A file-like view of a ``_Reader`` for ``protocol.read_message``: gives up at a deadline or a size limit."""
-
-    def __init__(self, reader: _Reader, deadline: float, limit: int):
-        self.reader, self.deadline, self.left = reader, deadline, limit + (1 << 21)  # room for the JSON header
-
-    def read(self, size: int) -> bytes:
-        chunk = self.reader.take(size, self.deadline)
-        self.left -= len(chunk)
-        if self.left < 0:
-            raise WorkerGone("the reply was larger than allowed")
-        return chunk
-
-
-class _Writer:
-    """Writes to the worker's stdin in a thread of its own, so a send can give up at a deadline."""
-
-    def __init__(self, fd: int):
-        self.fd = fd
-        self.lock = threading.Condition()
-        self.pending: list[tuple[bytes, list]] = []
-        self.closed = False
-        self.broken: Exception | None = None  # why the pipe broke: every later send fails at once
-        threading.Thread(target=self._run, name="mha-worker-writer", daemon=True).start()
-
-    def _run(self) -> None:
-        while True:
-            with self.lock:
-                while not self.pending and not self.closed:
-                    self.lock.wait()
-                if not self.pending:
-                    return
-                data, outcome = self.pending[0]
-            error = None
-            try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(self.fd, view[:1 << 16]):]
-            except OSError as broken:
-                error = broken
-            with self.lock:
-                self.pending.pop(0)
-                outcome.append(error)
-                if error is not None:
-                    self.broken = error
-                    for _, waiting in self.pending:
-                        waiting.append(error)
-                    self.pending.clear()
-                self.lock.notify_all()
-            if error is not None:
-                return
-
-    def send(self, data: bytes, deadline: float) -> Exception | None:
-        """None once ``data`` is written; the error if the pipe broke; WorkerGone at ``deadline``."""
-        outcome: list = []
-        with self.lock:
-            if self.broken is not None or self.closed:
-                return self.broken or BrokenPipeError("the worker's input is closed")
-            self.pending.append((data, outcome))
-            self.lock.notify_all()
-            while not outcome:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise WorkerGone("the call did not finish in time", timed_out=True)
-                self.lock.wait(remaining)
-        return outcome[0]
-
-    def close(self) -> None:
-        with self.lock:
-            self.closed = True
-            self.lock.notify_all()
