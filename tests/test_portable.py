@@ -224,10 +224,12 @@ def student_home():
     """A non-root user (made here) with a home of its own, holding copies of the files it checks, and the
     ``mha`` command it runs (``student_command``)."""
     require(setpriv_available(), "these tests run as root with setpriv (util-linux)")
+    made_user = False
     try:
         pwd.getpwnam(STUDENT)
     except KeyError:
         subprocess.run(["useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", STUDENT], check=True)
+        made_user = True
     user = pwd.getpwnam(STUDENT)
     home = Path(tempfile.mkdtemp(prefix="mha-laptop-home-"))
     for path in (REFERENCE, MISTAKE):
@@ -239,6 +241,8 @@ def student_home():
     yield home, user, student_command(user, made)
     shutil.rmtree(home, ignore_errors=True)
     shutil.rmtree(made, ignore_errors=True)
+    if made_user:
+        subprocess.run(["userdel", STUDENT], check=False)
 
 
 def as_user(user) -> tuple:

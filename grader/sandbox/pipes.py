@@ -12,9 +12,16 @@ import os
 import threading
 import time
 
-from grader.sandbox.link import WorkerGone
-
 READ_CHUNK, READ_AHEAD = 1 << 18, 1 << 22  # bytes per read; bytes read ahead before the reader waits
+
+
+class PipeGaveUp(Exception):
+    """A read or a write that gave up: at its deadline (``timed_out``), or past its size limit. Not an
+    ``OSError``: the protocol's reader lets it through, and the link says what it means."""
+
+    def __init__(self, reason: str, *, timed_out: bool = False):
+        super().__init__(reason)
+        self.timed_out = timed_out
 
 
 class Reader:
@@ -46,12 +53,12 @@ class Reader:
                 return
 
     def take(self, size: int, deadline: float) -> bytes:
-        """Up to ``size`` bytes as soon as there are some; b"" at the end; WorkerGone at ``deadline``."""
+        """Up to ``size`` bytes as soon as there are some; b"" at the end; PipeGaveUp at ``deadline``."""
         with self.ready:
             while not self.buffer and not self.ended:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise WorkerGone("the call did not finish in time", timed_out=True)
+                    raise PipeGaveUp("the call did not finish in time", timed_out=True)
                 self.ready.wait(remaining)
             chunk = bytes(self.buffer[:size])
             del self.buffer[:size]
@@ -69,7 +76,7 @@ class DeadlineStream:
         chunk = self.reader.take(size, self.deadline)
         self.left -= len(chunk)
         if self.left < 0:
-            raise WorkerGone("the reply was larger than allowed")
+            raise PipeGaveUp("the reply was larger than allowed")
         return chunk
 
 
@@ -112,7 +119,7 @@ class Writer:
                 return
 
     def send(self, data: bytes, deadline: float) -> Exception | None:
-        """None once ``data`` is written; the error if the pipe broke; WorkerGone at ``deadline``."""
+        """None once ``data`` is written; the error if the pipe broke; PipeGaveUp at ``deadline``."""
         outcome: list = []
         with self.lock:
             if self.broken is not None or self.closed:
@@ -122,7 +129,7 @@ class Writer:
             while not outcome:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise WorkerGone("the call did not finish in time", timed_out=True)
+                    raise PipeGaveUp("the call did not finish in time", timed_out=True)
                 self.lock.wait(remaining)
         return outcome[0]
 

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from grader.sandbox.link import (STATUS_WAIT, WORKER_LIMITS, ForkServerError, WorkerGone, WorkerLink,
                                  describe_death, read_framed, scrubbed_environment, settle_closing)
-from grader.sandbox.pipes import DeadlineStream, Reader, Writer
+from grader.sandbox.pipes import DeadlineStream, PipeGaveUp, Reader, Writer
 from grader.sandbox.tree import TOKEN_VARIABLE, end_tree, tree_memory, wait_gone
 from grader.sandbox.windows_job import WindowsJob
 from grader.sandbox.worker.cgroups import folder_size
@@ -213,13 +213,19 @@ class PortableLink:
     # ---- messages -------------------------------------------------------------------------------
     def send(self, data: bytes, deadline: float) -> None:
         """Send without ever waiting past ``deadline`` (a worker may stop reading)."""
-        failed = self._outgoing.send(data, deadline)
+        try:
+            failed = self._outgoing.send(data, deadline)
+        except PipeGaveUp as gave_up:
+            raise WorkerGone(str(gave_up), timed_out=gave_up.timed_out) from None
         if failed is not None:
             raise WorkerGone(self.death_reason(failed)) from None
 
     def receive(self, deadline: float, limit: int) -> tuple[dict, list[bytes]]:
         """One message of at most ``limit`` bytes of blobs, by ``deadline``."""
-        header, blobs = read_framed(DeadlineStream(self._incoming, deadline, limit), limit, self.death_reason)
+        try:
+            header, blobs = read_framed(DeadlineStream(self._incoming, deadline, limit), limit, self.death_reason)
+        except PipeGaveUp as gave_up:
+            raise WorkerGone(str(gave_up), timed_out=gave_up.timed_out) from None
         if header.get("op") == "hello":  # what this side keeps in force, beside what the worker says of itself
             header["kept"] = {"job": self.job is not None, "memory_watchdog": self.tree_memory,
                               "process_group": self.grouped}
