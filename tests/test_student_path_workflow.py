@@ -72,9 +72,9 @@ def test_every_command_in_the_workflow_exists():
                     assert_mha_accepts(words[1:])
                 if words[0] == "python" and words[1].endswith("expect.py"):
                     assert (PROJECT / ".github" / "student-path" / "expect.py").is_file()
-                    if "--" in words:  # the command it runs and holds to what it expects
-                        assert words[words.index("--") + 1] == "mha", line
-                        assert_mha_accepts(words[words.index("--") + 2:])
+                    if words[2] == "run":  # the command it runs and holds to what it expects
+                        assert "mha" in words, line
+                        assert_mha_accepts(words[words.index("mha") + 1:])
 
 
 def assert_mha_accepts(arguments: list[str]) -> None:
@@ -92,6 +92,24 @@ def test_the_helper_gathers_the_code_it_checks(tmp_path):
     done = subprocess.run([sys.executable, str(EXPECT), "gather", str(tmp_path)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert sorted(path.name for path in tmp_path.iterdir()) == ["buggy.py", "correct.py", "hanging.py"]
+
+
+def test_the_helper_fails_a_step_whose_command_does_not_do_what_it_expects(tmp_path):
+    from conftest import mutants
+
+    buggy = mutants("multihead_attention") / "mistakes" / "split_heads_no_transpose.py"
+    env = dict(os.environ, PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]))
+
+    def expect(*options):
+        return subprocess.run([sys.executable, str(EXPECT), "run", *options, "mha", "check", str(buggy), "--json"],
+                              capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert expect("--status", "1", "--misconception", "split-heads-no-transpose").returncode == 0
+    wrong_status = expect("--status", "0")
+    assert wrong_status.returncode == 1 and "expected exit status 0, got 1" in wrong_status.stderr
+    wrong_finding = expect("--status", "1", "--misconception", "attention-no-scale")
+    assert wrong_finding.returncode == 1 and "expected attention-no-scale among the findings" in wrong_finding.stderr
+    no_hang = expect("--status", "1", "--timeout", "softmax")
+    assert no_hang.returncode == 1 and "to time out" in no_hang.stderr
 
 
 def readme_blocks(text: str) -> dict[str, list[str]]:

@@ -4,7 +4,7 @@
 jobs check: ``correct.py`` (the reference), ``buggy.py`` (a planted mistake:
 split_heads reshapes without transposing), ``hanging.py`` (softmax never ends).
 
-``expect.py run --status N [--misconception ID] [--timeout FUNCTION] [--within S] -- COMMAND...``:
+``expect.py run --status N [--misconception ID] [--timeout FUNCTION] [--within S] COMMAND...``:
 run COMMAND (``mha check ... --json``), then hold it to its exit status, to a
 misconception among its findings, to a function whose checks all timed out,
 to a time limit, and to a quiet run: no traceback, no Python warning.
@@ -56,7 +56,9 @@ def quiet(*streams: str) -> None:
 
 
 def run(options: argparse.Namespace) -> None:
-    command = list(options.command)
+    command = [word for position, word in enumerate(options.command) if position or word != "--"]
+    if not command:
+        fail("run: say which command to run")
     found = shutil.which(command[0])  # mha.exe on Windows
     if found is None:
         fail(f"{command[0]} is not on PATH")
@@ -114,7 +116,8 @@ def main(argv: list[str]) -> None:
     running.add_argument("--misconception")
     running.add_argument("--timeout", metavar="FUNCTION")
     running.add_argument("--within", type=float, metavar="SECONDS")
-    running.add_argument("command", nargs="+")
+    # the rest of the line, options included, is the command (no "--": PowerShell may drop it on its way)
+    running.add_argument("command", nargs=argparse.REMAINDER)
     steps.add_parser("notebook").add_argument("path", type=Path)
     options = parser.parse_args(argv)
     if options.step == "gather":
