@@ -20,6 +20,7 @@ portable one against the Linux one.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -31,9 +32,9 @@ REFERENCE = PROJECT / "solutions" / "multihead_attention.py"
 PUBLIC = PROJECT / "grader" / "assignments" / "multihead_attention" / "public"
 
 
-def wall_time(command: list[str], expect: int) -> float:
+def wall_time(command: list[str], expect: int, env: dict | None = None) -> float:
     started = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True, cwd=PROJECT)
+    done = subprocess.run(command, capture_output=True, text=True, cwd=PROJECT, env=env)
     elapsed = time.perf_counter() - started
     if done.returncode != expect:
         raise SystemExit(f"{' '.join(command)} exited {done.returncode}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
@@ -55,9 +56,11 @@ def main() -> None:
     print(f"plain pytest, same public suites, in-process:   {baseline_median:.3f} s")
     print(f"ratio check / plain pytest: {check_median / baseline_median:.2f}")
     compare_isolations(repeat)
+    print("without the reference, as in the student release (no calibration):")
+    compare_isolations(repeat, env=dict(os.environ, MHA_SOLUTIONS=str(PROJECT / "no-solutions-here")))
 
 
-def compare_isolations(repeat: int) -> None:
+def compare_isolations(repeat: int, env: dict | None = None) -> None:
     """``mha check`` with each worker, and the NumPy import, in turns; medians and ratios."""
     commands = {isolation: [sys.executable, "-m", "grader.cli", "check", str(REFERENCE), "--json", "--isolation",
                             isolation] for isolation in ("linux", "portable")}
@@ -65,7 +68,7 @@ def compare_isolations(repeat: int) -> None:
     times: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(repeat):
         for name, command in commands.items():
-            times[name].append(wall_time(command, 0))
+            times[name].append(wall_time(command, 0, env))
     medians = {name: statistics.median(spent) for name, spent in times.items()}
     numpy_time = medians["import numpy"]
     print(f"python -c 'import numpy', median of {repeat}: {numpy_time:.3f} s")

@@ -56,8 +56,10 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
         return load_failure(error=render_parts(parts, lang), error_messages=parts, **common)
     own_server = None
     if server is None:  # one private fork server for the calibration and the submission
-        try:
-            server = own_server = start_server(isolation=isolation)
+        calibrating_here = (calibration is None and solution_path(assignment) is not None
+                            and not calibrating.measured((assignment, timeout_scale)))
+        try:  # a worker made ahead for each: the portable one takes a NumPy import to make
+            server = own_server = start_server(isolation=isolation, spares=2 if calibrating_here else 1)
         except ForkServerError:
             pass  # Sandbox.open says why, as the submission's error
     try:

@@ -80,7 +80,7 @@ class PortableServer:
         self.reason, self.without = reason, tuple(without)  # why not the Linux sandbox; layers left out
         self.address = ADDRESS_PREFIX + json.dumps({"numpy_dir": numpy_dir, "packages": list(self.packages),
                                                     "reason": reason, "without": list(self.without)})
-        self._spare: tuple[int, dict, PortableLink] | None = None  # (owning process, limits, link)
+        self._spares: list[tuple[int, dict, PortableLink]] = []  # (owning process, limits, link), oldest first
 
     @classmethod
     def start(cls, *, packages=(), spares: int = 1, reason: str = "", without=(), limits: dict | None = None
@@ -90,8 +90,8 @@ class PortableServer:
 
         server = cls(numpy_dir=os.path.dirname(numpy.__file__), packages=packages, spares=spares, reason=reason,
                      without=without)
-        if limits is not None and server.spares:
-            server._keep_spare(limits)
+        if limits is not None:
+            server._keep_spares(limits)
         return server
 
     @classmethod
@@ -109,32 +109,35 @@ class PortableServer:
         """A worker for one submission: the spare when it suits ``limits``, else a fresh one; the next spare
         starts now."""
         wanted = {key: limits[key] for key in WORKER_LIMITS}
-        owner, kept, link = self._spare or (None, None, None)
-        self._spare = None
-        if link is not None and not (owner == os.getpid() and kept == wanted and link.process.poll() is None):
-            link.kill(timeout=5)
-            link.remove_scratch()
-            link = None
+        link = None
+        while self._spares and link is None:
+            owner, kept, spare = self._spares.pop(0)
+            if owner == os.getpid() and kept == wanted and spare.process.poll() is None:
+                link = spare
+            elif owner == os.getpid():
+                spare.kill(timeout=5)
+                spare.remove_scratch()
         if link is None:
             link = PortableLink.spawn(self, wanted)
-        if self.spares:
-            self._keep_spare(wanted)
+        self._keep_spares(wanted)
         return link
 
-    def _keep_spare(self, limits: dict) -> None:
+    def _keep_spares(self, limits: dict) -> None:
+        """Start workers until ``spares`` wait (each imports NumPy meanwhile, on a core of its own if free)."""
         wanted = {key: limits[key] for key in WORKER_LIMITS}
-        try:
-            self._spare = (os.getpid(), wanted, PortableLink.spawn(self, wanted))
-        except ForkServerError:
-            self._spare = None
+        while len(self._spares) < self.spares:
+            try:
+                self._spares.append((os.getpid(), wanted, PortableLink.spawn(self, wanted)))
+            except ForkServerError:
+                return
 
     def stop(self) -> None:
         settle_closing()
-        owner, _, link = self._spare or (None, None, None)
-        self._spare = None
-        if link is not None and owner == os.getpid():
-            link.kill(timeout=5)
-            link.remove_scratch()
+        spares, self._spares = self._spares, []
+        for owner, _, link in spares:
+            if owner == os.getpid():
+                link.kill(timeout=5)
+                link.remove_scratch()
 
 
 def portable_environment(scratch: Path) -> dict[str, str]:
