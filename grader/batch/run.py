@@ -34,6 +34,7 @@ from grader.content.messages import Message, parts_of
 from grader.practice.homework import quiz_worth
 from grader.batch.outputs import write_outputs
 from grader.results import load_failure
+from grader.sandbox.client import hideable
 from grader.render.text_safety import clean_strings
 from grader.tally import BatchSummary
 
@@ -193,12 +194,15 @@ def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, run: GradingRu
     root = run.root
     limits = run.limits
     time_limit = limits.submission_timeout + 2 * limits.call_timeout + LANE_GRACE_SECONDS
-    server = _start_server(hidden=tuple(folder for folder in (root, journal.root.parent) if _hideable(folder)),
+    server = _start_server(hidden=tuple(folder for folder in (root, journal.root.parent) if hideable(folder)),
                            isolation=run.isolation)
     # the reference's own time on this machine, once for the run: every lane holds calls to the same limits
     calibration = run_calibration(assignment=run.assignment, server=server, limits=limits, scale=run.timeout_scale)
     course_key = seeding.course_key()  # read once here; lanes get it with each task (never written to disk)
-    pool = LanePool(max(1, min(run.jobs or default_jobs(), len(todo) + len(suspects))), runner)
+    jobs = run.jobs or default_jobs()
+    if server is not None and server.info.get("workers_apart") is False:
+        jobs = 1  # nothing keeps workers graded at once from signalling each other (the isolation says so)
+    pool = LanePool(max(1, min(jobs, len(todo) + len(suspects))), runner, assignment=run.assignment)
     attempts: dict[str, int] = {}
     waiting: dict[str, Submission] = {}  # in a lane now
     alone: str | None = None  # a suspect is graded with nothing else in flight
@@ -256,15 +260,6 @@ def _start_server(*, hidden: tuple[Path, ...], isolation: str = "linux"):
         return start_server(hidden=tuple(str(Path(folder).resolve()) for folder in hidden), isolation=isolation)
     except ForkServerError:
         return None
-
-
-def _hideable(folder: Path) -> bool:
-    """Whether workers may lose sight of ``folder``: not when it holds the interpreter (a venv beside alice.py)."""
-    import sys
-
-    folder = Path(folder).resolve()
-    needed = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent}
-    return not any(path.is_relative_to(folder) for path in needed)
 
 
 def _twice_message(attempts: int) -> str:

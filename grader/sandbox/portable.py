@@ -162,8 +162,9 @@ class PortableLink:
     """A portable worker: ``spawn`` one, ``send``/``receive`` messages, ``kill`` it with all it started."""
 
     def __init__(self, process: subprocess.Popen, scratch: Path, limits: dict, marks: list, *, watch_memory: bool,
-                 token: str, job: WindowsJob | None = None, grouped: bool = False):
+                 token: str, job: WindowsJob | None = None, grouped: bool = False, printed=None):
         self.process, self.scratch, self.limits, self.marks = process, scratch, limits, marks
+        self.printed = printed  # this side's own read handle of the worker's output file
         self.token, self.started = token, time.time()  # what finds its orphans where no process group does
         self.job, self.grouped = job, grouped  # a Windows Job Object holds its tree; a process group (POSIX)
         self.status: int | None = None  # the exit code, once the worker is reaped
@@ -192,10 +193,14 @@ class PortableLink:
         try:
             environment = portable_environment(scratch)
             environment[TOKEN_VARIABLE] = secrets.token_hex(8)  # inherited: finds orphans where no group does
-            with open(scratch / "output.txt", "wb") as output:
+            with open(scratch / "output.txt", "xb") as output:
+                # what the worker prints is read back through this side's own handle, opened before it exists
+                printed = open(scratch / "output.txt", "rb")  # noqa: SIM115 - the link closes it
                 process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=output,
                                            cwd=scratch, env=environment, close_fds=True, bufsize=0, **options)
         except OSError as failed:
+            if "printed" in locals():
+                printed.close()
             shutil.rmtree(scratch, ignore_errors=True)
             raise ForkServerError(f"no worker process could be started: {failed}") from None
         marks.append(("process started", time.monotonic()))
@@ -207,7 +212,7 @@ class PortableLink:
         # elsewhere the watchdog sums the tree
         watch_memory = job is None and (not _address_space_enforced() or "rlimit_as" in server.without)
         return cls(process, scratch, dict(limits), marks, watch_memory=watch_memory, token=environment[TOKEN_VARIABLE],
-                   job=job, grouped="start_new_session" in options)
+                   job=job, grouped="start_new_session" in options, printed=printed)
 
     @property
     def pid(self) -> int:
@@ -280,7 +285,28 @@ class PortableLink:
             except OSError:
                 pass
 
+    def output_size(self) -> int:
+        """Bytes the worker has printed so far, from this side's own handle (never the file's name)."""
+        try:
+            return os.fstat(self.printed.fileno()).st_size if self.printed is not None else 0
+        except (OSError, ValueError):
+            return 0
+
+    def output(self, offset: int, limit: int) -> bytes:
+        """Up to ``limit`` bytes the worker printed, from byte ``offset`` (no ``os.pread`` on Windows)."""
+        try:
+            self.printed.seek(max(0, offset))
+            return self.printed.read(max(0, limit))
+        except (OSError, ValueError, AttributeError):
+            return b""
+
+    def close_output(self) -> None:
+        printed, self.printed = self.printed, None
+        if printed is not None:
+            printed.close()
+
     def remove_scratch(self) -> None:
+        self.close_output()
         shutil.rmtree(self.scratch, ignore_errors=True)
 
     def _end_tree(self) -> list:
