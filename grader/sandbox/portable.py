@@ -190,6 +190,7 @@ class PortableLink:
             options["start_new_session"] = True  # its own process group: killpg ends what it leaves behind
         elif os.name == "nt":
             options["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP | subprocess.CREATE_NO_WINDOW
+        printed = None
         try:
             environment = portable_environment(scratch)
             environment[TOKEN_VARIABLE] = secrets.token_hex(8)  # inherited: finds orphans where no group does
@@ -199,7 +200,7 @@ class PortableLink:
                 process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=output,
                                            cwd=scratch, env=environment, close_fds=True, bufsize=0, **options)
         except OSError as failed:
-            if "printed" in locals():
+            if printed is not None:
                 printed.close()
             shutil.rmtree(scratch, ignore_errors=True)
             raise ForkServerError(f"no worker process could be started: {failed}") from None
