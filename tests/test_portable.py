@@ -188,6 +188,18 @@ def leftovers(*, since: float, kill: bool = False) -> int:
     return len(found)
 
 
+def test_a_pipe_whose_encoding_has_no_check_mark_still_gets_the_report():
+    """Windows gives a pipe or a file its ANSI code page (no ✓, no Chinese); an ASCII locale does the same
+    here. The report comes in UTF-8 instead of a UnicodeEncodeError."""
+    env = dict(os.environ, LC_ALL="POSIX", PYTHONCOERCECLOCALE="0", PYTHONUTF8="0")
+    env.pop("PYTHONIOENCODING", None)
+    done = subprocess.run([str(MHA), "check", str(MISTAKE), "--lang", "zh"], capture_output=True, env=env,
+                          timeout=180)
+    assert done.returncode == 1, done.stderr.decode("utf-8", "replace")[-2000:]
+    text = done.stdout.decode("utf-8")
+    assert "✓" in text and "split_heads" in text and "UnicodeEncodeError" not in done.stderr.decode("utf-8")
+
+
 # ---- the portable worker on Linux (asked for) ----------------------------------------------------------
 def test_the_portable_worker_ends_its_whole_process_group_after_a_hang():
     started = time.time()
