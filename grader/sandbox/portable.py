@@ -171,6 +171,7 @@ class PortableLink:
         self.reason = ""  # the limit the watchdog ended it for, if it did
         self.alive = True
         self.ending: list[tuple[str, float]] = []
+        self._remaining: list = []  # the descendants ended with it, for ``finish`` to wait for
         self.tree_memory = watch_memory  # whether the watchdog sums the tree's memory (no RLIMIT_AS here)
         self._incoming = Reader(process.stdout.fileno())
         self._outgoing = Writer(process.stdin.fileno())
@@ -275,7 +276,7 @@ class PortableLink:
         except subprocess.TimeoutExpired:
             pass
         self.ending.append(("worker reaped", time.monotonic()))
-        wait_gone(getattr(self, "_remaining", []), max(0.0, deadline - time.monotonic()))
+        wait_gone(self._remaining, max(0.0, deadline - time.monotonic()))
         self._stop_watching.set()
         self._outgoing.close()
         if self.job is not None:
