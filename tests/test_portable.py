@@ -133,9 +133,11 @@ def test_emulated_windows_names_a_planted_mistake_as_linux_does(windows):
     assert_quiet(text)
 
 
-def test_emulated_windows_stops_a_hang_in_seconds(windows):
+def test_emulated_windows_stops_a_hang_in_seconds(windows, tmp_path):
+    temporary = tmp_path / "temp"  # where the workers' scratch folders go
+    temporary.mkdir()
     started = time.monotonic()
-    done = mha("check", HANG, "--json", env=windows)
+    done = mha("check", HANG, "--json", env=dict(windows, TMPDIR=str(temporary)))
     took = time.monotonic() - started
     result = json_of(done)
     assert done.returncode == 1
@@ -143,6 +145,7 @@ def test_emulated_windows_stops_a_hang_in_seconds(windows):
     assert softmax and {test["outcome"] for test in softmax} == {"timeout"}
     assert any(test["outcome"] == "passed" for test in result["tests"])  # the other functions keep their points
     assert took < 30, f"the hang took {took:.1f} s to settle"
+    assert not list(temporary.iterdir())  # every worker's folder removed, the hung one's and the spares' too
     assert_quiet(done)
 
 
