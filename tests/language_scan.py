@@ -39,7 +39,7 @@ TERMS = {
 }
 # English terms a Chinese text may give once in brackets after its Chinese name: 教师强制（teacher forcing）.
 GLOSSES = ("teacher forcing", "inverted dropout", "pre-norm", "post-norm", "all-reduce", "base", "stub", "tie",
-           "attention sink", "batch", "one-hot", "logits", "prefill", "decode")
+           "attention sink", "batch", "one-hot", "logits", "prefill", "decode", "Job Object")
 _CODE = re.compile(r"```.*?```|`[^`\n]*`|<(code|pre|script|style)\b[^>]*>.*?</\1>", re.S | re.I)
 _TAG = re.compile(r"<[^>]+>")
 # An exception's own text: after its name (and the file and line it names) and a colon, up to the end of

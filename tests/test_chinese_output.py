@@ -127,6 +127,8 @@ HELLOS = {
                               "Landlock alone decides what they read",
                               "uid 65534 cannot enter /root without a mount namespace: student code can import "
                               "only the modules the fork server preloaded"]},
+    "a Windows laptop": {"portable": True, "platform": "win32", "session": True, "rlimits": [],
+                         "kept": {"job": True, "memory_watchdog": True, "process_group": False}},
     "workers together": {"landlock": "landlock ABI 3 (fs)", "namespaces": [], "uid": 1000, "own_uid": True,
                          "cgroup": "cgroup per worker (v2 memory)", "cpu_share": False, "workers_apart": False,
                          "scratch": "tmpfs of 64 MiB"},
@@ -147,6 +149,10 @@ def test_the_isolation_line_is_said_in_the_readers_language(name):
     assert english_prose(chinese) == [], chinese
     assert chinese_in(english) == [], english
     assert ("uid nobody" in english) == (name == "every layer")
+    if name == "a Windows laptop":
+        assert english.startswith("portable worker (Windows): a child process of its own, new session, no rlimits")
+        assert english.endswith("; WARNING: the portable worker does not protect this machine from hostile code: "
+                                "it reads what your user can read and reaches the network")
 
 
 # ---- a class graded in Chinese through the installed command ------------------------------------------

@@ -29,7 +29,7 @@ def describe_isolation(hello: dict, *, lang: str = "en") -> str:
     if hello.get("portable"):  # the portable worker's own line: it is not the Linux sandbox
         from grader.sandbox.portable import describe_portable
 
-        return describe_portable(hello)
+        return describe_portable(hello, lang=lang)
     say = functools.partial(_say, lang=lang)
     parts = [_landlock(str(hello.get("landlock", "no landlock"))[:80], say)]
     namespaces = [str(name) for name in hello.get("namespaces", ()) if str(name) in NAMESPACES]
@@ -86,6 +86,11 @@ def describe_isolation(hello: dict, *, lang: str = "en") -> str:
             _WARNED.add(english)
             warnings.warn(english, SandboxWarning, stacklevel=3)
     return say("separator").join(parts) + "".join(say("warning", text=text) for _, text in said)
+
+
+def isolation_text(key: str, lang: str, **params) -> str:
+    """One text of ``content/isolation.toml`` in ``lang``."""
+    return _say(key, lang=lang, **params)
 
 
 def in_process_isolation(lang: str) -> str:
