@@ -8,6 +8,7 @@ import functools
 import re
 import warnings
 
+from grader.sandbox.isolation_texts import _texts, say as _say
 from grader.sandbox.worker.confinement import NOBODY
 
 NAMESPACES = ("pid", "net", "ipc", "uts", "mount")
@@ -88,26 +89,9 @@ def describe_isolation(hello: dict, *, lang: str = "en") -> str:
     return say("separator").join(parts) + "".join(say("warning", text=text) for _, text in said)
 
 
-def isolation_text(key: str, lang: str, **params) -> str:
-    """One text of ``content/isolation.toml`` in ``lang``."""
-    return _say(key, lang=lang, **params)
-
-
 def in_process_isolation(lang: str) -> str:
     """The isolation line of code run in the grading process itself (benchmarks only)."""
     return _say("in_process", lang=lang)
-
-
-@functools.cache
-def _texts() -> dict[str, dict[str, str]]:
-    from grader.content.loader import load_bilingual
-    from grader.paths import CONTENT_DIR
-
-    return load_bilingual(CONTENT_DIR / "isolation.toml", "text")
-
-
-def _say(key: str, *, lang: str, **params) -> str:
-    return _texts()[key][lang if lang in ("en", "zh") else "en"].format(**params)
 
 
 def _landlock(text: str, say) -> str:

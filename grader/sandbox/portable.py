@@ -51,7 +51,10 @@ NOT_CONFINED = ("the portable worker does not protect this machine from hostile 
 def describe_portable(hello: dict, *, lang: str = "en") -> str:
     """The isolation line of a portable worker, from its own ``hello`` and what this side added to it (``kept``),
     in ``lang``; no Python warning: the caller decides whom to tell."""
-    from grader.sandbox.isolation import isolation_text as say
+    from grader.sandbox.isolation_texts import say as text
+
+    def say(key: str, lang: str, **params) -> str:
+        return text(key, lang=lang, **params)
 
     platform = {"win32": "Windows", "darwin": "macOS"}.get(str(hello.get("platform")), str(hello.get("platform")))
     kept = hello.get("kept") if isinstance(hello.get("kept"), dict) else {}
