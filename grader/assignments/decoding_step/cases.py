@@ -115,6 +115,17 @@ def _drops_crossing(before, cumulative, p):
     return keep
 
 
+def _temperature_after_filters(module):
+    def next_token_distribution(logits, temperature=1.0, top_k=None, top_p=None):
+        filtered = logits
+        if top_k is not None:
+            filtered = module.top_k_filter(filtered, top_k)
+        if top_p is not None:
+            filtered = module.top_p_filter(filtered, top_p)  # the nucleus of the untempered distribution
+        return module.softmax(module.apply_temperature(filtered, temperature))
+    return next_token_distribution
+
+
 def _not_renormalised(module):
     def next_token_distribution(logits, temperature=1.0, top_k=None, top_p=None):
         tempered = module.apply_temperature(logits, temperature)
@@ -145,6 +156,8 @@ TWINS: tuple[Twin, ...] = (
          _temperature(lambda logits, t: logits - t)),
     Twin("decode-temperature-misapplied", "the probabilities divided by the temperature, then renormalised",
          "next_token_distribution", _temperature_on_probabilities),
+    Twin("decode-temperature-misapplied", "the filters on the raw logits, the temperature last",
+         "next_token_distribution", _temperature_after_filters),
     Twin("decode-greedy-divides-by-zero", "temperature 0 divided like any other", "apply_temperature",
          _divides_by_zero),
     Twin("decode-filter-zero", "top-k fills 0 instead of -inf", "top_k_filter", _top_k_fill(0.0)),
