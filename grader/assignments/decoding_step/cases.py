@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.grading.case import Case, ErrorRule
+from grader.grading.case import Case, ErrorRule, Raised
 from grader.assignments.twinning import CaseSets, Twin, floats, with_expectations
 
 ASSIGNMENT = "decoding_step"
@@ -223,6 +223,13 @@ def _boundaries(B: int, V: int) -> tuple[np.ndarray, np.ndarray]:
     return probs, uniforms
 
 
+def _refused(name: str, prefix: str, function: str, args: tuple) -> Case:
+    """A setting out of its range: the reference raises ValueError (checked by its type; no twin applies)."""
+    return Case(id=f"{prefix}{name}", function=function, args=args, call_text=CALL_TEXT[function],
+                legend=LEGENDS[function], argument_names=ARGUMENT_NAMES[function],
+                expected=Raised("ValueError", ""))
+
+
 def build_cases(rng: np.random.Generator, sizes: Sizes, prefix: str) -> dict[str, Case]:
     """Every case of the decoding-step exercise for these sizes, keyed by name."""
     B, V = sizes.B, sizes.V
@@ -260,7 +267,14 @@ def build_cases(rng: np.random.Generator, sizes: Sizes, prefix: str) -> dict[str
         ("sample/drawn", "sample", (probs, rng.random(B)), None),
         ("sample/boundaries", "sample", (boundary_probs, boundary_uniforms), None),
     ]
-    return {name: _case(name, prefix, function, args, kwargs) for name, function, args, kwargs in specs}
+    refused = [
+        ("refused/negative-temperature", "apply_temperature", (logits, -0.5)),
+        ("refused/k-zero", "top_k_filter", (logits, 0)),
+        ("refused/p-zero", "top_p_filter", (logits, 0.0)),
+        ("refused/p-above-one", "top_p_filter", (logits, 1.5)),
+    ]
+    return ({name: _case(name, prefix, function, args, kwargs) for name, function, args, kwargs in specs}
+            | {name: _refused(name, prefix, function, args) for name, function, args in refused})
 
 
 CASES = CaseSets(build_cases, PUBLIC_SEED, public_sizes=PUBLIC_SIZES, draw=draw_sizes)

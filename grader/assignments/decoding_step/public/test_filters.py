@@ -4,6 +4,8 @@ import pytest
 
 from grader.grading.checks import expect_unchanged, expect_value
 
+from .test_softmax_and_temperature import expect_refused
+
 pytestmark = pytest.mark.mha(visibility="public")
 
 
@@ -41,3 +43,14 @@ def test_nucleus_after_top_k_and_with_large_logits(student, cases):
     expect_value(student, cases["top-p/after-top-k"])
     expect_value(student, cases["top-p/large-logits"])
     expect_unchanged(student, cases["top-p/after-top-k"])
+
+
+@pytest.mark.mha(points=1, function="top_k_filter")
+def test_a_k_below_one_is_refused(student, cases):
+    expect_refused(student, cases["refused/k-zero"])
+
+
+@pytest.mark.mha(points=1, function="top_p_filter")
+def test_a_p_outside_zero_to_one_is_refused(student, cases):
+    expect_refused(student, cases["refused/p-zero"])
+    expect_refused(student, cases["refused/p-above-one"])
