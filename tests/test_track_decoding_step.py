@@ -99,6 +99,16 @@ def test_a_top_p_that_drops_the_crossing_token_passes_the_one_token_check_only()
     assert outcomes["test_nucleus_is_the_smallest_set_of_likeliest_tokens_reaching_p"] == "failed"
 
 
+def test_a_setting_out_of_range_must_be_refused_with_value_error():
+    """A top-p that accepts p = 0 loses the refusal check, told what it gave; its other validations still pass."""
+    _, result = track.check(mutants(ASSIGNMENT) / "mistakes" / "decode_top_p_unsorted.py", ASSIGNMENT)
+    p_range = next(test for test in result["tests"] if test["name"].endswith("test_a_p_outside_zero_to_one_is_refused"))
+    assert p_range["outcome"] == "failed"
+    assert "should raise ValueError for the setting 0.0" in p_range["message"] and "a value" in p_range["message"]
+    for name in ("test_a_k_below_one_is_refused", "test_a_negative_temperature_is_refused"):
+        assert next(test for test in result["tests"] if test["name"].endswith(name))["outcome"] == "passed"
+
+
 def test_feedback_in_chinese_names_the_mistake_without_english_prose():
     result = CliRunner().invoke(root, ["check", str(mutants(ASSIGNMENT) / "mistakes" / "decode_filter_zero_where.py"),
                                        "--assignment", ASSIGNMENT, "--lang", "zh"])
