@@ -49,6 +49,19 @@ def _softmax(axis_max, axis_sum):
     return make
 
 
+def _unshifted(module):
+    def softmax(logits):
+        weights = np.exp(logits)  # overflows to inf past about 709
+        return weights / weights.sum(axis=-1, keepdims=True)
+    return softmax
+
+
+def _unshifted_log_space(module):
+    def softmax(logits):
+        return np.exp(logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True)))
+    return softmax
+
+
 def _temperature(scale):
     """apply_temperature with greedy kept and ``scale(logits, t)`` for t > 0."""
     def make(module):
@@ -150,6 +163,8 @@ def _sample(compare):
 TWINS: tuple[Twin, ...] = (
     Twin("decode-softmax-wrong-axis", "softmax over the batch axis", "softmax", _softmax(0, 0)),
     Twin("decode-softmax-wrong-axis", "row maxima, but sums down the columns", "softmax", _softmax(-1, 0)),
+    Twin("decode-softmax-unstable", "exp of the logits as they are", "softmax", _unshifted),
+    Twin("decode-softmax-unstable", "log-sum-exp without the shift", "softmax", _unshifted_log_space),
     Twin("decode-temperature-misapplied", "logits multiplied by the temperature", "apply_temperature",
          _temperature(lambda logits, t: logits * t)),
     Twin("decode-temperature-misapplied", "logits minus the temperature", "apply_temperature",
