@@ -109,6 +109,25 @@ def test_a_setting_out_of_range_must_be_refused_with_value_error():
         assert next(test for test in result["tests"] if test["name"].endswith(name))["outcome"] == "passed"
 
 
+def test_an_input_changed_in_place_is_caught_while_the_numbers_beside_it_are_not_compared(tmp_path):
+    """Greedy written into the caller's logits fails the input check on logits; the reference, whose
+    temperature and k are plain numbers, passes the same checks."""
+    source = (PROJECT / "solutions" / f"{ASSIGNMENT}.py").read_text(encoding="utf-8")
+    greedy = "    greedy = np.full(logits.shape, -np.inf)  # (B, V)\n"
+    assert greedy in source
+    in_place = source.replace(greedy, "    greedy = logits  # the caller's array\n    kept = logits[np.arange(logits.shape[0]), "
+                              "logits.argmax(axis=-1)].copy()\n    greedy[...] = -np.inf\n"
+                              "    greedy[rows, best] = kept\n    return greedy\n")
+    path = tmp_path / f"{ASSIGNMENT}.py"
+    path.write_text(in_place, encoding="utf-8")
+    _, result = track.check(path, ASSIGNMENT)
+    greedy_check = next(test for test in result["tests"]
+                        if test["name"].endswith("test_temperature_zero_keeps_only_the_first_largest_logit"))
+    assert greedy_check["outcome"] == "failed" and "changed its input logits in place" in greedy_check["message"]
+    _, reference = track.check(PROJECT / "solutions" / f"{ASSIGNMENT}.py", ASSIGNMENT)
+    assert all(test["outcome"] == "passed" for test in reference["tests"])
+
+
 def test_feedback_in_chinese_names_the_mistake_without_english_prose():
     result = CliRunner().invoke(root, ["check", str(mutants(ASSIGNMENT) / "mistakes" / "decode_filter_zero_where.py"),
                                        "--assignment", ASSIGNMENT, "--lang", "zh"])
