@@ -418,3 +418,14 @@ def last_key_seen(v):
     cached, new = v["cached"], v["new"]
     mask = np.tril(np.ones((new, cached + new), dtype=bool), k=cached)  # (T, S), queries after the cache
     return int(np.flatnonzero(mask[v["index"]])[-1])
+
+
+# --- sampling ----------------------------------------------------------------------------
+
+def renormalised_share(v):
+    """Top-k with k = 2 through the decoding-step reference, on a row holding the two given probabilities."""
+    rest = 1.0 - v["first"] - v["second"]
+    others = math.floor(rest / v["second"]) + 1  # enough tokens that each of the rest is below the second
+    probabilities = np.array([[v["first"], v["second"], *[rest / others] * others]])  # (1, 2 + others)
+    distribution = load_reference("decoding_step").next_token_distribution(np.log(probabilities), top_k=2)
+    return float(distribution[0, 0])

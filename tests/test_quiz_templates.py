@@ -244,6 +244,7 @@ MEASURE = {
     "heads-weights-memory-growth": measure.weights_memory_growth,
     "serving-cache-rivals-weights": measure.context_where_cache_equals_weights,
     "decoding-new-token-last-key": measure.last_key_seen,
+    "sampling-renormalised-share": measure.renormalised_share,
 }
 
 # Sizes that keep a measurement to a few megabytes, for templates whose own
