@@ -35,11 +35,11 @@ TERMS = {
     "nvidia", "pytorch", "jax", "ubuntu", "debian", "windows", "macos", "linux", "colab", "jupyterhub", "scatter", "tqdm", "rich", "click", "cuda", "slurm", "npz",
     # names of quantities in formulas
     "gamma", "tau", "phi", "pos", "acc", "score", "block", "log", "sin", "cos", "theta", "alpha", "beta", "sigma",
-    "eps", "epsilon", "lambda",
+    "eps", "epsilon", "lambda", "top", "cdf",
 }
 # English terms a Chinese text may give once in brackets after its Chinese name: 教师强制（teacher forcing）.
 GLOSSES = ("teacher forcing", "inverted dropout", "pre-norm", "post-norm", "all-reduce", "base", "stub", "tie",
-           "attention sink", "batch", "one-hot", "logits", "prefill", "decode", "Job Object")
+           "attention sink", "batch", "one-hot", "logits", "prefill", "decode", "Job Object", "nucleus")
 _CODE = re.compile(r"```.*?```|`[^`\n]*`|<(code|pre|script|style)\b[^>]*>.*?</\1>", re.S | re.I)
 _TAG = re.compile(r"<[^>]+>")
 # An exception's own text: after its name (and the file and line it names) and a colon, up to the end of
@@ -52,6 +52,7 @@ _OS_ERROR = re.compile(r"\[Errno \d+\]|" + "|".join(
     if not os.strerror(number).startswith("Unknown error")))
 _COMMAND = re.compile(r"\b(mha|python|pip|jupyter|nbgrader|git|cd)( +(-{1,2}[\w-]+|[\w./<>=:-]+))+")
 _NOT_PROSE = [
+    re.compile(r"\b[\w.]+\([^()\n]*\)"),  # calls with their arguments: np.searchsorted(cdf, u, side="right")
     re.compile(r"\$\$.*?\$\$|\$[^$\n]*\$", re.S),  # formulas
     re.compile(r"\\[A-Za-z]+"),  # LaTeX commands
     re.compile("（(?:" + "|".join(re.escape(term) for term in GLOSSES) + ")）"),  # a gloss: 教师强制（teacher forcing）
