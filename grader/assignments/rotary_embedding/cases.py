@@ -85,6 +85,17 @@ def _halves(spread):
     return make
 
 
+def _in_place_through_views(module):
+    def apply_rotary(x, positions, base=10000.0):
+        x = np.array(x, dtype=float, copy=True)  # the twin's own copy: the mistake is in the order of writes
+        angles = np.outer(np.asarray(positions), module.rope_frequencies(x.shape[-1], base))  # (T, d_k // 2)
+        first, second = x[..., 0::2], x[..., 1::2]  # views into x
+        x[..., 0::2] = first * np.cos(angles) - second * np.sin(angles)
+        x[..., 1::2] = first * np.sin(angles) + second * np.cos(angles)  # reads the new first members
+        return x
+    return apply_rotary
+
+
 def _attention(rotate_values=False, query_start=None, key_start=None):
     """rotary_attention with the queries from ``query_start(offset)`` and keys from ``key_start(offset)``."""
     def make(module):
@@ -108,6 +119,8 @@ TWINS: tuple[Twin, ...] = (
          _ladder(lambda i, d: -i / d)),
     Twin("rope-frequency-exponent", "base^(+2i/d_k): the minus sign lost", "rope_frequencies",
          _ladder(lambda i, d: 2 * i / d)),
+    Twin("rope-frequency-exponent", "exponents from linspace(0, 1): the last pair at exactly 1/base",
+         "rope_frequencies", _ladder(lambda i, d: -i / max(d // 2 - 1, 1))),
     Twin("rope-frequency-exponent", "the table's own ladder 10000^(-i/D)", "sinusoidal_positions", _table_own_ladder),
     Twin("rope-sinusoid-layout", "all sines, then all cosines", "sinusoidal_positions",
          _table(lambda sin, cos: np.concatenate([sin, cos], axis=-1))),
@@ -121,6 +134,7 @@ TWINS: tuple[Twin, ...] = (
          _pairs(lambda a, b, cos, sin: (a * cos + b * sin, b * cos - a * sin))),
     Twin("rope-rotation-matrix", "sin and cos swapped", "apply_rotary",
          _pairs(lambda a, b, cos, sin: (a * sin - b * cos, a * cos + b * sin))),
+    Twin("rope-rotates-in-place", "pairs written back through views of x", "apply_rotary", _in_place_through_views),
     Twin("rope-rotates-values", "the values rotated like the keys", "rotary_attention", _attention(rotate_values=True)),
     Twin("rope-offset-ignored", "queries rotated from position 0", "rotary_attention",
          _attention(query_start=lambda offset: 0)),
@@ -149,7 +163,8 @@ ARGUMENT_NAMES = {
 # ---- cases --------------------------------------------------------------------------------
 def _case(name: str, prefix: str, function: str, args: tuple, kwargs: dict | None = None) -> Case:
     case = Case(id=f"{prefix}{name}", function=function, args=args, kwargs=kwargs or {},
-                call_text=CALL_TEXT[function], legend=LEGENDS[function], argument_names=ARGUMENT_NAMES[function])
+                call_text=CALL_TEXT[function], legend=LEGENDS[function], argument_names=ARGUMENT_NAMES[function],
+                mutation_id="rope-rotates-in-place" if function in ("apply_rotary", "rotary_attention") else None)
     return with_expectations(case, ASSIGNMENT, TWINS)
 
 

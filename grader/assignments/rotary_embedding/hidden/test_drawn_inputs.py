@@ -2,7 +2,7 @@
 
 import pytest
 
-from grader.grading.checks import expect_values
+from grader.grading.checks import expect_unchanged, expect_values
 
 pytestmark = pytest.mark.mha(visibility="hidden")
 
@@ -24,8 +24,10 @@ def test_sinusoidal_table_for_drawn_sizes(student, cases):
 @pytest.mark.mha(points=2, function="apply_rotary")
 def test_rotary_on_drawn_inputs_and_positions(student, cases):
     expect_values(student, _starting(cases, ("rotary/", "relative/")))
+    expect_unchanged(student, cases["rotary/far"])
 
 
 @pytest.mark.mha(points=3, function="rotary_attention")
 def test_rotary_attention_and_decoding_on_drawn_inputs(student, cases):
     expect_values(student, _starting(cases, ("attention/",)))
+    expect_unchanged(student, cases["attention/decode"])

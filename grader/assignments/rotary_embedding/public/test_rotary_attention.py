@@ -2,14 +2,15 @@
 
 import pytest
 
-from grader.grading.checks import expect_value
+from grader.grading.checks import expect_unchanged, expect_value
 
 pytestmark = pytest.mark.mha(function="rotary_attention", visibility="public")
 
 
-@pytest.mark.mha(points=3, probes=("rope-rotates-values",))
+@pytest.mark.mha(points=3, probes=("rope-rotates-values", "rope-rotates-in-place"))
 def test_rotary_attention_turns_queries_and_keys_but_not_values(student, cases):
     expect_value(student, cases["attention/prefill"])
+    expect_unchanged(student, cases["attention/prefill"])
 
 
 @pytest.mark.mha(points=3, probes=("rope-offset-ignored",))

@@ -5,7 +5,7 @@ import pytest
 
 from grader.content.messages import Message
 from grader.grading.case import same_value
-from grader.grading.checks import CheckFailure, expect_value
+from grader.grading.checks import CheckFailure, expect_unchanged, expect_value
 
 pytestmark = pytest.mark.mha(function="apply_rotary", visibility="public")
 
@@ -19,6 +19,11 @@ def test_rotary_turns_adjacent_pairs_by_position_times_frequency(student, cases)
 @pytest.mark.mha(points=1)
 def test_rotary_with_another_base_and_no_leading_axes(student, cases):
     expect_value(student, cases["rotary/base-no-batch"])
+
+
+@pytest.mark.mha(points=1, probes=("rope-rotates-in-place",))
+def test_rotary_returns_a_new_array_and_leaves_x_alone(student, cases):
+    expect_unchanged(student, cases["rotary/scattered"])
 
 
 def _scores(turned: np.ndarray) -> np.ndarray:
