@@ -104,10 +104,11 @@ def apply_rotary(x, positions, base=10000.0):
         An array of the shape of ``x``. With ``a = positions[t] * w_i``, the
         pair ``(x1, x2) = (x[..., t, 2i], x[..., t, 2i + 1])`` becomes
         ``(x1 cos a - x2 sin a, x1 sin a + x2 cos a)``: a turn by ``+a``
-        (counter-clockwise), so position 0 leaves a row as it is.
+        (counter-clockwise), so position 0 leaves a row as it is. Pairs are
+        neighbours, never feature ``i`` with ``i + d_k/2``.
     """
     ### BEGIN SOLUTION
-    # HINT(en): angles are (T, d_k/2): positions times rope_frequencies; take the even features and the odd features as the two halves of each pair, turn them with cos and sin, and interleave the results back into a new array.
+    # HINT(en): angles are (T, d_k/2): positions times rope_frequencies; take the even features and the odd features as the two members of each pair, turn them with cos and sin, and interleave the results back into a new array.
     # HINT(zh): 角度的形状是 (T, d_k/2)：位置乘以 rope_frequencies；偶数特征和奇数特征分别是每一对的两个分量，用 cos 和 sin 旋转后，再交错放回一个新数组。
     angles = np.outer(np.asarray(positions), rope_frequencies(x.shape[-1], base))  # (T, d_k // 2)
     cos, sin = np.cos(angles), np.sin(angles)  # each (T, d_k // 2), broadcast over the leading axes
