@@ -113,6 +113,8 @@ def run_checks(box, *, exercise, tests, visibility: str, seed: int | None, lang:
         # In a graded run nothing shipped to students is worth a point: public checks get drawn inputs too.
         fixtures["public"]["cases"] = (exercise.drawn_public_cases(derived_seed(seed, "public")) if uses_hidden
                                        else exercise.public_cases())
+        if uses_hidden:  # what a failing public check shows: the rows of the fixture the student's check shows
+            fixtures["public"]["shipped"] = exercise.public_cases()
     if uses_hidden:
         fixtures["hidden"] = {"student": student, "cases": exercise.build_hidden_cases(seed), "seed": seed}
     graded = {test.function for test in tests}
