@@ -85,6 +85,17 @@ def _halves(spread):
     return make
 
 
+def _every_two(spread):
+    """apply_rotary in the adjacent layout, GPT-J's rotate_every_two, with the frequencies spread to d_k by ``spread``."""
+    def make(module):
+        def apply_rotary(x, positions, base=10000.0):
+            angles = np.outer(np.asarray(positions), spread(module.rope_frequencies(x.shape[-1], base)))  # (T, d_k)
+            turned_pairs = np.stack([-x[..., 1::2], x[..., 0::2]], axis=-1).reshape(x.shape)  # (-x2, x1) per pair
+            return x * np.cos(angles) + turned_pairs * np.sin(angles)
+        return apply_rotary
+    return make
+
+
 def _in_place_through_views(module):
     def apply_rotary(x, positions, base=10000.0):
         x = np.array(x, dtype=float, copy=True)  # the twin's own copy: the mistake is in the order of writes
@@ -130,6 +141,8 @@ TWINS: tuple[Twin, ...] = (
          _halves(lambda w: np.concatenate([w, w]))),
     Twin("rope-pairs-halves", "rotate_half with each frequency repeated for neighbours", "apply_rotary",
          _halves(lambda w: np.repeat(w, 2))),
+    Twin("rope-pairs-halves", "rotate_every_two with the frequencies tiled as for halves", "apply_rotary",
+         _every_two(lambda w: np.concatenate([w, w]))),
     Twin("rope-rotation-matrix", "turned by -angle (the minus sign on the other entry)", "apply_rotary",
          _pairs(lambda a, b, cos, sin: (a * cos + b * sin, b * cos - a * sin))),
     Twin("rope-rotation-matrix", "sin and cos swapped", "apply_rotary",
