@@ -156,10 +156,10 @@ TWINS: tuple[Twin, ...] = (
 )
 
 CALL_TEXT = {
-    "rope_frequencies": "rope_frequencies(d_k, base)",
+    "rope_frequencies": "rope_frequencies(d_k{keywords})",
     "sinusoidal_positions": "sinusoidal_positions(seq_len, d_model)",
-    "apply_rotary": "apply_rotary(x, positions, base)",
-    "rotary_attention": "rotary_attention(Q, K, V, offset)",
+    "apply_rotary": "apply_rotary(x, positions{keywords})",
+    "rotary_attention": "rotary_attention(Q, K, V{keywords})",
 }
 LEGENDS = {
     "rope_frequencies": "(d_k // 2,)",
@@ -175,8 +175,9 @@ ARGUMENT_NAMES = {
 
 # ---- cases --------------------------------------------------------------------------------
 def _case(name: str, prefix: str, function: str, args: tuple, kwargs: dict | None = None) -> Case:
+    keywords = "".join(f", {key}={value:g}" for key, value in (kwargs or {}).items())  # e.g. ", offset=7"
     case = Case(id=f"{prefix}{name}", function=function, args=args, kwargs=kwargs or {},
-                call_text=CALL_TEXT[function], legend=LEGENDS[function], argument_names=ARGUMENT_NAMES[function],
+                call_text=CALL_TEXT[function].format(keywords=keywords), legend=LEGENDS[function], argument_names=ARGUMENT_NAMES[function],
                 mutation_id="rope-rotates-in-place" if function in ("apply_rotary", "rotary_attention") else None)
     return with_expectations(case, ASSIGNMENT, TWINS)
 
