@@ -113,23 +113,42 @@ def test_released_alone_it_gives_nothing_away(release):
     assert not any("/hidden/" in name or "/mutants/" in name or name.endswith("/cases.py") for name in files)
 
 
-def test_released_alone_it_installs_and_grades_the_stub_and_the_reference(release, tmp_path):
-    copy = tmp_path / "student"
+@pytest.fixture(scope="module")
+def installed(release, tmp_path_factory):
+    """The release copied, installed alone in a fresh venv: (its folder, its `mha`, a clean environment)."""
+    root = tmp_path_factory.mktemp("installed")
+    copy = root / "student"
     shutil.copytree(release, copy)
-    venv = tmp_path / "venv"
-    python, mha = make_venv_with_our_dependencies(venv), venv / "bin" / "mha"
+    python = make_venv_with_our_dependencies(root / "venv")
     isolation = ["--no-build-isolation"] if importlib.util.find_spec("wheel") else []  # as tests/test_release.py
     install = subprocess.run([str(python), "-m", "pip", "install", "--no-deps", *isolation, "--ignore-installed",
                               "--quiet", str(copy)], capture_output=True, text=True)
     assert install.returncode == 0, install.stdout + install.stderr
     env = {key: value for key, value in os.environ.items()
            if key not in ("PYTHONPATH", "MHA_SOLUTIONS", "MHA_EXERCISES", "VIRTUAL_ENV")}
-    command = [str(mha), "check", f"exercises/{ASSIGNMENT}.py", "--assignment", ASSIGNMENT, "--json"]
-    stub = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True)
-    assert stub.returncode == 1, stub.stderr
-    assert json.loads(stub.stdout)["score"] == 0
-    shutil.copy(PROJECT / "solutions" / f"{ASSIGNMENT}.py", copy / "exercises" / f"{ASSIGNMENT}.py")
-    reference = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True)
-    assert reference.returncode == 0, reference.stdout + reference.stderr
-    result = json.loads(reference.stdout)
-    assert result["score"] == result["max_score"] > 0
+    return copy, root / "venv" / "bin" / "mha", env
+
+
+def _graded(installed, *arguments: str, reference: bool) -> tuple[int, dict]:
+    copy, mha, env = installed
+    source = PROJECT / ("solutions" if reference else "exercises") / f"{ASSIGNMENT}.py"
+    shutil.copy(source, copy / "exercises" / f"{ASSIGNMENT}.py")
+    done = subprocess.run([str(mha), "check", *arguments, "--json"], cwd=copy, env=env, capture_output=True,
+                          text=True)
+    assert done.stdout.startswith("{"), done.stdout + done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+def test_released_alone_it_installs_and_grades_the_stub_and_the_reference(installed):
+    arguments = (f"exercises/{ASSIGNMENT}.py", "--assignment", ASSIGNMENT)
+    code, stub = _graded(installed, *arguments, reference=False)
+    assert code == 1 and stub["score"] == 0 < stub["max_score"]
+    code, reference = _graded(installed, *arguments, reference=True)
+    assert code == 0 and reference["score"] == reference["max_score"] == stub["max_score"]
+
+
+@pytest.mark.xfail(strict=True, reason="a release of an exercise other than the core one: the README's bare "
+                   "`mha check` still looks for exercises/multihead_attention.py")
+def test_released_alone_the_readme_command_grades_it(installed):
+    code, result = _graded(installed, reference=True)
+    assert code == 0 and result["score"] == result["max_score"] > 0
