@@ -152,3 +152,16 @@ def test_released_alone_it_installs_and_grades_the_stub_and_the_reference(instal
 def test_released_alone_the_readme_command_grades_it(installed):
     code, result = _graded(installed, reference=True)
     assert code == 0 and result["score"] == result["max_score"] > 0
+
+
+def test_unlocking_asks_about_each_function_before_its_checks(tmp_path, monkeypatch):
+    """`mha check --unlock`: two misses show the answer and unlock; the fourth function waits for the next run."""
+    monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path / "data"))
+    result = CliRunner().invoke(root, ["check", str(track.reference(ASSIGNMENT)), "--assignment", ASSIGNMENT,
+                                       "--unlock"], input="0\n" * 6)
+    assert result.exit_code == 0, result.output
+    for function in ("rope_frequencies", "sinusoidal_positions", "apply_rotary"):
+        assert f"Before the checks of {function} run" in result.output
+    assert "rotary_attention: a question comes first for these, next time" in result.output
+    assert "The frequencies start at one radian per position" in result.output
+    assert "rotary_attention turns the queries and keys" not in result.output
