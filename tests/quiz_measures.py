@@ -78,6 +78,16 @@ def rotary_wavelength(v):
     return 2 * math.pi / rotary_frequency(v["d_k"], v["base"], v["pair"])
 
 
+def rotary_frequency_value(v):
+    return rotary_frequency(v["d_k"], v["base"], v["pair"])
+
+
+def decoding_query_position(v):
+    """Where a new token's query turns: its index in the whole sequence, cache first, as a full pass sees it."""
+    sequence = np.arange(v["cached"] + v["new"])  # every token's position in one full pass
+    return int(sequence[v["cached"]:][v["index"]])
+
+
 def ntk_base(v):
     """The base whose slowest pair turns ``scale`` times more slowly, found by bisection."""
     d_k, slowest = v["d_k"], v["d_k"] // 2 - 1

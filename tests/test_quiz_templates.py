@@ -209,6 +209,8 @@ MEASURE = {
     "positions-alibi-bias": measure.alibi_bias,
     "rope-angle": measure.rotary_angle,
     "rope-wavelength": measure.rotary_wavelength,
+    "rope-frequency-value": measure.rotary_frequency_value,
+    "rope-decoding-query-position": measure.decoding_query_position,
     "rope-ntk-base": measure.ntk_base,
     "sizing-fused-projection-shape": measure.fused_projection_shape,
     "sizing-block-weights": measure.block_weights,
