@@ -20,7 +20,8 @@ Each ``mha check`` is run once before timing, so that what a student meets
 from the second check of an evening on is measured (a first check on a
 machine may fill caches); ``--cold`` also times one run with the cache
 folder emptied before it. The cache folder is a temporary one (``XDG_CACHE_HOME``),
-so the benchmark neither reads nor leaves the user's own. Goals (issue 24):
+so the benchmark neither reads nor leaves the user's own; bytecode is written
+(``PYTHONDONTWRITEBYTECODE`` is dropped), as for an installed package. Goals (issue 24):
 correct code at most 2x the floor, one mistake at most 2.5x, the same with
 ``--function``.
 """
@@ -86,6 +87,9 @@ def main() -> None:
         folder = Path(scratch)
         cache = folder / "cache"
         env = {**os.environ, "XDG_CACHE_HOME": str(cache), "NO_COLOR": "1"}
+        # an installed package has its bytecode compiled (pip does it at install; NumPy's, the floor's, is):
+        # a shell that forbids writing it would have every run compile the grader afresh
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         chosen = commands(folder, options.pytest)
         cold = None
         if options.cold:
