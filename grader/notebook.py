@@ -71,7 +71,8 @@ def check(*functions: str, lang: str | None = None, assignment: str = DEFAULT_AS
     from grader.render.notebook_html import result_to_html, say
 
     lang = resolve_language(lang)
-    result = grade_kernel(functions=functions, visibility="public", lang=lang, assignment=assignment)
+    result = grade_kernel(functions=functions, visibility="public", lang=lang, assignment=assignment,
+                          keep_calibration=True)
     title = say("check_title", lang, functions=", ".join(functions) if functions else say("every_function", lang))
     return CheckReport(result, result_to_html(result, lang, title=title))
 
@@ -137,8 +138,9 @@ def show_heads(sentence: str | None = None, *, heads: int = 4, d_model: int = 16
 
 # ---- the code the student ran --------------------------------------------------------------
 def grade_kernel(*, functions: tuple[str, ...], visibility: str, lang: str, assignment: str = DEFAULT_ASSIGNMENT,
-                 student: str = "student") -> SubmissionResult:
-    """Grade the kernel's code in the worker; ``functions`` empty means all of them."""
+                 student: str = "student", keep_calibration: bool = False) -> SubmissionResult:
+    """Grade the kernel's code in the worker; ``functions`` empty means all of them. ``keep_calibration``:
+    a student's check, whose call limits may come from the user's cache (``grade_submission``)."""
     from grader.grading.assignment import get_assignment
     from grader.grading.grade import VISIBILITIES, grade_submission
     from grader.render.notebook_html import say
@@ -157,7 +159,8 @@ def grade_kernel(*, functions: tuple[str, ...], visibility: str, lang: str, assi
         return load_failure(student=student, error=say("no_code", lang), assignment=assignment,
                             max_score=float(sum(test.points for test in tests)))
     return grade_submission(source=source, assignment=assignment, visibility=visibility,
-                            functions=tuple(functions) or None, student=student, lang=lang)
+                            functions=tuple(functions) or None, student=student, lang=lang,
+                            keep_calibration=keep_calibration)
 
 
 def kernel_source() -> SubmissionSource:

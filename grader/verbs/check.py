@@ -64,7 +64,7 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
     with CheckSpinner(file=str(file), lang=lang) as spinner:  # a hanging check is never a blank screen
         result = grade_submission(path=file, assignment=assignment, visibility=visibility,
                                   functions=functions or None, lang=lang, timeout_scale=timeout_scale,
-                                  on_function=spinner.update)
+                                  on_function=spinner.update, keep_calibration=True)
     if as_json:
         from grader.render.text_safety import clean_strings
 
