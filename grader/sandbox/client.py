@@ -24,18 +24,18 @@ from pathlib import Path
 
 from grader.sandbox.codec import BadReply, decode_reply, encode_request
 from grader.sandbox.isolation import SandboxWarning, describe_isolation
-from grader.sandbox.link import (ForkServer, ForkServerError, WorkerGone, WorkerLink, close_later, reserve,
-                                 settle_closing, take_reserved)
+from grader.sandbox.link import (ForkServer, ForkServerError, ServerLaunch, WorkerGone, WorkerLink, close_later,
+                                 reserve, settle_closing, take_reserved)
+from grader.sandbox.servers import STUDENT_PACKAGES, default_hidden, hideable, launch_server, start_server
 from grader.sandbox.source import SubmissionSource, read_submission
 from grader.sandbox.worker import protocol
 
 __all__ = ["CallError", "CallOutcome", "ForkServer", "ForkServerError", "Limits", "LoadReport", "Sandbox",
-           "SandboxWarning", "WorkerGone", "describe_isolation", "start_server"]
+           "SandboxWarning", "ServerLaunch", "WorkerGone", "describe_isolation", "launch_server", "start_server"]
 
 
 MAX_NAMES = 100  # names of entered functions kept per call
 MAX_CELL_ERRORS = 20  # errors of notebook cells reported per submission
-STUDENT_PACKAGES = ("scipy",)  # besides NumPy, where installed: e.g. scipy.special.softmax in a correct variant
 
 
 @dataclass(frozen=True)
@@ -107,39 +107,6 @@ class LoadReport:
     names: tuple[str, ...] = ()
     cell_errors: tuple[CallError, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
-
-
-def start_server(*, hidden=(), packages=STUDENT_PACKAGES, without=(), spares: int = 1) -> ForkServer:
-    """A fork server for many submissions; ``hidden`` folders (e.g. the output folder) are masked too.
-
-    Student code may import the standard library, NumPy and ``packages``.
-    ``without`` ("landlock", "namespaces", "cgroups", "spares") leaves a layer
-    out, to check the fallbacks. ``spares``: workers kept made ahead of
-    requests, each for one request (e.g. the number of submissions graded at once).
-    """
-    return ForkServer.start(hidden=(*default_hidden(), *hidden), packages=packages, without=without, spares=spares)
-
-
-def hideable(folder: Path) -> bool:
-    """Whether workers may lose sight of ``folder``: not when it holds the interpreter (a venv beside alice.py)."""
-    import sys
-
-    folder = Path(folder).resolve()
-    needed = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent}
-    return not any(path.is_relative_to(folder) for path in needed)
-
-
-def default_hidden() -> tuple[str, ...]:
-    """Folders no worker should see even without Landlock: the project, the solutions, the course key."""
-    from grader import paths
-    from grader.seeding import course_key_file
-
-    folders = [course_key_file().parent]
-    if (paths.PROJECT_DIR / "pyproject.toml").exists():  # a checkout, not an installed package
-        folders.append(paths.PROJECT_DIR)
-    if paths.solutions_dir() is not None:
-        folders.append(paths.solutions_dir())
-    return tuple(str(Path(folder).resolve()) for folder in folders)
 
 
 class Sandbox:

@@ -36,7 +36,6 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
 
     Exit status: 0 when every check passes, 1 when one fails, 2 for a usage error.
     """
-    from grader.grading.grade import grade_submission
     from grader.content.messages import render
 
     lang = resolve_language(lang)
@@ -59,12 +58,8 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
             visibility = "all"
         else:
             notice = render("report_no_hidden", {}, lang)
-    from grader.render.terminal import CheckSpinner
-
-    with CheckSpinner(file=str(file), lang=lang) as spinner:  # a hanging check is never a blank screen
-        result = grade_submission(path=file, assignment=assignment, visibility=visibility,
-                                  functions=functions or None, lang=lang, timeout_scale=timeout_scale,
-                                  on_function=spinner.update, keep_calibration=True)
+    result = _graded(file, assignment=assignment, visibility=visibility, functions=functions or None, lang=lang,
+                     timeout_scale=timeout_scale)
     if as_json:
         from grader.render.text_safety import clean_strings
 
@@ -78,6 +73,31 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
         print_result(result, file=str(file), lang=lang, linked_question=linked_question, failed_only=failed_only)
     if not result.passed:
         raise ChecksFailed()
+
+
+def _graded(file: Path, *, assignment: str, visibility: str, functions: tuple[str, ...] | None, lang: str,
+            timeout_scale: float):
+    """Grade ``file`` in a fork server of its own, launched before the grader's own imports: the server's start
+    (it imports NumPy) and the grader's (it imports NumPy too, and reads the cases) overlap."""
+    from grader.sandbox.link import ForkServerError
+    from grader.sandbox.servers import launch_server
+
+    # no spares: one submission, so no worker is made ahead for a next one
+    launch = launch_server(spares=0)
+    try:
+        from grader.grading.grade import grade_submission
+        from grader.render.terminal import CheckSpinner
+
+        with CheckSpinner(file=str(file), lang=lang) as spinner:  # a hanging check is never a blank screen
+            try:
+                server = launch.ready()
+            except ForkServerError:
+                server = None  # grade_submission tries again, and says why as the submission's error
+            return grade_submission(path=file, assignment=assignment, visibility=visibility, functions=functions,
+                                    lang=lang, timeout_scale=timeout_scale, on_function=spinner.update,
+                                    server=server, keep_calibration=True)
+    finally:
+        launch.stop()
 
 
 _DEFINITION = re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)", re.MULTILINE)
