@@ -58,7 +58,7 @@ def test_the_second_check_reads_the_timings_the_first_measured(timed):
     assert [test["outcome"] for test in second["tests"]] == [test["outcome"] for test in first["tests"]]
     entry = json.loads(entries(cache)[0].read_text(encoding="utf-8"))
     assert entry["key"]["numpy"] and entry["key"]["machine"]["cores"] and entry["key"]["files"]["multihead_attention.py"]
-    assert set(entry["times"]) >= {"softmax", "forward"}
+    assert set(entry["value"]["times"]) >= {"softmax", "forward"}
 
 
 def test_a_changed_key_a_stale_or_unreadable_entry_is_measured_again(timed, monkeypatch):
@@ -66,7 +66,7 @@ def test_a_changed_key_a_stale_or_unreadable_entry_is_measured_again(timed, monk
     check(REFERENCE)
     [path] = entries(cache)
     entry = json.loads(path.read_text(encoding="utf-8"))
-    entry["measured_at"] -= calibration_cache.MAX_AGE + 60
+    entry["written_at"] -= calibration_cache.MAX_AGE + 60
     path.write_text(json.dumps(entry), encoding="utf-8")
     check(REFERENCE)
     assert len(calls) == 2  # stale

@@ -3,16 +3,17 @@
 Timing the reference through a worker costs a student's check about 0.4 s,
 every run, for a figure that changes only with the machine, the interpreter,
 NumPy, the grader or the exercise. ``mha check`` and the notebook's
-``check(...)`` keep it here between runs: one small JSON file per exercise and
-key under ``platformdirs.user_cache_dir("mha-lab")`` (``MHA_CACHE_DIR`` names
-another folder). The key holds what changes the figure: the Python (version
-and executable), NumPy's version, the grader's version, the hashes of the
-reference solution and of the exercise's case files, and the machine (host,
-architecture, CPU model, cores). An entry is measured again when any of those
-changed, when it is older than ``MAX_AGE``, or after a check ran into a call
-limit under it (``forget``: the machine may be slower than when it was
-measured). What is kept is the raw timings, so ``--timeout-scale`` still
-applies to them as to a fresh measurement.
+``check(...)`` keep it between runs in the user's cache folder
+(``grader.files.read_cached``: ``platformdirs.user_cache_dir("mha-lab")``, or
+``MHA_CACHE_DIR``), one entry per exercise and key. The key holds what changes
+the figure: the Python (version and executable), NumPy's version, the
+grader's version, the hashes of the reference solution and of the exercise's
+case files, and the machine (host, architecture, CPU model, cores). An entry
+is measured again when any of those changed, when it is older than
+``MAX_AGE``, or after a check ran into a call limit under it (``forget``: the
+machine may be slower than when it was measured). What is kept is the raw
+timings, so ``--timeout-scale`` still applies to them as to a fresh
+measurement.
 
 ``mha grade`` never reads it: a class's run measures its own once (under that
 run's load) and hands it to its grading processes. A cache that cannot be read
@@ -22,27 +23,14 @@ or written is no error: the reference is timed afresh, as without a cache.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import sys
-import time
 from pathlib import Path
 
-from grader.files import atomic_write_text
+from grader.files import forget_cached, read_cached, write_cached
 
-CACHE_DIR_VARIABLE = "MHA_CACHE_DIR"
-SCHEMA_VERSION = 1
 MAX_AGE = 7 * 24 * 3600.0  # seconds an entry is trusted; then the reference is timed again
 Timings = tuple[dict[str, list[list[float]]], float]  # calibration.from_times's arguments
-
-
-def cache_dir() -> Path:
-    override = os.environ.get(CACHE_DIR_VARIABLE)
-    if override:
-        return Path(override)
-    import platformdirs
-
-    return Path(platformdirs.user_cache_dir("mha-lab", appauthor=False))
 
 
 def cache_key(*, assignment: str, files: tuple[Path, ...]) -> dict:
@@ -60,46 +48,29 @@ def cache_key(*, assignment: str, files: tuple[Path, ...]) -> dict:
     }
 
 
-def read(key: dict, *, now: float | None = None) -> Timings | None:
+def read(key: dict) -> Timings | None:
     """The timings kept under ``key``, or None when there are none, they are stale or unreadable."""
+    value = read_cached(_name(key), key, max_age=MAX_AGE)
     try:
-        entry = json.loads(_path(key).read_text(encoding="utf-8"))
-        if entry.get("schema_version") != SCHEMA_VERSION or entry.get("key") != key:
-            return None
-        age = (time.time() if now is None else now) - float(entry["measured_at"])
-        if not 0 <= age <= MAX_AGE:
-            return None
         times = {str(function): [[float(seconds) for seconds in rounds] for rounds in calls]
-                 for function, calls in entry["times"].items()}
-        return times, float(entry["load_seconds"])
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+                 for function, calls in value["times"].items()}
+        return times, float(value["load_seconds"])
+    except (KeyError, TypeError, ValueError, AttributeError):
         return None
 
 
 def write(key: dict, timings: Timings) -> None:
-    """Keep ``timings`` under ``key`` (quietly nothing where the cache folder cannot be written)."""
     times, load_seconds = timings
-    entry = {"schema_version": SCHEMA_VERSION, "key": key, "measured_at": time.time(),
-             "times": times, "load_seconds": load_seconds}
-    try:
-        path = _path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(entry, indent=1))
-    except OSError:
-        pass
+    write_cached(_name(key), key, {"times": times, "load_seconds": load_seconds})
 
 
 def forget(key: dict) -> None:
     """Drop the entry under ``key``: the next check times the reference again."""
-    try:
-        _path(key).unlink(missing_ok=True)
-    except OSError:
-        pass
+    forget_cached(_name(key), key)
 
 
-def _path(key: dict) -> Path:
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
-    return cache_dir() / f"calibration-{key['assignment']}-{digest}.json"
+def _name(key: dict) -> str:
+    return f"calibration-{key['assignment']}"
 
 
 def _digest(path: Path) -> str | None:

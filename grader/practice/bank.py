@@ -274,8 +274,32 @@ def _shuffled_not_identity(count: int, rng: np.random.Generator) -> list[int]:
 
 def linked_question(misconception: str) -> str | None:
     """The id of a bank question that probes ``misconception``, if the bank has one."""
-    questions = questions_for_misconception(misconception)
-    return questions[0].id if questions else None
+    linked = linked_question_index().get(misconception)
+    return linked[0] if linked else None
+
+
+@functools.cache
+def linked_question_index() -> dict[str, list[str]]:
+    """Catalog id -> the ids of the shipped questions that probe it, as ``questions_for_misconception`` orders
+    them. ``mha check`` names one per mistake it shows; loading and validating the whole bank for that costs
+    more than the rest of a check's output, so the index is kept in the user's cache under the hashes of the
+    bank's files, and rebuilt from the validated bank whenever one of them changed."""
+    import hashlib
+
+    from grader import __version__
+    from grader.files import read_cached, write_cached
+
+    key = {"grader": __version__, "files": {path.name: hashlib.sha256(path.read_bytes()).hexdigest()
+                                            for path in sorted(QUESTIONS_DIR.glob("*.toml"))}}
+    kept = read_cached("linked-questions", key)
+    if kept is not None and all(isinstance(ids, list) for ids in kept.values()):
+        return kept
+    index: dict[str, list[str]] = {}
+    for question in sorted(default_bank().questions, key=lambda question: LEVELS.index(question.level)):
+        for misconception in question.misconceptions:
+            index.setdefault(misconception, []).append(question.id)
+    write_cached("linked-questions", key, index)
+    return index
 
 
 def choose_questions(*, bank: Bank, count: int, seed: int, topics: Iterable[str] = (),
