@@ -160,7 +160,39 @@ def grade_kernel(*, functions: tuple[str, ...], visibility: str, lang: str, assi
                             max_score=float(sum(test.points for test in tests)))
     return grade_submission(source=source, assignment=assignment, visibility=visibility,
                             functions=tuple(functions) or None, student=student, lang=lang,
-                            keep_calibration=keep_calibration)
+                            keep_calibration=keep_calibration, server=kernel_server())
+
+
+# ---- one fork server for the kernel's checks ----------------------------------------------------
+_KERNEL: dict = {}  # "server": the fork server this kernel's checks share, once started
+
+
+def kernel_server():
+    """The fork server this kernel's checks share, started on the first check (None if it cannot start: the
+    check then says why, as without one). Each check still gets a fresh worker of its own; the server only
+    spares every check its start, NumPy's import included. It ends with the kernel."""
+    import atexit
+
+    from grader.sandbox.link import ForkServerError
+    from grader.sandbox.servers import start_server
+
+    server = _KERNEL.get("server")
+    if server is not None and server.process is not None and server.process.poll() is None:
+        return server
+    try:
+        started = start_server()
+    except ForkServerError:
+        return None
+    if not _KERNEL:
+        atexit.register(_stop_kernel_server)
+    _KERNEL["server"] = started
+    return started
+
+
+def _stop_kernel_server() -> None:
+    server = _KERNEL.pop("server", None)
+    if server is not None:
+        server.stop()
 
 
 def kernel_source() -> SubmissionSource:
