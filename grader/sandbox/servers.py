@@ -10,6 +10,7 @@ them too.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from grader.sandbox.link import ForkServer, ServerLaunch
@@ -21,8 +22,8 @@ def start_server(*, hidden=(), packages=STUDENT_PACKAGES, without=(), spares: in
     """A fork server for many submissions; ``hidden`` folders (e.g. the output folder) are masked too.
 
     Student code may import the standard library, NumPy and ``packages``.
-    ``without`` ("landlock", "namespaces", "cgroups", "spares") leaves a layer
-    out, to check the fallbacks. ``spares``: workers kept made ahead of
+    ``without`` ("landlock", "namespaces", "cgroups", "uid-pool", "spares")
+    leaves a layer out, to check the fallbacks (``MHA_SANDBOX_WITHOUT`` adds to it). ``spares``: workers kept made ahead of
     requests, each for one request (e.g. the number of submissions graded at once).
     """
     return launch_server(hidden=hidden, packages=packages, without=without, spares=spares).ready()
@@ -33,7 +34,14 @@ def launch_server(*, hidden=(), packages=STUDENT_PACKAGES, without=(), spares: i
 
     A single check launches it first and does its own start-up meanwhile.
     """
+    without = (*without, *layers_left_out())
     return ForkServer.launch(hidden=(*default_hidden(), *hidden), packages=packages, without=without, spares=spares)
+
+
+def layers_left_out() -> tuple[str, ...]:
+    """Layers the instructor leaves out of every server of this process: ``MHA_SANDBOX_WITHOUT`` (names
+    separated by commas), to see or test a fallback through the real commands on a machine that has all."""
+    return tuple(name.strip() for name in os.environ.get("MHA_SANDBOX_WITHOUT", "").split(",") if name.strip())
 
 
 def hideable(folder: Path) -> bool:
