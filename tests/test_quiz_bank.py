@@ -308,12 +308,11 @@ def test_the_linked_question_index_agrees_with_the_bank_and_follows_its_files(tm
     import shutil
 
     from grader.content.catalog import misconception_ids
-    from grader.practice import bank
+    from grader.practice import bank, linked as linking
 
     def fresh_index():
-        bank.default_bank.cache_clear()
-        bank.linked_question_index.cache_clear()
-        return bank.linked_question_index()
+        linking.linked_question_index.cache_clear()
+        return linking.linked_question_index()
 
     monkeypatch.setenv("MHA_CACHE_DIR", str(tmp_path / "cache"))
     try:
@@ -329,8 +328,7 @@ def test_the_linked_question_index_agrees_with_the_bank_and_follows_its_files(tm
             path.write_text(path.read_text(encoding="utf-8").replace(f'"{linked}"', '"not-a-link"')
                             .replace(f'misconceptions = ["not-a-link"]', "misconceptions = []")
                             .replace('"not-a-link", ', "").replace(', "not-a-link"', ""), encoding="utf-8")
-        monkeypatch.setattr(bank, "QUESTIONS_DIR", copied)
-        assert linked not in fresh_index() and bank.linked_question(linked) is None
+        monkeypatch.setattr(linking, "QUESTIONS_DIR", copied)
+        assert linked not in fresh_index() and linking.linked_question(linked) is None
     finally:
-        bank.default_bank.cache_clear()
-        bank.linked_question_index.cache_clear()
+        linking.linked_question_index.cache_clear()

@@ -23,7 +23,7 @@ from grader.practice import formulas as quiz_formulas
 from grader.content.catalog import misconception_ids
 from grader.errors import ContentError
 from grader.i18n import LANGUAGES
-from grader.paths import CONTENT_DIR
+from grader.paths import QUESTIONS_DIR
 from grader.practice.schema import (  # noqa: F401  (KINDS, LEVELS, UNLOCKABLE are public here)
     FILE_KEYS,
     Choice,
@@ -36,7 +36,6 @@ from grader.practice.schema import (  # noqa: F401  (KINDS, LEVELS, UNLOCKABLE a
     texts,
 )
 
-QUESTIONS_DIR = CONTENT_DIR / "questions"
 _PLACEHOLDER = re.compile(r"\{(\w+)(?::([^{}]*))?\}")
 _DRAW_ATTEMPTS = 500
 # Whole numbers from here on (FLOPs of a training run) read better as 4.2e+22.
@@ -270,36 +269,6 @@ def _shuffled_not_identity(count: int, rng: np.random.Generator) -> list[int]:
     if count > 1 and order == sorted(order):
         order = order[1:] + order[:1]
     return order
-
-
-def linked_question(misconception: str) -> str | None:
-    """The id of a bank question that probes ``misconception``, if the bank has one."""
-    linked = linked_question_index().get(misconception)
-    return linked[0] if linked else None
-
-
-@functools.cache
-def linked_question_index() -> dict[str, list[str]]:
-    """Catalog id -> the ids of the shipped questions that probe it, as ``questions_for_misconception`` orders
-    them. ``mha check`` names one per mistake it shows; loading and validating the whole bank for that costs
-    more than the rest of a check's output, so the index is kept in the user's cache under the hashes of the
-    bank's files, and rebuilt from the validated bank whenever one of them changed."""
-    import hashlib
-
-    from grader import __version__
-    from grader.files import read_cached, write_cached
-
-    key = {"grader": __version__, "files": {path.name: hashlib.sha256(path.read_bytes()).hexdigest()
-                                            for path in sorted(QUESTIONS_DIR.glob("*.toml"))}}
-    kept = read_cached("linked-questions", key)
-    if kept is not None and all(isinstance(ids, list) for ids in kept.values()):
-        return kept
-    index: dict[str, list[str]] = {}
-    for question in sorted(default_bank().questions, key=lambda question: LEVELS.index(question.level)):
-        for misconception in question.misconceptions:
-            index.setdefault(misconception, []).append(question.id)
-    write_cached("linked-questions", key, index)
-    return index
 
 
 def choose_questions(*, bank: Bank, count: int, seed: int, topics: Iterable[str] = (),

@@ -65,7 +65,7 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
 
         click.echo(json.dumps(clean_strings(result.to_dict()), ensure_ascii=False, indent=2))
     else:
-        from grader.practice.bank import linked_question
+        from grader.practice.linked import linked_question
         from grader.render.terminal import print_result
 
         if notice:
