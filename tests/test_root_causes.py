@@ -135,3 +135,60 @@ def _without_hints(init):
         init(self, *args, **kwargs)
         self.twin_hints = None
     return made
+
+
+def test_diagnosing_less_names_every_mistake_as_diagnosing_everything(monkeypatch):
+    """A check over several inputs stops diagnosing once a failure is explained, and the weight fit fits on
+    their own only the key arrangements a vectorized fit finds near: every check of buggy submissions of
+    several exercises ends exactly as when every failing input is diagnosed and every arrangement fitted,
+    with fewer twin runs."""
+    from grader.assignments import twinning
+    from grader.assignments.multihead_attention import fitting
+    from grader.grading import checks
+    from grader.grading.grade import plan_checks, run_checks
+
+    chosen = {"multihead_attention": ["attention_no_scale", "attention_scores_keys_first", "softmax_wrong_axis",
+                                      "no_scale_and_no_output_projection", "split_interleaved_moveaxis",
+                                      "attention_softmax_axis_keyword"],
+              "kv_cache": None, "grouped_query_attention": None}
+    runs = {"less": 0, "everything": 0}
+    counting = twinning.outcome_of
+
+    def ends(kind):
+        def counted(module, case):
+            runs[kind] += 1
+            return counting(module, case)
+        monkeypatch.setattr(twinning, "outcome_of", counted)
+        found = {}
+        for assignment, names in chosen.items():
+            exercise, tests, _, seed = plan_checks(assignment=assignment, visibility="all", student="less")
+            library = mutants(assignment) / "mistakes"
+            for path in sorted(library.glob("*.py")) if names is None else [library / f"{n}.py" for n in names]:
+                box = InProcessBox.load(path, name=f"{kind}_{assignment}_{path.stem}")
+                results = run_checks(box, exercise=exercise, tests=tests, visibility="all", seed=seed)
+                found[assignment, path.stem] = [(r.name, r.outcome, r.misconception, r.root_cause, r.message)
+                                                for r in results]
+        return found
+
+    less = ends("less")
+
+    def expect_every_value(student, cases):  # what expect_values did: diagnose every failing input
+        failures = []
+        for case in cases:
+            try:
+                checks.expect_value(student, case)
+            except checks.CheckFailure as failure:
+                failures.append(failure)
+        if failures:
+            raise min(failures, key=checks._unexplained)
+
+    monkeypatch.setattr(checks, "expect_values", expect_every_value)
+    for module in [m for m in list(__import__("sys").modules.values())
+                   if getattr(m, "expect_values", None) is not None and m is not checks
+                   and getattr(m, "__name__", "").startswith("grader.assignments.")]:
+        monkeypatch.setattr(module, "expect_values", expect_every_value)  # the suites import it by name
+    monkeypatch.setattr(fitting, "_candidates", lambda logs, stacked, axes: list(range(len(stacked))))
+    everything = ends("everything")
+    assert less == everything
+    assert sum(outcome == "failed" for checks_ in less.values() for _, outcome, *_ in checks_) > 20
+    assert runs["less"] < runs["everything"], runs
