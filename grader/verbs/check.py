@@ -82,6 +82,8 @@ def _graded(file: Path, *, assignment: str, visibility: str, functions: tuple[st
     from grader.sandbox.link import ForkServerError
     from grader.sandbox.servers import launch_server
 
+    import threading
+
     # no spares: one submission, so no worker is made ahead for a next one
     launch = launch_server(spares=0)
     try:
@@ -93,11 +95,15 @@ def _graded(file: Path, *, assignment: str, visibility: str, functions: tuple[st
                 server = launch.ready()
             except ForkServerError:
                 server = None  # grade_submission tries again, and says why as the submission's error
-            return grade_submission(path=file, assignment=assignment, visibility=visibility, functions=functions,
-                                    lang=lang, timeout_scale=timeout_scale, on_function=spinner.update,
-                                    server=server, keep_calibration=True)
-    finally:
+            result = grade_submission(path=file, assignment=assignment, visibility=visibility, functions=functions,
+                                      lang=lang, timeout_scale=timeout_scale, on_function=spinner.update,
+                                      server=server, keep_calibration=True)
+    except BaseException:
         launch.stop()
+        raise
+    # the server ends (its workers, its tree) while the result is printed; the process waits for it at exit
+    threading.Thread(target=launch.stop, name="mha-check-server-stop").start()
+    return result
 
 
 _DEFINITION = re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)", re.MULTILINE)
