@@ -13,8 +13,13 @@ Commands, each timed ``--repeat`` times (the median counts):
   scale fails, with its diagnosis);
 - the same two with ``--function`` (``softmax`` on correct code,
   ``scaled_dot_product_attention`` on the mistake);
+- with ``--portable``, correct code and one mistake with ``--isolation
+  portable`` too (a fresh interpreter per worker, as on Windows and macOS);
 - with ``--pytest``, plain pytest on the same public suite files, the
   submission imported into pytest's own process (``--mha-unsandboxed``).
+
+``--no-reference`` times all of it as in the student release: no reference,
+so no calibration (fixed limits).
 
 Each ``mha check`` is run once before timing, so that what a student meets
 from the second check of an evening on is measured (a first check on a
@@ -43,7 +48,8 @@ PROJECT = Path(__file__).resolve().parent.parent
 REFERENCE = PROJECT / "solutions" / "multihead_attention.py"
 PUBLIC = PROJECT / "grader" / "assignments" / "multihead_attention" / "public"
 MISTAKE = ("/ np.sqrt(d_k)", "")  # attention-no-scale, as in generated_class.MISTAKES
-GOALS = {"correct": 2.0, "mistake": 2.5, "correct --function": 2.0, "mistake --function": 2.5}
+GOALS = {"correct": 2.0, "mistake": 2.5, "correct --function": 2.0, "mistake --function": 2.5,
+         "correct --isolation portable": 2.0, "mistake --isolation portable": 2.5}
 
 
 def wall_time(command: list[str], expect: int, env: dict) -> float:
@@ -55,7 +61,7 @@ def wall_time(command: list[str], expect: int, env: dict) -> float:
     return elapsed
 
 
-def commands(folder: Path, with_pytest: bool) -> dict[str, tuple[list[str], int]]:
+def commands(folder: Path, with_pytest: bool, portable: bool = False) -> dict[str, tuple[list[str], int]]:
     """name -> (command, expected exit status)."""
     reference_text = REFERENCE.read_text(encoding="utf-8")
     if MISTAKE[0] not in reference_text:
@@ -70,6 +76,9 @@ def commands(folder: Path, with_pytest: bool) -> dict[str, tuple[list[str], int]
         "correct --function": ([*check, str(REFERENCE), "--function", "softmax"], 0),
         "mistake --function": ([*check, str(buggy), "--function", "scaled_dot_product_attention"], 1),
     }
+    if portable:
+        chosen["correct --isolation portable"] = ([*check, str(REFERENCE), "--isolation", "portable"], 0)
+        chosen["mistake --isolation portable"] = ([*check, str(buggy), "--isolation", "portable"], 1)
     if with_pytest:
         chosen["plain pytest"] = ([sys.executable, "-m", "pytest", str(PUBLIC), "-q", "-p", "no:cacheprovider",
                                    "--submission", str(REFERENCE), "--mha-unsandboxed"], 0)
@@ -81,6 +90,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--pytest", action="store_true", help="also time plain pytest on the public suites")
     parser.add_argument("--cold", action="store_true", help="also time one check with the cache folder emptied")
+    parser.add_argument("--portable", action="store_true", help="also time the checks with the portable worker")
+    parser.add_argument("--no-reference", action="store_true", help="as in the student release: no reference")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="mha-bench-check-") as scratch:
@@ -90,7 +101,9 @@ def main() -> None:
         # an installed package has its bytecode compiled (pip does it at install; NumPy's, the floor's, is):
         # a shell that forbids writing it would have every run compile the grader afresh
         env.pop("PYTHONDONTWRITEBYTECODE", None)
-        chosen = commands(folder, options.pytest)
+        if options.no_reference:
+            env["MHA_SOLUTIONS"] = str(folder / "no-solutions-here")
+        chosen = commands(folder, options.pytest, options.portable)
         cold = None
         if options.cold:
             shutil.rmtree(cache, ignore_errors=True)

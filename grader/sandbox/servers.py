@@ -1,41 +1,103 @@
-"""Starting the fork server student code runs under, without importing NumPy here.
+"""Which worker a run gets: the Linux sandbox (a fork server), or the portable worker where that cannot run.
 
-``start_server`` starts one and waits for it; ``launch_server`` returns as
-soon as its process runs, so that a single check (``mha check``) does its
-own start-up (the grader's imports, NumPy's among them, and reading the
-cases) while the server imports NumPy. Both hide from every worker what no
-submission may read (``default_hidden``). ``grader.sandbox.client`` gives
-them too.
+``isolation`` is one of ``ISOLATIONS``: ``linux`` (the fork server, or an
+error saying why not: what ``mha grade`` uses unless told otherwise),
+``portable`` (``grader.sandbox.portable``, asked for), ``auto`` (the Linux
+sandbox where it runs, else the portable worker: what ``mha check`` and the
+notebook's ``check()`` use). ``MHA_ISOLATION`` in the environment sets the
+default of ``mha check``.
+
+It imports no NumPy, so that ``mha check`` can ``launch_server`` the fork
+server before the grader's own imports (NumPy's among them, and reading the
+cases) and have the two start-ups overlap; what every server hides from its
+workers (``default_hidden``) and the layers an instructor leaves out
+(``layers_left_out``) are here for the same reason.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
-from grader.sandbox.link import ForkServer, ServerLaunch
-
+ISOLATIONS = ("auto", "linux", "portable")
 STUDENT_PACKAGES = ("scipy",)  # besides NumPy, where installed: e.g. scipy.special.softmax in a correct variant
+ENVIRONMENT_VARIABLE = "MHA_ISOLATION"
 
 
-def start_server(*, hidden=(), packages=STUDENT_PACKAGES, without=(), spares: int = 1) -> ForkServer:
-    """A fork server for many submissions; ``hidden`` folders (e.g. the output folder) are masked too.
+def linux_missing() -> str | None:
+    """Why the Linux sandbox cannot run on this machine (None: it may), from what the platform offers."""
+    if not sys.platform.startswith("linux"):
+        return f"{_platform_name()} has neither Landlock nor Linux namespaces"
+    for module in ("fcntl", "resource"):
+        try:
+            __import__(module)
+        except ImportError:
+            return f"this Python has no {module} module"
+    import socket
 
-    Student code may import the standard library, NumPy and ``packages``.
-    ``without`` ("landlock", "namespaces", "cgroups", "uid-pool", "spares")
-    leaves a layer out, to check the fallbacks (``MHA_SANDBOX_WITHOUT`` adds to it). ``spares``: workers kept made ahead of
-    requests, each for one request (e.g. the number of submissions graded at once).
+    wanted = [(os, "fork"), (os, "setsid"), (os, "pipe2"), (socket, "AF_UNIX"), (socket, "SOCK_SEQPACKET"),
+              (socket, "send_fds")]
+    absent = [f"{module.__name__}.{name}" for module, name in wanted if not hasattr(module, name)]
+    return f"this Python lacks {', '.join(absent)}" if absent else None
+
+
+def _platform_name() -> str:
+    return {"win32": "Windows", "darwin": "macOS", "cygwin": "Cygwin"}.get(sys.platform, sys.platform)
+
+
+def chosen_isolation(given: str | None = None) -> str:
+    """``given``, else ``MHA_ISOLATION``, else ``auto``; a bad value is a ValueError naming where it came from."""
+    value = given if given is not None else os.environ.get(ENVIRONMENT_VARIABLE, "auto").strip().lower() or "auto"
+    if value not in ISOLATIONS:
+        where = "" if given is not None else f" (from {ENVIRONMENT_VARIABLE})"
+        raise ValueError(f"isolation {value!r}{where} is not one of {', '.join(ISOLATIONS)}")
+    return value
+
+
+def open_server(*, isolation: str, hidden=(), packages=(), without=(), spares: int = 1, limits: dict | None = None):
+    """A ``ForkServer`` or a ``PortableServer`` for ``isolation``; ForkServerError when ``linux`` cannot start.
+
+    ``limits`` (the fields of ``Limits``): the portable server's first worker starts now with them.
     """
-    return launch_server(hidden=hidden, packages=packages, without=without, spares=spares).ready()
+    from grader.sandbox.link import ForkServer, ForkServerError
+    from grader.sandbox.portable import PortableServer
+
+    if isolation not in ISOLATIONS:
+        raise ValueError(f"isolation {isolation!r} is not one of {', '.join(ISOLATIONS)}")
+    missing = linux_missing() if isolation != "portable" else None
+    if isolation == "linux" and missing:
+        raise ForkServerError(f"the Linux sandbox cannot run here: {missing}")
+    if isolation == "portable" or missing:
+        return PortableServer.start(packages=packages, spares=spares, without=without, limits=limits,
+                                    reason=missing or "asked for")
+    try:
+        return ForkServer.start(hidden=hidden, packages=packages, without=without, spares=spares)
+    except ForkServerError as failed:
+        if isolation == "linux":
+            raise
+        return PortableServer.start(packages=packages, spares=spares, without=without, limits=limits,
+                                    reason=f"the fork server did not start: {str(failed)[:200]}")
 
 
-def launch_server(*, hidden=(), packages=STUDENT_PACKAGES, without=(), spares: int = 1) -> ServerLaunch:
-    """``start_server``, returning as soon as the server's process runs; ``.ready()`` gives the server.
+def attach_server(address: str):
+    """The server at ``address`` (a fork server's socket, or a portable server's settings) from another process."""
+    from grader.sandbox.link import ForkServer
+    from grader.sandbox.portable import ADDRESS_PREFIX, PortableServer
 
-    A single check launches it first and does its own start-up meanwhile.
-    """
-    without = (*without, *layers_left_out())
-    return ForkServer.launch(hidden=(*default_hidden(), *hidden), packages=packages, without=without, spares=spares)
+    if address.startswith(ADDRESS_PREFIX):
+        return PortableServer.attach(address)
+    return ForkServer.attach(address, {})
+
+
+def launch_server(*, hidden=(), packages=STUDENT_PACKAGES, without=(), spares: int = 1):
+    """A Linux fork server's process started, not waited for (``ServerLaunch``; ``.ready()`` gives the
+    ``ForkServer``, or ForkServerError): ``client.start_server``'s hiding and layers, for a caller that has
+    its own start-up to do meanwhile."""
+    from grader.sandbox.link import ForkServer
+
+    return ForkServer.launch(hidden=(*default_hidden(), *hidden), packages=packages,
+                             without=(*without, *layers_left_out()), spares=spares)
 
 
 def layers_left_out() -> tuple[str, ...]:
@@ -46,8 +108,6 @@ def layers_left_out() -> tuple[str, ...]:
 
 def hideable(folder: Path) -> bool:
     """Whether workers may lose sight of ``folder``: not when it holds the interpreter (a venv beside alice.py)."""
-    import sys
-
     folder = Path(folder).resolve()
     needed = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent}
     return not any(path.is_relative_to(folder) for path in needed)

@@ -11,7 +11,7 @@ import click
 from grader.grading.assignment import get_assignment
 from grader.errors import ChecksFailed, UsageError
 from grader.i18n import resolve_language
-from grader.verbs.options import assignment_option, json_option, lang_option, timeout_scale_option
+from grader.verbs.options import assignment_option, json_option, lang_option, timeout_scale_option, verbose_option
 from grader.paths import DEFAULT_ASSIGNMENT, exercise_path
 
 
@@ -23,12 +23,17 @@ from grader.paths import DEFAULT_ASSIGNMENT, exercise_path
 @click.option("--unlock", is_flag=True,
               help="Before a function's checks run for the first time, answer a question about what it must return.")
 @click.option("--failed", "failed_only", is_flag=True, help="Show only the checks that fail.")
+@click.option("--isolation", type=click.Choice(("auto", "linux", "portable")), default=None,
+              help="How your code is run: the Linux sandbox, a portable child process (Windows, macOS, containers), "
+                   "or auto, the Linux sandbox where it runs (default: auto, or $MHA_ISOLATION).")
+@verbose_option
 @timeout_scale_option
 @json_option
 @lang_option
 @assignment_option
 def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock: bool, failed_only: bool,
-            timeout_scale: float, as_json: bool, lang: str | None, assignment: str) -> None:
+            isolation: str | None, verbose: bool, timeout_scale: float, as_json: bool, lang: str | None,
+            assignment: str) -> None:
     """Check FILE (default: exercises/<assignment>.py) and explain every failure.
 
     Without --assignment, the exercise is the one FILE is named after, or else the one whose functions
@@ -37,8 +42,13 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
     Exit status: 0 when every check passes, 1 when one fails, 2 for a usage error.
     """
     from grader.content.messages import render
+    from grader.sandbox.servers import chosen_isolation
 
     lang = resolve_language(lang)
+    try:
+        isolation = chosen_isolation(isolation)
+    except ValueError as bad:
+        raise UsageError(str(bad)) from None
     given = click.get_current_context().get_parameter_source("assignment") != click.core.ParameterSource.DEFAULT
     if file is not None and file.exists() and not given:
         assignment = assignment_of(file)
@@ -59,7 +69,7 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
         else:
             notice = render("report_no_hidden", {}, lang)
     result = _graded(file, assignment=assignment, visibility=visibility, functions=functions or None, lang=lang,
-                     timeout_scale=timeout_scale)
+                     timeout_scale=timeout_scale, isolation=isolation)
     if as_json:
         from grader.render.text_safety import clean_strings
 
@@ -71,38 +81,44 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
         if notice:
             click.echo(notice)
         print_result(result, file=str(file), lang=lang, linked_question=linked_question, failed_only=failed_only)
+        if verbose:
+            click.echo(render("report_isolation", {"isolation": result.isolation}, lang))
     if not result.passed:
         raise ChecksFailed()
 
 
 def _graded(file: Path, *, assignment: str, visibility: str, functions: tuple[str, ...] | None, lang: str,
-            timeout_scale: float):
-    """Grade ``file`` in a fork server of its own, launched before the grader's own imports: the server's start
-    (it imports NumPy) and the grader's (it imports NumPy too, and reads the cases) overlap."""
-    from grader.sandbox.link import ForkServerError
-    from grader.sandbox.servers import launch_server
-
+            timeout_scale: float, isolation: str):
+    """Grade ``file``. Where the Linux sandbox runs, in a fork server of its own launched before the grader's
+    own imports: the server's start (it imports NumPy) and the grader's (NumPy too, and the cases) overlap.
+    The portable worker (asked for, or where the Linux sandbox cannot run) is started by ``grade_submission``."""
     import threading
 
+    from grader.sandbox.isolation import quiet_sandbox
+    from grader.sandbox.link import ForkServerError
+    from grader.sandbox.servers import launch_server, linux_missing
+
     # no spares: one submission, so no worker is made ahead for a next one
-    launch = launch_server(spares=0)
+    launch = launch_server(spares=0) if isolation == "linux" or (isolation == "auto" and not linux_missing()) \
+        else None
     try:
         from grader.grading.grade import grade_submission
         from grader.render.terminal import CheckSpinner
 
-        with CheckSpinner(file=str(file), lang=lang) as spinner:  # a hanging check is never a blank screen
+        with CheckSpinner(file=str(file), lang=lang) as spinner, quiet_sandbox():  # never a blank screen
             try:
-                server = launch.ready()
+                server = launch.ready() if launch is not None else None
             except ForkServerError:
-                server = None  # grade_submission tries again, and says why as the submission's error
+                server = None  # grade_submission tries again (auto: the portable worker), or says why
             result = grade_submission(path=file, assignment=assignment, visibility=visibility, functions=functions,
                                       lang=lang, timeout_scale=timeout_scale, on_function=spinner.update,
-                                      server=server, keep_calibration=True)
+                                      server=server, isolation=isolation, keep_calibration=True)
     except BaseException:
-        launch.stop()
+        if launch is not None:
+            launch.stop()
         raise
-    # the server ends (its workers, its tree) while the result is printed; the process waits for it at exit
-    threading.Thread(target=launch.stop, name="mha-check-server-stop").start()
+    if launch is not None:  # the server ends while the result is printed; the process waits for it at exit
+        threading.Thread(target=launch.stop, name="mha-check-server-stop").start()
     return result
 
 
