@@ -385,3 +385,14 @@ def ring_block_scores(v):
     queries = np.array_split(np.arange(v["seq"]), v["devices"])
     keys = np.array_split(np.arange(v["seq"]), v["devices"])
     return queries[0].size * keys[1].size
+
+
+# --- sampling ----------------------------------------------------------------------------
+
+def renormalised_share(v):
+    """Top-k with k = 2 through the decoding-step reference, on a row holding the two given probabilities."""
+    rest = 1.0 - v["first"] - v["second"]
+    others = math.floor(rest / v["second"]) + 1  # enough tokens that each of the rest is below the second
+    probabilities = np.array([[v["first"], v["second"], *[rest / others] * others]])  # (1, 2 + others)
+    distribution = load_reference("decoding_step").next_token_distribution(np.log(probabilities), top_k=2)
+    return float(distribution[0, 0])

@@ -240,6 +240,7 @@ MEASURE = {
     "logits-qk-clip": measure.qk_clip_factor,
     "parallel-heads-per-device": measure.columns_per_device,
     "parallel-ring-block-scores": measure.ring_block_scores,
+    "sampling-renormalised-share": measure.renormalised_share,
 }
 
 # Sizes that keep a measurement to a few megabytes, for templates whose own
