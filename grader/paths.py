@@ -13,6 +13,7 @@ from pathlib import Path
 PACKAGE_DIR = Path(__file__).resolve().parent
 PROJECT_DIR = PACKAGE_DIR.parent
 CONTENT_DIR = PACKAGE_DIR / "content"
+QUESTIONS_DIR = CONTENT_DIR / "questions"  # the question bank, one TOML file per topic
 # One folder per exercise: ``assignments/<name>/`` (its spec, cases, suites, texts, mutant library).
 ASSIGNMENTS_DIR = PACKAGE_DIR / "assignments"
 DEFAULT_ASSIGNMENT = "multihead_attention"

@@ -41,6 +41,31 @@ def test_check_does_not_import_heavy_modules_at_startup():
     assert done.stdout.strip() == "[]"
 
 
+def test_a_check_imports_only_what_its_path_uses(tmp_path):
+    """`mha check` on correct code and on a mistake, as a whole process: no pytest (the suites mark their
+    checks without it), no XML or URL library (only JUnit export needs them), no question bank schema (the
+    linked questions come from the cached index on the second run)."""
+    import os
+    import subprocess
+    import sys
+
+    heavy = ("pytest", "_pytest", "xml.sax.saxutils", "urllib.request", "http.client", "grader.practice.schema",
+             "matplotlib", "nbformat", "scipy")
+    code = ("import atexit, sys\n"
+            f"atexit.register(lambda: print(sorted(m for m in {heavy!r} if m in sys.modules), file=sys.stderr))\n"
+            "from grader.cli import main\nmain(sys.argv[1:])\n")
+    buggy = tmp_path / "multihead_attention.py"
+    buggy.write_text((PROJECT / "solutions" / "multihead_attention.py").read_text(encoding="utf-8")
+                     .replace("/ np.sqrt(d_k)", "", 1), encoding="utf-8")
+    env = {**os.environ, "MHA_CACHE_DIR": str(tmp_path / "cache")}
+    for path, status in ((PROJECT / "solutions" / "multihead_attention.py", 0), (buggy, 1)):
+        for _ in range(2):  # the second run reads the caches the first one wrote
+            done = subprocess.run([sys.executable, "-c", code, "check", str(path)], capture_output=True,
+                                  text=True, env=env, cwd=PROJECT)
+            assert done.returncode == status, done.stderr
+        assert done.stderr.strip().splitlines()[-1] == "[]", (path.name, done.stderr[-500:])
+
+
 # ---- the layer map of DESIGN.md: each row may import only the rows below it -------------------
 LAYERS = (
     ("grader", "grader.cli", "grader.verbs", "grader.notebook", "grader.pytest_plugin"),  # entry points
