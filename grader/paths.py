@@ -40,3 +40,10 @@ def solution_path(assignment: str = DEFAULT_ASSIGNMENT) -> Path | None:
 def exercise_path(assignment: str = DEFAULT_ASSIGNMENT) -> Path:
     """The stub module a student fills in for ``assignment``."""
     return exercises_dir() / f"{assignment}.py"
+
+
+def student_file(assignment: str = DEFAULT_ASSIGNMENT) -> Path:
+    """The file a student's command works on by default: ``exercises/<assignment>.py`` under the current
+    folder (where a student release is opened), else the stub of the checkout."""
+    local = Path("exercises") / f"{assignment}.py"
+    return local if local.exists() else exercise_path(assignment)

@@ -12,7 +12,7 @@ import pytest
 
 from conftest import PROJECT
 from grader.errors import ConfigError, UsageError
-from grader.assignments.reference import load_reference
+from grader.grading.reference import load_reference
 from grader.tinymodel.model import ModelConfig, TinyTransformer, init_parameters, next_token_loss
 from grader.tinymodel.roles import (
     CHANCE_LOSS, ROLE_THRESHOLD, ablate_heads, assign_roles, head_roles, pattern_scores, probe_batch, task_score,

@@ -89,7 +89,7 @@ def build_student_release(*, target: Path, assignment: str = "multihead_attentio
     (target / "exercises" / f"{assignment}.py").write_text(stub, encoding="utf-8")
     _write_notebooks(target, assignment)
     _copy_package(target / "grader", exercise.name)
-    demo = _write_explainer(target / "demos" / "explainer.html", lang)
+    demo = _write_explainer(target / "demos" / "explainer.html", target / "grader", lang)
     texts = release_texts()
     demo_line = pick(texts["student_demo"], lang) if demo else ""
     readme = pick(texts["student_readme"], lang).format(assignment=assignment, demo_line=demo_line)
@@ -147,14 +147,14 @@ def _copy_package(destination: Path, assignment: str) -> None:
         shutil.copyfile(source, target)
 
 
-def _write_explainer(path: Path, lang: str) -> bool:
-    """The explainer page, rendered here where the reference is (students may not have it)."""
-    try:
-        from grader.viz.explainer import write_explainer
-    except ImportError:
-        return False
+def _write_explainer(path: Path, package: Path, lang: str) -> bool:
+    """The explainer page, rendered here where the reference is (students do not have it): one beside the
+    README, and one per language inside the package, which ``mha demo`` copies out in the release."""
+    from grader.viz.explainer import write_explainer, write_shipped_pages
+
     path.parent.mkdir(parents=True, exist_ok=True)
     write_explainer(out=path, lang=lang)
+    write_shipped_pages(package / "viz" / "pages")
     return True
 
 

@@ -49,7 +49,7 @@ def command(file, sentence, num_heads, d_model, heads_subset, out, export, train
     Without FILE the reference implementation is drawn; with FILE (a .py or
     .ipynb submission) the student's forward runs in the sandboxed worker and
     heads whose weights are wrong are flagged in the figure. Token vectors and
-    weights are deterministic (see grader/embedding.py), so pictures repeat.
+    weights are deterministic (see grader/viz/embedding.py), so pictures repeat.
 
     With --trained the heads of the project's own trained model are drawn
     (grader/tinymodel), labelled by role; --ablate adds the head-ablation table.
