@@ -27,9 +27,9 @@ RELEASE_TEXTS_FILE = CONTENT_DIR / "release.toml"
 # What of the grader package a student must not get is said by folder: the
 # instructor's layers (exercises' cases and twins, class grading, authoring), the
 # hidden suites, and the instructor's verbs. Paths are relative to the package.
-INSTRUCTOR_FOLDERS = ("assignments", "batch", "authoring", "tinymodel")
-# The trained model's views: the model holds a working attention forward, so it stays with the instructor.
-TRAINED_VIEWS = ("viz/trained", "viz/training_curves")
+# The trained model (tinymodel) ships: it computes with the core exercise's blocks, which in a release are
+# the student's own (grader/tinymodel/blocks.py), so it hands out no answer.
+INSTRUCTOR_FOLDERS = ("assignments", "batch", "authoring")
 INSTRUCTOR_VERBS = ("verbs/grade.py", "verbs/merge.py", "verbs/audit.py", "verbs/release.py")
 NBGRADER_CONFIG = '''\
 # nbgrader configuration of this mha-lab course, written by `mha release --nbgrader`.
@@ -123,6 +123,17 @@ def _write_notebooks(target: Path, assignment: str) -> None:
         name = f"{assignment}.ipynb" if lang == "en" else f"{assignment}.{lang}.ipynb"
         notebook = build_notebook(lang=lang, filling="stub", tutorial=tutorial)
         (folder / name).write_text(notebook_text(notebook), encoding="utf-8")
+    _write_trained_notebooks(folder)
+
+
+def _write_trained_notebooks(folder: Path) -> None:
+    """The trained-heads notebooks: the tiny model runs on the student's own blocks there."""
+    from grader.authoring import trained_notebook
+
+    for lang in LANGUAGES:
+        path = trained_notebook.notebook_path(lang)
+        notebook = trained_notebook.build_notebook(lang)
+        (folder / path.name).write_text(trained_notebook.notebook_text(notebook), encoding="utf-8")
 
 
 def instructor_only(relative: str, assignment: str) -> bool:
@@ -132,7 +143,7 @@ def instructor_only(relative: str, assignment: str) -> bool:
         return True
     if parts[0] == "suites" and len(parts) > 2 and (parts[1] != assignment or parts[2] == "hidden"):
         return True
-    if parts[0] in INSTRUCTOR_FOLDERS or relative.startswith(TRAINED_VIEWS):
+    if parts[0] in INSTRUCTOR_FOLDERS:
         return True
     return relative in INSTRUCTOR_VERBS
 
