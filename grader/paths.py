@@ -47,3 +47,10 @@ def student_file(assignment: str = DEFAULT_ASSIGNMENT) -> Path:
     folder (where a student release is opened), else the stub of the checkout."""
     local = Path("exercises") / f"{assignment}.py"
     return local if local.exists() else exercise_path(assignment)
+
+
+def released_stub(assignment: str = DEFAULT_ASSIGNMENT) -> Path:
+    """The untouched stub of ``assignment``: the copy a student release ships inside the package (the
+    student's own ``exercises/`` file changes as they work), else the checkout's."""
+    shipped = CONTENT_DIR / "stubs" / f"{assignment}.py"
+    return shipped if shipped.is_file() else exercise_path(assignment)

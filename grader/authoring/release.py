@@ -87,8 +87,10 @@ def build_student_release(*, target: Path, assignment: str = "multihead_attentio
     (target / "exercises").mkdir(parents=True)
     stub = generate_stub(reference.read_text(encoding="utf-8"), origin=str(reference))
     (target / "exercises" / f"{assignment}.py").write_text(stub, encoding="utf-8")
-    _write_notebooks(target, assignment)
     _copy_package(target / "grader", exercise.name)
+    (target / "grader" / "content" / "stubs").mkdir(parents=True, exist_ok=True)  # the drill starts from it
+    (target / "grader" / "content" / "stubs" / f"{assignment}.py").write_text(stub, encoding="utf-8")
+    _write_notebooks(target, assignment)
     demo = _write_explainer(target / "demos" / "explainer.html", target / "grader", lang)
     texts = release_texts()
     demo_line = pick(texts["student_demo"], lang) if demo else ""

@@ -71,13 +71,10 @@ def explainer_data(
                              + f" ({sentence!r})")
         entries.append({"text": sentence, "tokens": tokens,
                         "traces": {str(count): _trace_data(sentence, d_model, count, seed) for count in options}})
-    try:
-        from grader.viz.trained_page import page_texts, trained_entries
-    except ImportError:  # a student release: no trained model, no trained presets
-        trained_texts = {}
-    else:
-        entries += trained_entries(lang=lang, decimals=DECIMALS, max_tokens=MAX_TOKENS)
-        trained_texts = page_texts()
+    from grader.viz.trained_page import page_texts, trained_entries
+
+    entries += trained_entries(lang=lang, decimals=DECIMALS, max_tokens=MAX_TOKENS)
+    trained_texts = page_texts()
     example = next(value for value in range(2, d_model + 2) if d_model % value)
     return {
         "schema_version": 1,
