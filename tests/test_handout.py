@@ -295,3 +295,49 @@ def test_mha_release_without_the_notebook_extra_names_what_to_install(tmp_path):
     chinese = shell.run("mha", "release", "--student", str(tmp_path / "out2"), "--no-zip", "--lang", "zh")
     assert "需要 nbformat" in chinese.stderr
 
+
+
+# ---- the GitHub Classroom starter, as the workflow runs it -----------------------------------------
+def test_the_classroom_starter_runs_its_workflow_steps_in_a_fresh_venv(handout, tmp_path):
+    """The workflow's own steps (its `pip install .`, then each graded step's command) in a venv of the starter
+    alone: the stub scores 0, a bug loses its function's points, the reference every point."""
+    import shlex
+
+    import yaml
+
+    from grader.authoring.classroom import add_classroom_autograding
+    from grader.authoring.release import build_student_release
+
+    _, wheels, _ = handout
+    starter = build_student_release(target=tmp_path / "starter", assignment=ASSIGNMENT, archive=False).folder
+    add_classroom_autograding(folder=starter, assignment=ASSIGNMENT)
+    steps = yaml.safe_load((starter / ".github" / "workflows" / "classroom.yml").read_text(encoding="utf-8"))
+    steps = steps["jobs"]["run-autograding-tests"]["steps"]
+    installs = [step["run"] for step in steps if "run" in step]
+    graded = [step for step in steps if "with" in step and "command" in step["with"]]
+    assert installs and graded
+    bin_dir = _venv(tmp_path / "venv", wheels, "setuptools", "wheel")
+    shell = Student(starter, bin_dir, tmp_path)
+    for command in installs:
+        words = shlex.split(command)
+        assert words[:4] == ["python", "-m", "pip", "install"], command
+        done = shell.run("python", *words[1:], "--no-index", "--find-links", str(wheels), "--no-build-isolation")
+        assert done.returncode == 0, done.stderr[-3000:]
+
+    def earned() -> dict[str, float]:
+        points = {}
+        for step in graded:
+            words = shlex.split(step["with"]["command"])
+            done = shell.run(*words, timeout=60 * step["with"]["timeout"])
+            assert done.returncode in (0, 1), done.stdout + done.stderr
+            points[step["id"]] = float(step["with"]["max-score"]) if done.returncode == 0 else 0.0
+        return points
+
+    total = sum(float(step["with"]["max-score"]) for step in graded)
+    assert sum(earned().values()) == 0
+    exercise = starter / "exercises" / f"{ASSIGNMENT}.py"
+    exercise.write_text(reference().replace("/ np.sqrt(d_k)", ""), encoding="utf-8")
+    buggy = earned()
+    assert buggy["softmax"] > 0 and buggy["scaled-dot-product-attention"] == 0
+    exercise.write_text(reference(), encoding="utf-8")
+    assert sum(earned().values()) == total
