@@ -47,8 +47,7 @@ LAYERS = (
     ("grader.authoring",),
     ("grader.batch", "grader.viz"),
     ("grader.practice", "grader.tinymodel"),  # the tiny model computes with the core exercise's blocks
-    ("grader.suites",),  # loaded by the runner by name; hidden suites may use their exercise's module
-    ("grader.assignments",),
+    ("grader.assignments",),  # one folder per exercise; its suites are loaded by the runner by name
     ("grader.grading", "grader.render"),
     ("grader.sandbox", "grader.stubs"),
     ("grader.content",),
@@ -58,9 +57,18 @@ LAYERS = (
 
 
 def _modules():
+    """Every module of the package, but the mutant library (student code, the audit's fixtures)."""
     for path in sorted((PROJECT / "grader").rglob("*.py")):
         parts = path.relative_to(PROJECT).with_suffix("").parts
+        if parts[:2] == ("grader", "assignments") and len(parts) > 3 and parts[3] == "mutants":
+            continue
         yield ".".join(parts[:-1] if parts[-1] == "__init__" else parts), path
+
+
+def _suite(module: str) -> bool:
+    """A module of an exercise's public or hidden checks (``grader.assignments.<name>.public.test_x``)."""
+    parts = module.split(".")
+    return parts[:2] == ["grader", "assignments"] and len(parts) > 3 and parts[3] in ("public", "hidden")
 
 
 def _layer(module: str) -> tuple[int, str]:
@@ -129,7 +137,7 @@ def test_no_import_cycle_and_chains_stay_short():
 
 
 @pytest.mark.parametrize("module", sorted(m for m, _ in _modules() if not m.startswith("grader.sandbox.worker")
-                                          and not m.startswith("grader.suites")))
+                                          and not _suite(m)))
 def test_every_module_imports_alone(module):
     """Like pip-tools: each module imports in a fresh interpreter, so no order of imports hides a cycle."""
     import subprocess
@@ -140,9 +148,17 @@ def test_every_module_imports_alone(module):
 
 
 def test_public_suites_import_nothing_the_student_release_withholds():
-    for path in (PROJECT / "grader" / "suites").glob("*/public/*.py"):
-        targets = set(_imports(path))
-        assert not {t for t in targets if t.startswith(("grader.assignments", "grader.batch", "grader.authoring"))}, path
+    from grader.authoring.release import instructor_only
+
+    known = dict(_modules())
+    checked = 0
+    for path in (PROJECT / "grader" / "assignments").glob("*/public/*.py"):
+        assignment = path.parent.parent.name
+        withheld = sorted(target for target in set(_imports(path)) if target in known and instructor_only(
+            known[target].relative_to(PROJECT / "grader").as_posix(), assignment))
+        assert withheld == [], path
+        checked += 1
+    assert checked >= 12
 
 
 def test_the_top_of_the_package_holds_at_most_twelve_modules():
@@ -176,8 +192,9 @@ def shipped(module: str, path) -> bool:
 def test_the_student_release_ships_the_entry_points_and_withholds_the_instructors_layers():
     modules = {module for module, path in _modules() if shipped(module, path)}
     assert {"grader.cli", "grader.verbs.check", "grader.viz.draw", "grader.grading.reference",
-            "grader.notebook", "grader.suites.multihead_attention.public"} <= {m.rsplit(".test_", 1)[0] for m in modules}
-    assert not {m for m in modules if m.startswith(("grader.assignments", "grader.batch", "grader.authoring"))}
+            "grader.notebook", "grader.assignments.multihead_attention.public"} <= {m.rsplit(".test_", 1)[0] for m in modules}
+    assert not {m for m in modules if m.startswith(("grader.batch", "grader.authoring", "grader.assignments.twinning"))
+                or m.endswith(".cases") or ".hidden" in m or ".mutants" in m}
     assert "grader.verbs.grade" not in modules and "grader.verbs.release" not in modules
 
 

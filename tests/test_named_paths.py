@@ -50,9 +50,9 @@ def documents() -> dict[str, str]:
 
 
 def test_the_scan_finds_paths_and_judges_them():
-    text = "See `grader/viz/embedding.py`, grader/suites/<name>/public and docs/nothing_here.md. Not xgrader/a.py."
-    assert named_paths(text) == {"grader/viz/embedding.py", "grader/suites/<name>/public", "docs/nothing_here.md"}
-    assert exists("grader/viz/embedding.py", PROJECT) and exists("grader/suites/<name>/public", PROJECT)
+    text = "See `grader/viz/embedding.py`, grader/assignments/<name>/public and docs/nothing_here.md. Not xgrader/a.py."
+    assert named_paths(text) == {"grader/viz/embedding.py", "grader/assignments/<name>/public", "docs/nothing_here.md"}
+    assert exists("grader/viz/embedding.py", PROJECT) and exists("grader/assignments/<name>/public", PROJECT)
     assert not exists("docs/nothing_here.md", PROJECT) and not exists("grader/embedding.py", PROJECT)
 
 
