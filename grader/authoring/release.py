@@ -56,10 +56,12 @@ class StudentRelease:
     folder: Path
     archive: Path | None
     files: tuple[str, ...]  # relative to ``folder``
+    withheld: tuple[str, ...] = ()  # given functions left for the student, being another exercise's answer
+    given_away: tuple[str, ...] = ()  # such functions handed out anyway (``give_building_blocks``)
 
     def to_dict(self) -> dict:
         return {"folder": str(self.folder), "archive": str(self.archive) if self.archive else None,
-                "files": list(self.files)}
+                "files": list(self.files), "withheld": list(self.withheld), "given_away": list(self.given_away)}
 
 
 @dataclass(frozen=True)
@@ -78,8 +80,14 @@ def release_texts() -> dict[str, dict[str, str]]:
 
 # ---- the student release -------------------------------------------------------------------
 def build_student_release(*, target: Path, assignment: str = "multihead_attention", lang: str = "en",
-                          archive: bool = True, force: bool = False) -> StudentRelease:
-    """Write the student release of ``assignment`` to ``target`` (and ``target.zip``)."""
+                          archive: bool = True, force: bool = False,
+                          give_building_blocks: bool = False) -> StudentRelease:
+    """Write the student release of ``assignment`` to ``target`` (and ``target.zip``).
+
+    Given code that is another exercise's answer is left for the student to bring
+    (``grader.authoring.givens``) unless ``give_building_blocks``; the README says which.
+    """
+    from grader.authoring.givens import other_answers, withhold_given_answers
     from grader.grading.assignment import get_assignment
     from grader.stubs import generate_stub
 
@@ -91,6 +99,9 @@ def build_student_release(*, target: Path, assignment: str = "multihead_attentio
     _prepare(target, force=force)
     (target / "exercises").mkdir(parents=True)
     stub = generate_stub(reference.read_text(encoding="utf-8"), origin=str(reference))
+    withheld = withhold_given_answers(stub, answers=other_answers(assignment, reference.parent))
+    if not give_building_blocks:
+        stub = withheld.source
     (target / "exercises" / f"{assignment}.py").write_text(stub, encoding="utf-8")
     _copy_package(target / "grader", exercise.name)
     (target / "grader" / "content" / "stubs").mkdir(parents=True, exist_ok=True)  # the drill starts from it
@@ -100,13 +111,19 @@ def build_student_release(*, target: Path, assignment: str = "multihead_attentio
     texts = release_texts()
     demo_line = pick(texts["student_demo"], lang) if demo else ""
     readme = pick(texts["student_readme"], lang).format(assignment=assignment, demo_line=demo_line)
+    if withheld.functions:
+        key = "student_gives_away" if give_building_blocks else "student_withholds"
+        readme = readme.rstrip("\n") + "\n\n" + pick(texts[key], lang).format(
+            assignment=assignment, functions=", ".join(f"`{name}`" for name in withheld.functions)).strip("\n")
     (target / "README.md").write_text(readme.strip("\n") + "\n", encoding="utf-8")
     (target / "pyproject.toml").write_text(release_pyproject(target / "grader"), encoding="utf-8")
     files = tuple(sorted(str(path.relative_to(target)) for path in target.rglob("*") if path.is_file()))
     zip_path = None
     if archive:
         zip_path = Path(shutil.make_archive(str(target), "zip", root_dir=target.parent, base_dir=target.name))
-    return StudentRelease(folder=target, archive=zip_path, files=files)
+    return StudentRelease(folder=target, archive=zip_path, files=files,
+                          withheld=() if give_building_blocks else withheld.functions,
+                          given_away=withheld.functions if give_building_blocks else ())
 
 
 def _prepare(target: Path, *, force: bool) -> None:
