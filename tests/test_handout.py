@@ -341,3 +341,25 @@ def test_the_classroom_starter_runs_its_workflow_steps_in_a_fresh_venv(handout, 
     assert buggy["softmax"] > 0 and buggy["scaled-dot-product-attention"] == 0
     exercise.write_text(reference(), encoding="utf-8")
     assert sum(earned().values()) == total
+
+
+def test_every_module_of_the_installed_release_imports_alone(handout):
+    """Like tests/test_layering.py's check, on what the release installed: a module that imports a withheld one
+    fails here, however lazily its import is written at the top."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    student, _, work = handout
+    site = Path(subprocess.run([str(student.bin / "python"), "-c", "import grader, os; print(os.path.dirname(grader.__file__))"],
+                               cwd=work, env=student.env, capture_output=True, text=True, check=True).stdout.strip())
+    modules = sorted(".".join(path.relative_to(site.parent).with_suffix("").parts).removesuffix(".__init__")
+                     for path in site.rglob("*.py") if "worker" not in path.parts and path.parent.name != "public")
+    assert "grader.grading.reference" in modules and not any(".cases" in name or "twinning" in name for name in modules)
+
+    def alone(module: str) -> tuple[str, str]:
+        done = subprocess.run([str(student.bin / "python"), "-c", f"import {module}"], cwd=work, env=student.env,
+                              capture_output=True, text=True)
+        return module, "" if done.returncode == 0 else done.stderr[-500:]
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        failed = {module: error for module, error in pool.map(alone, modules) if error}
+    assert failed == {}
