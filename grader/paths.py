@@ -45,9 +45,17 @@ def exercise_path(assignment: str = DEFAULT_ASSIGNMENT) -> Path:
 
 def student_file(assignment: str = DEFAULT_ASSIGNMENT) -> Path:
     """The file a student's command works on by default: ``exercises/<assignment>.py`` under the current
-    folder (where a student release is opened), else the stub of the checkout."""
+    folder (where a student release is opened) or a folder above it (a notebook runs in
+    ``exercises/notebooks/``), else the stub of the checkout."""
     local = Path("exercises") / f"{assignment}.py"
-    return local if local.exists() else exercise_path(assignment)
+    if local.exists():
+        return local
+    here = Path.cwd()
+    for folder in list(here.parents)[:2]:
+        candidate = folder / "exercises" / f"{assignment}.py"
+        if candidate.is_file():
+            return candidate
+    return exercise_path(assignment)
 
 
 def released_stub(assignment: str = DEFAULT_ASSIGNMENT) -> Path:

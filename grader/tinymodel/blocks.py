@@ -51,15 +51,21 @@ class Blocks:
                               f"written yet: write it, check it with mha check, then run this again") from None
 
 
-@functools.cache
 def core_blocks() -> Blocks:
-    """The reference's blocks where installed, else the student's own exercise's (ConfigError when absent)."""
+    """The reference's blocks where installed, else the student's own exercise's (ConfigError when absent);
+    the student's file is imported again whenever it changed, so a fix shows at once in a notebook."""
     if reference_installed(DEFAULT_ASSIGNMENT):
         return Blocks(load_reference(DEFAULT_ASSIGNMENT), "the reference")
     path = student_file(DEFAULT_ASSIGNMENT)
     if not path.is_file():
         raise ConfigError(f"the trained model computes with your own {DEFAULT_ASSIGNMENT}.py, and {path} is not "
                           "here: run this from the folder of your release (where exercises/ is)")
+    stat = path.stat()
+    return _student_blocks(path.resolve(), stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=4)
+def _student_blocks(path: Path, modified: int, size: int) -> Blocks:
     spec = importlib.util.spec_from_file_location(f"mha_student_{DEFAULT_ASSIGNMENT}", path)
     module = importlib.util.module_from_spec(spec)
     try:
