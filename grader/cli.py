@@ -23,6 +23,7 @@ VERBS: dict[str, str] = {
     "check": "grader.verbs.check:command",
     "grade": "grader.verbs.grade:command",
     "merge": "grader.verbs.merge:command",
+    "similarity": "grader.verbs.similarity:command",
     "audit": "grader.verbs.audit:command",
     "release": "grader.verbs.release:command",
     "quiz": "grader.verbs.quiz:command",

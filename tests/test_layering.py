@@ -44,7 +44,7 @@ def test_check_does_not_import_heavy_modules_at_startup():
 # ---- the layer map of DESIGN.md: each row may import only the rows below it -------------------
 LAYERS = (
     ("grader", "grader.cli", "grader.verbs", "grader.notebook", "grader.pytest_plugin"),  # entry points
-    ("grader.authoring",),
+    ("grader.authoring", "grader.similarity"),
     ("grader.batch", "grader.viz"),
     ("grader.practice", "grader.tinymodel"),  # the tiny model computes with the core exercise's blocks
     ("grader.assignments",),  # one folder per exercise; its suites are loaded by the runner by name

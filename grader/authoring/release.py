@@ -25,17 +25,17 @@ from grader.paths import CONTENT_DIR, PACKAGE_DIR, PROJECT_DIR, solution_path
 
 RELEASE_TEXTS_FILE = CONTENT_DIR / "release.toml"
 # What of the grader package a student must not get is said by folder: the
-# instructor's layers (class grading, authoring) and verbs, and in ``assignments/``
+# instructor's layers (class grading, authoring, similarity) and verbs, and in ``assignments/``
 # all but what an exercise's students read and run. Paths are relative to the package.
 # The trained model (tinymodel) ships: it computes with the core exercise's blocks, which in a release are
 # the student's own (grader/tinymodel/blocks.py), so it hands out no answer.
-INSTRUCTOR_FOLDERS = ("batch", "authoring")
+INSTRUCTOR_FOLDERS = ("batch", "authoring", "similarity")
 # What of an exercise's folder ships: of every exercise its spec and texts; of the
 # released one its public checks too. Never its cases and twins (``cases.py``),
 # hidden checks or mutant library: whatever else a folder holds stays.
 EXERCISE_TEXTS = ("__init__.py", "exercise.toml", "checks.toml", "misconceptions.toml", "tutorial")
 RELEASED_PARTS = ("public", "public_cases.npz")
-INSTRUCTOR_VERBS = ("verbs/grade.py", "verbs/merge.py", "verbs/audit.py", "verbs/release.py")
+INSTRUCTOR_VERBS = ("verbs/grade.py", "verbs/merge.py", "verbs/audit.py", "verbs/release.py", "verbs/similarity.py")
 NBGRADER_CONFIG = '''\
 # nbgrader configuration of this mha-lab course, written by `mha release --nbgrader`.
 # Run nbgrader from this folder; see README.md for the commands.

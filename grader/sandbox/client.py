@@ -120,6 +120,15 @@ def start_server(*, hidden=(), packages=STUDENT_PACKAGES, without=(), spares: in
     return ForkServer.start(hidden=(*default_hidden(), *hidden), packages=packages, without=without, spares=spares)
 
 
+def hideable(folder: Path) -> bool:
+    """Whether workers may lose sight of ``folder``: not when it holds the interpreter (a venv beside alice.py)."""
+    import sys
+
+    folder = Path(folder).resolve()
+    needed = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent}
+    return not any(path.is_relative_to(folder) for path in needed)
+
+
 def default_hidden() -> tuple[str, ...]:
     """Folders no worker should see even without Landlock: the project, the solutions, the course key."""
     from grader import paths
