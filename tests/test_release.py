@@ -320,3 +320,16 @@ def test_the_explicit_option_gives_the_code_and_the_readme_says_so(tmp_path):
                                         "--no-zip"])
     assert default.exit_code == 0 and "left for students to bring" in default.output
     assert "def softmax(x):" in (tmp_path / "kv2" / "exercises" / "kv_cache.py").read_text(encoding="utf-8")
+
+
+def test_a_verb_that_needs_the_notebook_extra_names_what_to_install(tmp_path, monkeypatch):
+    """Where nbformat cannot be imported (``sys.modules`` entry None: the import fails as if not installed)."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "nbformat", None)
+    done = CliRunner().invoke(root, ["release", "--student", str(tmp_path / "s"), "--no-zip"])
+    assert done.exit_code == 2, done.output
+    assert "mha release needs nbformat, which is not installed" in done.output
+    assert '[notebook]"' in done.output and "Traceback" not in done.output
+    chinese = CliRunner().invoke(root, ["release", "--student", str(tmp_path / "z"), "--no-zip", "--lang=zh"])
+    assert chinese.exit_code == 2 and "mha release 需要 nbformat" in chinese.output
