@@ -85,7 +85,7 @@ def _available(name: str) -> bool:
 def root() -> None:
     """mha-lab: learn and grade multi-head attention in NumPy.
 
-    Students: `mha check` checks exercises/multihead_attention.py.
+    Students: `mha check` checks the core exercise in exercises/ (`mha check FILE` any exercise).
     Instructors: `mha grade SUBMISSIONS --out DIR` grades a class.
     """
 

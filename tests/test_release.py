@@ -191,6 +191,8 @@ def test_instructor_only_paths():
     assert not instructor_only("assignments/kv_cache/misconceptions.toml", ASSIGNMENT)
     assert not instructor_only("assignments/multihead_attention/tutorial/en.toml", ASSIGNMENT)
     assert not instructor_only("assignments/multihead_attention/public/test_heads.py", ASSIGNMENT)
+    assert not instructor_only("assignments/multihead_attention/signatures.py", ASSIGNMENT)  # its student_modules
+    assert instructor_only("assignments/multihead_attention/signatures.py", "kv_cache")
     assert not instructor_only("verbs/check.py", ASSIGNMENT)
 
 

@@ -4,8 +4,8 @@ Accepted layouts (DESIGN.md, ``mha grade``), side by side in one folder:
 
     SUBMISSIONS/alice.py
     SUBMISSIONS/bob.ipynb
-    SUBMISSIONS/carol/any/depth/multihead_attention.py
-    SUBMISSIONS/dave/multihead_attention/work.ipynb     (nbgrader: submitted/<student>/<assignment>/)
+    SUBMISSIONS/carol/any/depth/<assignment>.py
+    SUBMISSIONS/dave/<assignment>/work.ipynb     (nbgrader: submitted/<student>/<assignment>/)
 
 Inside a student's folder the file is the one named after the assignment
 (the shallowest of several; a notebook beside a script of that name),

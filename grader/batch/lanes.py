@@ -28,9 +28,9 @@ from typing import Callable
 
 from grader.batch.settings import Task
 from grader.content.messages import Message, parts_of
+from grader.paths import DEFAULT_ASSIGNMENT
 from grader.sandbox.link import settle_closing
 
-PRELOAD = ["grader.grading.grade", "grader.assignments.multihead_attention.hidden.test_drawn_inputs"]
 _PR_SET_PDEATHSIG = 1
 
 
@@ -103,6 +103,14 @@ def _refusal_now(path) -> Message | None:
     return None
 
 
+def preload(assignment: str) -> list[str]:
+    """What every lane imports once, in the fork server: the grading core and the exercise's hidden checks."""
+    from grader.grading.assignment import get_assignment
+
+    hidden = sorted((get_assignment(assignment).folder / "hidden").glob("test_*.py"))
+    return ["grader.grading.grade", *(f"grader.assignments.{assignment}.hidden.{path.stem}" for path in hidden)]
+
+
 @dataclass
 class LanePool:
     """``size`` grading processes; ``submit`` a task to a free lane, ``collect`` what finished.
@@ -113,10 +121,11 @@ class LanePool:
     size: int
     runner: Callable[[Task], dict] = grade_task
     lanes: list[Lane] = field(default_factory=list)
+    assignment: str = DEFAULT_ASSIGNMENT  # whose cases and hidden checks the lanes import before forking
 
     def __post_init__(self):
         self._context = multiprocessing.get_context("forkserver")
-        self._context.set_forkserver_preload(PRELOAD)
+        self._context.set_forkserver_preload(preload(self.assignment))
         self.lanes = [self._start() for _ in range(self.size)]
 
     def _start(self) -> Lane:

@@ -19,14 +19,14 @@ from grader.sandbox.client import CallError, ForkServer, ForkServerError, Limits
 from grader.seeding import derived_seed, student_seed
 from grader.grading.settling import CONSTRUCTOR
 from grader.grading.student import StudentCode, construction_of, construction_request, request_of
-from grader.paths import solution_path
+from grader.paths import DEFAULT_ASSIGNMENT, solution_path
 from grader.sandbox.source import SubmissionError, SubmissionSource, read_submission
 
 VISIBILITIES = {"public": ("public",), "all": ("public", "hidden"), "hidden": ("hidden",)}
 
 
 def grade_submission(*, path: Path | None = None, source: SubmissionSource | None = None,
-                     assignment: str = "multihead_attention", visibility: str = "public",
+                     assignment: str = DEFAULT_ASSIGNMENT, visibility: str = "public",
                      functions: tuple[str, ...] | None = None, student: str | None = None,
                      seed: int | None = None, limits: Limits | None = None, lang: str = "en",
                      server: ForkServer | str | None = None, calibration: Calibration | None = None,
@@ -113,6 +113,8 @@ def run_checks(box, *, exercise, tests, visibility: str, seed: int | None, lang:
         # In a graded run nothing shipped to students is worth a point: public checks get drawn inputs too.
         fixtures["public"]["cases"] = (exercise.drawn_public_cases(derived_seed(seed, "public")) if uses_hidden
                                        else exercise.public_cases())
+        if uses_hidden:  # what a failing public check shows: the rows of the fixture the student's check shows
+            fixtures["public"]["shipped"] = exercise.public_cases()
     if uses_hidden:
         fixtures["hidden"] = {"student": student, "cases": exercise.build_hidden_cases(seed), "seed": seed}
     graded = {test.function for test in tests}

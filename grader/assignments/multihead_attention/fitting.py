@@ -1,4 +1,4 @@
-"""The algebra the signature rules share: findings, and attention weights fitted as a softmax of scores.
+"""The algebra of the core exercise's signature rules: attention weights fitted as a softmax of scores.
 
 Log-weights are scores up to a constant on each normalized slice, so a
 student's weights are fitted as ``alpha * Q @ K' + c``: ``K'`` runs over every
@@ -6,7 +6,7 @@ arrangement of K's entries that one reshape and one transpose give, ``c`` is
 constant along the normalized axes (any set of them), ``alpha`` is a least
 squares fit. What fits tells the mistake: the arrangement, the scale, the
 normalized axes, or weights that are the scores themselves (see
-``grader.grading.signatures`` for the rules that use it).
+``signatures.py`` beside it for the rules that use it).
 """
 
 from __future__ import annotations
@@ -16,24 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grader.grading.findings import Finding, message_data
+
 FIT_TOLERANCE = 1e-4  # relative residual of a fit: float32 weights fit to about 1e-7
 SUM_TOLERANCE = 1e-4
-
-
-def message_data(key: str, params: dict) -> tuple[str, dict]:
-    """A message as data, ``(key, params)``: ``grader.grading.checks`` makes it a Message."""
-    return key, params
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One mistake the values show: its id, the function whose code has it, and the evidence."""
-
-    misconception: str
-    function: str
-    evidence: tuple  # (message key, params): what in the values shows it
-    # the same evidence explained by a mistake in another function: ((misconception, function), ...)
-    alternatives: tuple = ()
 
 
 def is_array(value, shape=None) -> bool:
@@ -185,23 +171,25 @@ def weights_findings(Q: np.ndarray, K: np.ndarray, weights, *, function: str, si
                                 message_data("sig_keys_arranged", {"arrangement": fit.arrangement})))
     values = weights.astype(np.float64)
     last = values.ndim - 1
-    rescaled = None
-    over = None
+    rescaled, over = None, None
     if fit.axes == (last,):
+        # the simplest explanation first: rows that all sum to one constant were scaled after the softmax;
+        # a wider normalized axis set only when they do not (a constant like 1/2 summed over a batch of 2
+        # makes 1 by the coincidence of the sizes, not by a normalization)
         sums = values.sum(axis=last)
         if not np.allclose(sums, 1.0, rtol=0.0, atol=SUM_TOLERANCE):
-            larger = [axes for axes in axis_sets(values.ndim) if last in axes and len(axes) > 1]
-            over = next((axes for axes in larger if sums_to_one(values, axes)), None)
-            if over is None and np.allclose(sums, sums.flat[0], rtol=SUM_TOLERANCE, atol=0.0):
+            if np.allclose(sums, sums.flat[0], rtol=SUM_TOLERANCE, atol=0.0):
                 rescaled = float(sums.flat[0])
-            elif over is None:
-                return findings or None
+            else:
+                over = _normalized_over(values, logs=np.log(values), raw=fit.raw, wider_than=last)
+                if over is None:
+                    return findings or None
     elif sums_to_one(values, fit.axes):
         over = fit.axes
     else:
         return findings or None
     if rescaled is not None:
-        findings.append(Finding("attention-wrong-scale", function, message_data("sig_weights_rescaled", {
+        findings.append(Finding("attention-scale-after-softmax", function, message_data("sig_weights_rescaled", {
             "total": f"{rescaled:.4g}"})))
     if not abs(fit.alpha - right) <= 1e-3 * right and not (rescaled is not None and abs(fit.alpha - 1) <= 1e-3):
         if abs(fit.alpha - 1.0) <= 1e-3:
@@ -216,6 +204,17 @@ def weights_findings(Q: np.ndarray, K: np.ndarray, weights, *, function: str, si
                                     "axes": axes_code(over, values.ndim, axis_letters)}),
                                 alternatives=(("softmax-wrong-axis", "softmax"),)))
     return findings
+
+
+def _normalized_over(values: np.ndarray, *, logs: np.ndarray, raw: np.ndarray, wider_than: int):
+    """The smallest axis set containing ``wider_than`` over which ``values`` sum to 1 and the log-weights are
+    the scores up to a constant on each slice (a real normalization there), or None."""
+    for axes in axis_sets(values.ndim):
+        if wider_than in axes and len(axes) > 1 and sums_to_one(values, axes):
+            fitted = fit_logs(logs, raw, axes)
+            if fitted is not None and fitted[1] < FIT_TOLERANCE:
+                return axes
+    return None
 
 
 def attention_sizes(Q: np.ndarray, K: np.ndarray) -> dict[str, int]:
