@@ -42,3 +42,25 @@ def solution_path(assignment: str = DEFAULT_ASSIGNMENT) -> Path | None:
 def exercise_path(assignment: str = DEFAULT_ASSIGNMENT) -> Path:
     """The stub module a student fills in for ``assignment``."""
     return exercises_dir() / f"{assignment}.py"
+
+
+def student_file(assignment: str = DEFAULT_ASSIGNMENT) -> Path:
+    """The file a student's command works on by default: ``exercises/<assignment>.py`` under the current
+    folder (where a student release is opened) or a folder above it (a notebook runs in
+    ``exercises/notebooks/``), else the stub of the checkout."""
+    local = Path("exercises") / f"{assignment}.py"
+    if local.exists():
+        return local
+    here = Path.cwd()
+    for folder in list(here.parents)[:2]:
+        candidate = folder / "exercises" / f"{assignment}.py"
+        if candidate.is_file():
+            return candidate
+    return exercise_path(assignment)
+
+
+def released_stub(assignment: str = DEFAULT_ASSIGNMENT) -> Path:
+    """The untouched stub of ``assignment``: the copy a student release ships inside the package (the
+    student's own ``exercises/`` file changes as they work), else the checkout's."""
+    shipped = CONTENT_DIR / "stubs" / f"{assignment}.py"
+    return shipped if shipped.is_file() else exercise_path(assignment)

@@ -7,7 +7,7 @@ from grader.grading.assignment import get_assignment
 from grader.grading.store import load_cases, save_cases
 from grader.assignments.multihead_attention.cases import hidden_cases, public_cases
 from grader.grading.case import PUBLIC_SIZES, draw_sizes, same_value
-from grader.assignments.reference import load_reference
+from grader.grading.reference import load_reference
 from grader.seeding import student_seed
 
 

@@ -71,10 +71,10 @@ LAYERS = (
     ("grader", "grader.cli", "grader.verbs", "grader.notebook", "grader.pytest_plugin"),  # entry points
     ("grader.authoring", "grader.similarity"),
     ("grader.batch", "grader.viz"),
-    ("grader.practice",),
+    ("grader.practice", "grader.tinymodel"),  # the tiny model computes with the core exercise's blocks
     ("grader.assignments",),  # one folder per exercise; its suites are loaded by the runner by name
     ("grader.grading", "grader.render"),
-    ("grader.sandbox", "grader.stubs", "grader.tinymodel"),
+    ("grader.sandbox", "grader.stubs"),
     ("grader.content",),
     ("grader.errors", "grader.paths", "grader.i18n", "grader.seeding", "grader.results", "grader.files",
      "grader.tally"),
@@ -195,3 +195,49 @@ def test_public_suites_import_nothing_the_student_release_withholds():
 def test_the_top_of_the_package_holds_at_most_twelve_modules():
     top = sorted(path.name for path in (PROJECT / "grader").glob("*.py"))
     assert len(top) <= 12, top
+
+
+# ---- what ships in the student release: no shipped module imports a withheld one ---------------
+def _all_imports(path):
+    """Every grader module ``path`` imports anywhere: at the top, inside functions, under try or if
+    (imports for annotations only, under ``if TYPE_CHECKING:``, never run)."""
+    tree = _without_type_checking(ast.parse(path.read_text(encoding="utf-8")))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names if alias.name.startswith("grader"))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("grader"):
+            yield node.module
+            yield from (f"{node.module}.{alias.name}" for alias in node.names)
+        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
+              and node.args and isinstance(node.args[0], ast.Constant) and str(node.args[0].value).startswith("grader")):
+            yield node.args[0].value  # importlib.import_module("grader....") spelled out
+
+
+def shipped(module: str, path) -> bool:
+    from grader.authoring.release import instructor_only
+
+    relative = path.relative_to(PROJECT / "grader").as_posix()
+    return not instructor_only(relative, "multihead_attention")
+
+
+def test_the_student_release_ships_the_entry_points_and_withholds_the_instructors_layers():
+    modules = {module for module, path in _modules() if shipped(module, path)}
+    assert {"grader.cli", "grader.verbs.check", "grader.viz.draw", "grader.grading.reference",
+            "grader.notebook", "grader.assignments.multihead_attention.public"} <= {m.rsplit(".test_", 1)[0] for m in modules}
+    assert not {m for m in modules if m.startswith(("grader.batch", "grader.authoring", "grader.assignments.twinning"))
+                or m.endswith(".cases") or ".hidden" in m or ".mutants" in m}
+    assert "grader.verbs.grade" not in modules and "grader.verbs.release" not in modules
+
+
+def test_no_shipped_module_imports_a_withheld_one_lazily_or_not():
+    """A withheld part's absence is handled where it is used, never by importing it and catching the error."""
+    modules = dict(_modules())
+    withheld = {module for module, path in modules.items() if not shipped(module, path)}
+    found = []
+    for module, path in modules.items():
+        if module in withheld:
+            continue
+        for target in set(_all_imports(path)):
+            if target in withheld or any(target.startswith(name + ".") for name in withheld):
+                found.append(f"{module} -> {target}")
+    assert not found, "\n".join(sorted(found))

@@ -1,7 +1,7 @@
 """Expected values and buggy twins of the advanced exercises, from the reference itself.
 
 A twin replaces one function or method of a private copy of the reference
-module (``grader.assignments.reference.fresh_reference``) with the mistaken version.
+module (``grader.grading.reference.fresh_reference``) with the mistaken version.
 The reference's other functions look names up in their module, so the
 mistake flows into every graded function that uses the patched one: a
 mistake in ``masked_softmax`` is recognized in ``masked_attention``'s output
@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 
 from grader.grading.case import PUBLIC_SIZES, Case, Raised, draw_sizes, same_value
-from grader.assignments.reference import fresh_reference, load_reference
+from grader.grading.reference import fresh_reference, load_reference
 from grader.sandbox.worker.recording import Recorder
 
 

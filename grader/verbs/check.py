@@ -12,7 +12,7 @@ from grader.grading.assignment import get_assignment
 from grader.errors import ChecksFailed, UsageError
 from grader.i18n import resolve_language
 from grader.verbs.options import assignment_option, json_option, lang_option, timeout_scale_option, verbose_option
-from grader.paths import DEFAULT_ASSIGNMENT, exercise_path
+from grader.paths import DEFAULT_ASSIGNMENT, exercise_path, student_file
 
 
 @click.command("check")
@@ -53,7 +53,7 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
     if file is not None and file.exists() and not given:
         assignment = assignment_of(file)
     exercise = get_assignment(assignment)
-    file = file or _default_file(assignment)
+    file = file or student_file(assignment)
     if not file.exists():
         raise UsageError(f"{file} does not exist; run `mha check path/to/{assignment}.py`")
     unknown = [name for name in functions if name not in exercise.functions]
@@ -168,11 +168,6 @@ def assignment_of(file: Path) -> str:
         return DEFAULT_ASSIGNMENT  # what a check without --assignment has always meant
     raise UsageError(f"cannot tell which exercise {file} is: it fits {' and '.join(sorted(tied))} equally well; "
                      f"pass --assignment NAME (one of: {', '.join(sorted(ASSIGNMENTS))})")
-
-
-def _default_file(assignment: str) -> Path:
-    local = Path("exercises") / f"{assignment}.py"
-    return local if local.exists() else exercise_path(assignment)
 
 
 def _unlocked(functions: tuple[str, ...], lang: str, *, quiet_stdout: bool) -> tuple[str, ...]:
