@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from grader.assignments.reference import load_reference
+from grader.grading.reference import load_reference
 
 
 def random(*shape, seed=0):

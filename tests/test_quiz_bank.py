@@ -309,3 +309,35 @@ def test_a_missing_mask_offset_is_drilled_by_a_question_it_gets_wrong():
     for values in question.instances():
         without_offset = values["index"]  # np.tril(np.ones((T, T))) for the new tokens alone
         assert question.answer_for(values) != without_offset
+
+
+def test_the_linked_question_index_agrees_with_the_bank_and_follows_its_files(tmp_path, monkeypatch):
+    """`mha check` names a question per mistake from an index kept in the user's cache: the same questions,
+    in the same order, as the validated bank gives; an edited question file rebuilds it."""
+    import shutil
+
+    from grader.content.catalog import misconception_ids
+    from grader.practice import bank, linked as linking
+
+    def fresh_index():
+        linking.linked_question_index.cache_clear()
+        return linking.linked_question_index()
+
+    monkeypatch.setenv("MHA_CACHE_DIR", str(tmp_path / "cache"))
+    try:
+        built, kept = fresh_index(), fresh_index()  # the second is read from the cache
+        assert list((tmp_path / "cache").glob("linked-questions-*.json"))
+        for misconception in misconception_ids():
+            wanted = [question.id for question in bank.questions_for_misconception(misconception)]
+            assert built.get(misconception, []) == kept.get(misconception, []) == wanted, misconception
+        linked = next(m for m in sorted(built) if built[m])
+        copied = tmp_path / "questions"
+        shutil.copytree(bank.QUESTIONS_DIR, copied)
+        for path in copied.glob("*.toml"):  # the link is gone from every question that had it
+            path.write_text(path.read_text(encoding="utf-8").replace(f'"{linked}"', '"not-a-link"')
+                            .replace(f'misconceptions = ["not-a-link"]', "misconceptions = []")
+                            .replace('"not-a-link", ', "").replace(', "not-a-link"', ""), encoding="utf-8")
+        monkeypatch.setattr(linking, "QUESTIONS_DIR", copied)
+        assert linked not in fresh_index() and linking.linked_question(linked) is None
+    finally:
+        linking.linked_question_index.cache_clear()

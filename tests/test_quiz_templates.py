@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from grader.practice.bank import default_bank
-from grader.assignments.reference import load_reference
+from grader.grading.reference import load_reference
 import quiz_measures as measure
 
 SEEDS = range(6)

@@ -37,6 +37,8 @@ def command(out, sentences, heads, d_model, seed, lang, as_json):
     if as_json:
         click.echo(json.dumps({**page.to_dict(), "seed": seed}, ensure_ascii=False))
         return
+    if page.shipped:
+        click.echo(f"mha: {load_viz_texts().text('message.demo_shipped', lang)}", err=True)
     click.echo(load_viz_texts().text("message.demo_summary", lang, sentences=len(page.sentences),
                                      heads=("、" if lang == "zh" else ", ").join(map(str, page.head_options)), seed=seed,
                                      size=f"{page.size_bytes / 1024:.0f}"))

@@ -30,12 +30,16 @@ from grader.verbs.options import assignment_option, json_option, lang_option
 @click.option("--zip/--no-zip", "archive", default=True, show_default=True,
               help="Also zip the student release.")
 @click.option("--force", is_flag=True, help="Replace an existing release folder or course notebook.")
+@click.option("--give-building-blocks", is_flag=True,
+              help="Keep the given code that is another exercise's answer (the advanced exercises' softmax, "
+              "split_heads, combine_heads...) in the student release and the Classroom starter; by default "
+              "students paste their own. The release's README says what it gives away.")
 @lang_option
 @json_option
 @assignment_option
 def command(student_dir: Path | None, course_dir: Path | None, gradescope_dir: Path | None, hidden_visibility: str,
-            output_format: str, classroom_dir: Path | None, archive: bool, force: bool, lang: str | None,
-            as_json: bool, assignment: str) -> None:
+            output_format: str, classroom_dir: Path | None, archive: bool, force: bool, give_building_blocks: bool,
+            lang: str | None, as_json: bool, assignment: str) -> None:
     """Hand out the exercise: a student release, an nbgrader course, a Gradescope autograder, a GitHub Classroom starter.
 
     The student release holds the stub, the notebooks, the public checks and
@@ -56,7 +60,7 @@ def command(student_dir: Path | None, course_dir: Path | None, gradescope_dir: P
     report = {}
     if student_dir is not None:
         release = build_student_release(target=student_dir, assignment=assignment, lang=lang, archive=archive,
-                                        force=force)
+                                        force=force, give_building_blocks=give_building_blocks)
         report["student"] = release.to_dict()
     if course_dir is not None:
         course = build_nbgrader_course(course_dir=course_dir, assignment=assignment, lang=lang, force=force)
@@ -71,7 +75,7 @@ def command(student_dir: Path | None, course_dir: Path | None, gradescope_dir: P
         from grader.authoring.classroom import add_classroom_autograding
 
         repository = build_student_release(target=classroom_dir, assignment=assignment, lang=lang, archive=False,
-                                           force=force)
+                                           force=force, give_building_blocks=give_building_blocks)
         starter = add_classroom_autograding(folder=repository.folder, assignment=assignment, lang=lang)
         report["github_classroom"] = starter.to_dict()
     if as_json:
@@ -87,6 +91,10 @@ def command(student_dir: Path | None, course_dir: Path | None, gradescope_dir: P
         say("student", folder=release.folder, files=len(release.files))
         if release.archive:
             say("zip", archive=release.archive)
+        if release.withheld:
+            say("withheld", names=", ".join(release.withheld))
+        if release.given_away:
+            say("given_away", names=", ".join(release.given_away))
         say("student_next", folder=release.folder)
     if "nbgrader" in report:
         say("course", folder=course.folder)

@@ -1,13 +1,12 @@
 """Public checks of next_token_distribution and sample: the steps in order, one softmax at the end, inverse-CDF draws."""
 
-import pytest
-
+from grader.grading.marker import mha
 from grader.grading.checks import expect_value
 
-pytestmark = pytest.mark.mha(visibility="public")
+pytestmark = mha(visibility="public")
 
 
-@pytest.mark.mha(points=2, function="next_token_distribution",
+@mha(points=2, function="next_token_distribution",
                  probes=("decode-temperature-misapplied", "decode-not-renormalised"))
 def test_distribution_applies_temperature_then_the_filters_then_one_softmax(student, cases):
     expect_value(student, cases["distribution/plain"])
@@ -15,26 +14,26 @@ def test_distribution_applies_temperature_then_the_filters_then_one_softmax(stud
     expect_value(student, cases["distribution/top-p"])
 
 
-@pytest.mark.mha(points=2, function="next_token_distribution", probes=("decode-not-renormalised",))
+@mha(points=2, function="next_token_distribution", probes=("decode-not-renormalised",))
 def test_distribution_with_both_filters_sums_to_one(student, cases):
     expect_value(student, cases["distribution/both"])
 
 
-@pytest.mark.mha(points=1, function="next_token_distribution", probes=("decode-greedy-divides-by-zero",))
+@mha(points=1, function="next_token_distribution", probes=("decode-greedy-divides-by-zero",))
 def test_greedy_distribution_is_one_hot(student, cases):
     expect_value(student, cases["distribution/greedy"])
 
 
-@pytest.mark.mha(points=1, function="next_token_distribution")
+@mha(points=1, function="next_token_distribution")
 def test_distribution_with_large_logits(student, cases):
     expect_value(student, cases["distribution/large-logits"])
 
 
-@pytest.mark.mha(points=2, function="sample")
+@mha(points=2, function="sample")
 def test_sample_inverts_the_cumulative_distribution(student, cases):
     expect_value(student, cases["sample/drawn"])
 
 
-@pytest.mark.mha(points=1, function="sample", probes=("decode-sample-boundary",))
+@mha(points=1, function="sample", probes=("decode-sample-boundary",))
 def test_sample_on_the_boundaries_never_draws_an_impossible_token(student, cases):
     expect_value(student, cases["sample/boundaries"])
