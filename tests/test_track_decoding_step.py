@@ -53,7 +53,7 @@ def test_reference_obeys_what_the_checks_assume():
 
 def test_sampling_with_a_seeded_generator_follows_the_distribution():
     """The documented use, uniforms = rng.random(B), reproduces per seed and draws each token at its rate."""
-    from grader.assignments.reference import load_reference
+    from grader.grading.reference import load_reference
 
     reference = load_reference(ASSIGNMENT)
     probs = np.tile(np.array([[0.0, 0.5, 0.2, 0.0, 0.3]]), (20000, 1))  # (20000, 5)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.grading.case import Case, Sizes
-from grader.assignments.reference import load_reference
+from grader.grading.reference import load_reference
 from grader.assignments.twinning import CaseSets, Twin, floats, with_expectations
 
 ASSIGNMENT = "rotary_embedding"
