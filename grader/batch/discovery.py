@@ -7,10 +7,14 @@ Accepted layouts (DESIGN.md, ``mha grade``), side by side in one folder:
     SUBMISSIONS/carol/any/depth/multihead_attention.py
     SUBMISSIONS/dave/multihead_attention/work.ipynb     (nbgrader: submitted/<student>/<assignment>/)
 
-Inside a student's folder the file is the one named after the assignment
-(the shallowest of several; a notebook beside a script of that name),
-else the only ``.py``/``.ipynb`` under a folder named after it, else the only
-one at all. Hidden entries (``.name``), editor leftovers (``name~``,
+Inside a student's folder the candidates are the files named after the
+assignment, else those under a folder named after it, else every
+``.py``/``.ipynb``; among several, ``grader.batch.choosing`` grades the one
+the student worked on (changed from the stub, implementing more functions,
+saved last) and the feedback names the others, set aside. Two entries with
+the same stem (``mia.py`` and ``mia.ipynb``, or a folder ``mia/`` beside
+``mia.py``) are one student's candidates, chosen by the same rule: a file
+dropped beside a classmate's entry never makes it an error. Hidden entries (``.name``), editor leftovers (``name~``,
 ``#name#``, ``~$name``) and tool folders (``__pycache__``,
 ``.ipynb_checkpoints``, ``__MACOSX``) are not students and are not looked into.
 
@@ -19,8 +23,12 @@ entry that is a symbolic link, lies behind one, resolves outside
 SUBMISSIONS, or is (or holds) a file with more than one hard link (another
 file's content under a second name, perhaps one only the grader can read)
 is kept as a refusal, so the student gets a ``status: error`` result saying
-why. Folders are walked without recursion, at most ``MAX_DEPTH`` levels
-deep.
+why. Only regular files are candidates (a FIFO or a device is refused, never
+opened), no larger than the submission limit. Folders are walked without
+recursion, at most ``MAX_DEPTH`` levels deep and ``MAX_FOLDER_ENTRIES``
+entries in all: past either, that one student gets an error saying so.
+Each file is recorded with its identity (``grader.batch.opening.Found``), so
+what a lane grades is what was found here, or nothing.
 
 Student ids come from the entry names through ``clean_name`` (undecodable
 bytes and control characters shown as U+FFFD). Entries whose names differ
@@ -40,14 +48,19 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from grader.batch.choosing import Choice, choose_graded
+from grader.batch.opening import Found, found_at, too_large
 from grader.content.messages import Message
 from grader.practice import ANSWERS_SUFFIX, is_answers_file
+from grader.sandbox.source import MAX_SOURCE_BYTES
 from grader.render.text_safety import REPLACEMENT, clean_name
 
 SUFFIXES = (".py", ".ipynb")
 SKIPPED_FOLDERS = {"__pycache__", ".ipynb_checkpoints", "__MACOSX", ".git"}
 SKIPPED_FILES = {"Thumbs.db", "desktop.ini"}
 MAX_DEPTH = 16  # folder levels inside a student's folder; nbgrader's layout needs 2
+MAX_FOLDER_ENTRIES = 5000  # files and folders looked at in one student's folder (a release clone holds ~300)
+MAX_ANSWERS_BYTES = 256 << 10  # a quiz answers file of a hundred questions is a few KiB
 ID_MARK = "~"  # between a cleaned name and the hash that tells look-alike names apart
 
 
@@ -58,9 +71,11 @@ class Submission:
     student: str
     path: Path | None
     refusal: Message | None = None  # why the entry cannot be graded, rendered in the run's language
-    answers: Path | None = None  # quiz answers graded with the code (grader.practice.homework)
+    answers: Found | Message | None = None  # the quiz answers file beside the code, or why it cannot be read
     entry: str = ""  # the entry's name in SUBMISSIONS, as it may be shown
-    notes: tuple[Message, ...] = ()  # about the entry's name, for the student's feedback
+    notes: tuple[Message, ...] = ()  # about the entry's name and the file chosen, for the student's feedback
+    found: Found | None = None  # the file to grade, as discovery saw it (``path`` is where it is)
+    set_aside: tuple[str, ...] = ()  # the student's other candidates, as results show them
 
     def shown_path(self, root: Path) -> str:
         """Where the graded file is inside SUBMISSIONS, as results show it (the entry when none is graded)."""
@@ -80,7 +95,7 @@ def discover_submissions(root: Path, *, assignment: str) -> tuple[list[Submissio
     root = Path(root)
     real_root = root.resolve()
     found: dict[str, list[Submission]] = defaultdict(list)  # raw stem -> entries
-    answers: dict[str, Path | Message] = {}  # raw stem -> answers file, or why it is refused
+    answers: dict[str, Found | Message] = {}  # raw stem -> answers file, or why it cannot be read
     ignored = []
     for entry in sorted(os.scandir(root), key=lambda item: item.name):
         name = entry.name
@@ -89,25 +104,19 @@ def discover_submissions(root: Path, *, assignment: str) -> tuple[list[Submissio
             continue
         path = Path(entry.path)
         if is_answers_file(name) and name != "answers.toml" and not entry.is_dir(follow_symlinks=False):
-            answers[name[: -len(ANSWERS_SUFFIX)]] = _answers_entry(entry, shown)
+            answers[name[: -len(ANSWERS_SUFFIX)]] = _answers_at(root, path)
         elif entry.is_symlink():
             stem = path.stem if path.suffix in SUFFIXES else name
             found[stem].append(Submission(stem, None, Message("file_symlink", {"name": shown}), entry=shown))
         elif entry.is_dir(follow_symlinks=False):
-            found[name].append(_from_folder(name, path, real_root, assignment))
-        elif entry.is_file(follow_symlinks=False) and path.suffix in SUFFIXES:
-            found[path.stem].append(_checked(path.stem, path, real_root, entry=shown))
+            found[name].append(_from_folder(name, path, root, real_root, assignment))
+        elif path.suffix in SUFFIXES:
+            found[path.stem].append(_checked(path.stem, path, root, real_root, entry=shown))
         else:
             ignored.append(shown)
     ignored += [clean_name(stem + ANSWERS_SUFFIX) for stem in answers if stem not in found]  # whose are they?
-    submissions = []
-    for stem, entries in found.items():
-        if len(entries) == 1:
-            submissions.append(_with_answers(entries[0], answers.get(stem)))
-        else:
-            names = ", ".join(sorted(entry.entry for entry in entries))
-            submissions.append(Submission(stem, None, Message(
-                "entry_several", {"student": clean_name(stem), "count": len(entries), "names": names}), entry=names))
+    submissions = [_with_answers(_one_of(stem, entries, root, assignment), answers.get(stem))
+                   for stem, entries in found.items()]
     return sorted(_distinct_ids(submissions), key=lambda entry: entry.student), ignored
 
 
@@ -116,41 +125,60 @@ def discover_file(path: Path, *, assignment: str) -> tuple[list[Submission], lis
 
     The student id is the file's stem, as in a class folder, and a quiz
     answers file beside it (``alice.answers.toml``) counts as it would there.
-    The same refusals apply: a link, a file with several hard links.
+    The same refusals apply: a link, a file with several hard links, not a regular file.
     """
     path = Path(path)
     shown = clean_name(path.name)
     if path.is_symlink():
         entry = Submission(path.stem, None, Message("file_symlink", {"name": shown}), entry=shown)
     else:
-        entry = _checked(path.stem, path, path.parent.resolve(), entry=shown)
+        entry = _checked(path.stem, path, path.parent, path.parent.resolve(), entry=shown)
         sheet = path.with_name(path.stem + ANSWERS_SUFFIX)
         if sheet.exists() or sheet.is_symlink():
-            entry = _with_answers(entry, _answers_of(sheet))
+            entry = _with_answers(entry, _answers_at(path.parent, sheet))
     return _distinct_ids([entry]), []
 
 
-def _answers_of(path: Path) -> Path | Message:
+def _one_of(stem: str, entries: list[Submission], root: Path, assignment: str) -> Submission:
+    """A student's entry among those sharing ``stem``: the file the student worked on, the others set aside."""
+    if len(entries) == 1:
+        return entries[0]
+    usable = [entry for entry in entries if entry.refusal is None]
+    if not usable:
+        names = ", ".join(sorted(entry.entry for entry in entries))
+        return replace(entries[0], notes=entries[0].notes + (Message(
+            "entry_several", {"student": clean_name(stem), "count": len(entries), "names": names}),))
+    choice = choose_graded(candidates=[entry.path for entry in usable], assignment=assignment)
+    chosen = next(entry for entry in usable if entry.path == choice.chosen)
+    others = [_shown(root, path) for path in choice.set_aside]
+    others += [entry.entry for entry in entries if entry.refusal is not None]
+    note = Message("note_graded_file", {"graded": chosen.shown_path(root), "others": ", ".join(others),
+                                        "reason": Message(choice.reason if choice.set_aside else "choice_unreadable",
+                                                          {})})
+    return replace(chosen, notes=chosen.notes + (note,), set_aside=chosen.set_aside + tuple(others))
+
+
+def _answers_at(root: Path, path: Path) -> Found | Message:
+    """The quiz answers file at ``path``, recorded like a submission, or why it cannot be read (costing the quiz)."""
     shown = clean_name(path.name)
-    if path.is_symlink():
+    try:
+        info = path.lstat()
+    except OSError:
+        return Message("file_missing", {"name": shown})
+    if stat.S_ISLNK(info.st_mode):
         return Message("file_symlink", {"name": shown})
-    links = path.lstat().st_nlink
-    return Message("file_hard_link", {"name": shown, "links": links}) if links > 1 else path
+    if not stat.S_ISREG(info.st_mode):
+        return Message("file_not_regular", {"name": shown})
+    if info.st_nlink > 1:
+        return Message("file_hard_link", {"name": shown, "links": info.st_nlink})
+    if info.st_size > MAX_ANSWERS_BYTES:
+        return too_large(shown, info.st_size, MAX_ANSWERS_BYTES)
+    return found_at(Path(root).absolute(), Path(path).absolute(), info)
 
 
-def _answers_entry(entry: os.DirEntry, shown: str) -> Path | Message:
-    if entry.is_symlink():
-        return Message("file_symlink", {"name": shown})
-    links = entry.stat(follow_symlinks=False).st_nlink
-    return Message("file_hard_link", {"name": shown, "links": links}) if links > 1 else Path(entry.path)
-
-
-def _with_answers(entry: Submission, answers: Path | Message | None) -> Submission:
-    if entry.refusal is not None or answers is None:
-        return entry
-    if isinstance(answers, Message):
-        return replace(entry, path=None, refusal=answers)
-    return replace(entry, answers=answers)
+def _with_answers(entry: Submission, answers: Found | Message | None) -> Submission:
+    """``entry`` with its answers file: a bad one costs the quiz (graded with the code), never the code."""
+    return entry if answers is None else replace(entry, answers=answers)
 
 
 def _distinct_ids(submissions: list[Submission]) -> list[Submission]:
@@ -241,10 +269,19 @@ def _walk(student: str, folder: Path) -> _Walk:
     walk = _Walk([], [], [])
     seen = {_identity(folder)}
     pending = [(folder, 0)]
+    looked_at = 0
     while pending and walk.problem is None:
         here, depth = pending.pop()
         try:
-            entries = sorted(os.scandir(here), key=lambda item: item.name)
+            with os.scandir(here) as listing:
+                entries = []
+                for item in listing:  # read lazily: a folder of 150,000 files costs the cap, not its size
+                    looked_at += 1
+                    if looked_at > MAX_FOLDER_ENTRIES:
+                        walk.problem = Message("folder_too_many", {"student": student, "limit": f"{MAX_FOLDER_ENTRIES:,}"})
+                        return walk
+                    entries.append(item)
+            entries.sort(key=lambda item: item.name)
         except OSError as bad:
             walk.problem = _unreadable(student, folder, here, bad)
             break
@@ -288,10 +325,10 @@ def submission_in_folder(student: str, folder: Path, *, assignment: str) -> Subm
     The same choice and the same refusals as for a student's folder of a class.
     """
     folder = Path(folder)
-    return _from_folder(student, folder, folder.resolve(), assignment)
+    return _from_folder(student, folder, folder, folder.resolve(), assignment)
 
 
-def _from_folder(stem: str, folder: Path, real_root: Path, assignment: str) -> Submission:
+def _from_folder(stem: str, folder: Path, root: Path, real_root: Path, assignment: str) -> Submission:
     student = clean_name(stem)
     walk = _walk(student, folder)
     if walk.problem is not None:
@@ -301,33 +338,40 @@ def _from_folder(stem: str, folder: Path, real_root: Path, assignment: str) -> S
             return Submission(stem, None, Message("folder_no_code_links", {
                 "student": student, "link": _inside(folder, sorted(walk.links)[0])}), entry=student)
         return Submission(stem, None, Message("folder_no_code", {"student": student}), entry=student)
-    chosen = _choose(walk.files, assignment)
-    if chosen is None:
+    choice = _choose(walk.files, assignment)
+    if choice is None:
         listed = ", ".join(_inside(folder, path) for path in sorted(walk.files)[:5])
         return Submission(stem, None, Message("folder_ambiguous", {
             "student": student, "listed": listed, "assignment": assignment}), entry=student)
-    checked = _checked(stem, chosen, real_root, entry=student)
-    return replace(checked, answers=walk.answers[0]) if len(walk.answers) == 1 and checked.refusal is None else checked
+    checked = _checked(stem, choice.chosen, root, real_root, entry=student)
+    if checked.refusal is not None:
+        return checked
+    note = choice.note(lambda path: _shown(root, path))
+    if note is not None:
+        checked = replace(checked, notes=(note,), set_aside=tuple(_shown(root, path) for path in choice.set_aside))
+    if len(walk.answers) == 1:
+        checked = replace(checked, answers=_answers_at(root, walk.answers[0]))
+    return checked
 
 
-def _choose(candidates: list[Path], assignment: str) -> Path | None:
+def _choose(candidates: list[Path], assignment: str) -> Choice | None:
+    """The candidates of the first tier that has any (named after the assignment, inside a folder named after
+    it, any), ordered as the layout prefers; the student's work among them (``choose_graded``)."""
     named = [path for path in candidates if path.stem == assignment]
-    if len(named) == 1:
-        return named[0]
-    if len(named) > 1:
-        # a clone of the student release has exercises/<a>.py above exercises/notebooks/<a>.ipynb:
-        # the shallowest is the file worked on; side by side, the notebook (nbgrader's layout)
-        depth = min(len(path.parts) for path in named)
-        named = [path for path in named if len(path.parts) == depth]
-        notebooks = [path for path in named if path.suffix == ".ipynb"]
-        return named[0] if len(named) == 1 else notebooks[0] if len(notebooks) == 1 else None
     in_folder = [path for path in candidates if assignment in path.parent.parts]
-    if len(in_folder) == 1:
-        return in_folder[0]
-    return candidates[0] if len(candidates) == 1 else None
+    if named or in_folder:
+        # a clone of the student release has exercises/<a>.py above exercises/notebooks/<a>.ipynb, and
+        # nbgrader's layout a notebook beside a script: on a tie, the shallowest first, a notebook first
+        tier = sorted(named or in_folder, key=lambda path: (len(path.parts), path.suffix != ".ipynb", path))
+        return choose_graded(candidates=tier, assignment=assignment)
+    if len(candidates) == 1:
+        return Choice(candidates[0])
+    choice = choose_graded(candidates=candidates, assignment=assignment)
+    # any file at all: only a clear winner (the only one changed, or implementing more) is the student's work
+    return choice if choice.reason in ("choice_worked", "choice_more_functions") else None
 
 
-def _checked(stem: str, path: Path, real_root: Path, *, entry: str) -> Submission:
+def _checked(stem: str, path: Path, root: Path, real_root: Path, *, entry: str) -> Submission:
     shown = clean_name(path.name)
     try:
         info = path.lstat()
@@ -335,12 +379,20 @@ def _checked(stem: str, path: Path, real_root: Path, *, entry: str) -> Submissio
         return Submission(stem, None, Message("file_missing", {"name": shown}), entry=entry)
     if stat.S_ISLNK(info.st_mode):
         return Submission(stem, None, Message("file_symlink", {"name": shown}), entry=entry)
+    if not stat.S_ISREG(info.st_mode):
+        return Submission(stem, None, Message("file_not_regular", {"name": shown}), entry=entry)
     if info.st_nlink > 1:
         return Submission(stem, None, Message("file_hard_link", {"name": shown, "links": info.st_nlink}),
                           entry=entry)
+    if info.st_size > MAX_SOURCE_BYTES:
+        return Submission(stem, None, too_large(shown, info.st_size, MAX_SOURCE_BYTES), entry=entry)
     if not path.resolve().is_relative_to(real_root):
         return Submission(stem, None, Message("file_outside", {"name": shown}), entry=entry)
-    return Submission(stem, path, entry=entry)
+    return Submission(stem, path, entry=entry, found=found_at(Path(root).absolute(), Path(path).absolute(), info))
+
+
+def _shown(root: Path, path: Path) -> str:
+    return "/".join(clean_name(part) for part in Path(path).relative_to(root).parts)
 
 
 def _identity(path: Path) -> tuple[int, int]:

@@ -1,0 +1,35 @@
+"""A submission's code from the bytes the grader read itself (``grader.batch.opening``), never from a path again.
+
+``submitted_source`` is ``grader.sandbox.source.read_submission`` after the
+read: the same refusals (empty, binary, not UTF-8, not a notebook), and a
+notebook nested too deeply for the JSON parser is a clear refusal too, not
+the grader's failure.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from grader.sandbox.source import Cell, SubmissionError, SubmissionSource, notebook_source
+
+
+def submitted_source(data: bytes, *, name: str) -> SubmissionSource:
+    """The cells of the ``.py`` or ``.ipynb`` file called ``name`` whose bytes are ``data``; SubmissionError says
+    why there are none."""
+    suffix = Path(name).suffix
+    if not data:
+        raise SubmissionError("file_empty", name=name)
+    if b"\x00" in data:
+        raise SubmissionError("file_binary", name=name)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as bad:
+        raise SubmissionError("file_not_utf8", name=name, position=bad.start) from None
+    if suffix == ".ipynb":
+        try:
+            return notebook_source(text, name=name)
+        except RecursionError:  # JSON nested thousands deep: Python's parser recurses once per level
+            raise SubmissionError("notebook_too_deep", name=name) from None
+    if suffix != ".py":
+        raise SubmissionError("file_wrong_kind", name=name)
+    return SubmissionSource(cells=(Cell(text, name, name),), mode="module", display_name=name)
