@@ -44,11 +44,13 @@ def output_mode() -> int:
 def file_key(student: str) -> str:
     """A file name for ``student``: the id itself when safe, else a cleaned id, ``+`` and a hash.
 
-    Distinct ids always get distinct keys: a safe id is its own key, and
-    every other key holds ``+``, which no safe id does.
+    Distinct ids always get distinct keys, also on a file system that ignores
+    case (macOS, Windows): a safe id in lower case is its own key, and every
+    other key holds ``+``, which no such id does, and a hash of the exact id
+    (``Mary`` and ``mary`` get ``Mary+<hash>`` and ``mary``).
     """
     cleaned = _UNSAFE.sub("_", student).lstrip(".") or "_"
-    if cleaned == student and len(student) <= 120:
+    if cleaned == student and len(student) <= 120 and student == student.lower():
         return student
     digest = hashlib.sha256(student.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return f"{cleaned[:100]}{HASHED_MARK}{digest}"

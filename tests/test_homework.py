@@ -93,7 +93,8 @@ def test_the_sheet_is_the_instructors_and_a_missing_answers_file_scores_zero_of_
         + "".join(f"{json.dumps(posed.id)} = {json.dumps(expected_text(posed, 'en'))}\n" for posed in easy.questions),
         encoding="utf-8")
     (submissions / "dora.answers.toml").write_text("not toml at all [[[", encoding="utf-8")
-    done = CliRunner().invoke(root, ["grade", str(submissions), "--out", str(tmp_path / "out"), "--jobs", "1"])
+    done = CliRunner().invoke(root, ["grade", str(submissions), "--out", str(tmp_path / "out"), "--jobs", "1",
+                                     "--quiz-points", "1"])
     assert done.exit_code == 0, done.output
     results = {r["student"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
     assert len({result["max_score"] for result in results.values()}) == 1  # the same sheet size for everyone

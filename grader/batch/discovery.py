@@ -158,6 +158,17 @@ def _one_of(stem: str, entries: list[Submission], root: Path, assignment: str) -
     return replace(chosen, notes=chosen.notes + (note,), set_aside=chosen.set_aside + tuple(others))
 
 
+def with_entry(result, entry: Submission, *, file: str, lang: str):
+    """``result`` (a ``SubmissionResult``) naming the file graded, the candidates set aside and the entry's notes."""
+    from grader.content.messages import parts_of
+
+    notes = tuple(note.render(lang) for note in entry.notes)
+    note_messages = result.note_messages if len(result.note_messages) == len(result.notes) else \
+        tuple(({"plain": text},) for text in result.notes)
+    return replace(result, file=file, set_aside=entry.set_aside, notes=notes + result.notes,
+                   note_messages=tuple(parts_of(note) for note in entry.notes) + note_messages)
+
+
 def _answers_at(root: Path, path: Path) -> Found | Message:
     """The quiz answers file at ``path``, recorded like a submission, or why it cannot be read (costing the quiz)."""
     shown = clean_name(path.name)
@@ -357,7 +368,7 @@ def _from_folder(stem: str, folder: Path, root: Path, real_root: Path, assignmen
 def _choose(candidates: list[Path], assignment: str) -> Choice | None:
     """The candidates of the first tier that has any (named after the assignment, inside a folder named after
     it, any), ordered as the layout prefers; the student's work among them (``choose_graded``)."""
-    named = [path for path in candidates if path.stem == assignment]
+    named = [path for path in candidates if path.stem.split(".")[0] == assignment]  # <a>.zh.ipynb too
     in_folder = [path for path in candidates if assignment in path.parent.parts]
     if named or in_folder:
         # a clone of the student release has exercises/<a>.py above exercises/notebooks/<a>.ipynb, and

@@ -84,19 +84,9 @@ def grade_task(task: Task) -> dict:
 
 def _source_of(task: Task):
     """The submission's cells, read from what discovery found; or the Message saying why there are none."""
-    from grader.batch.opening import EntryError, read_capped, read_found
-    from grader.grading.submitted import submitted_source
-    from grader.render.text_safety import clean_name
-    from grader.sandbox.source import SubmissionError
+    from grader.batch.opening import entry_source
 
-    name = clean_name(os.path.basename(task.path))
-    try:
-        data = read_found(task.found) if task.found is not None else read_capped(task.path)
-        return submitted_source(data, name=name)
-    except EntryError as bad:
-        return bad.message
-    except SubmissionError as bad:
-        return bad.message
+    return entry_source(path=task.path, found=task.found)
 
 
 def _answers_of(answers):

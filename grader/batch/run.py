@@ -33,6 +33,7 @@ from grader.batch.settings import GradingRun, Task
 from grader.content.messages import Message, parts_of
 from grader.practice.homework import quiz_worth
 from grader.batch.outputs import write_outputs
+from grader.batch.signing import SignedRun, sign_outputs
 from grader.results import load_failure
 from grader.render.text_safety import clean_name, clean_strings
 from grader.tally import BatchSummary
@@ -116,6 +117,10 @@ def grade_class(*, run: GradingRun, progress: Progress | None = None,
         graded_now = _grade_pending(chosen, journal, run=run, progress=progress, runner=runner)
         tally = write_outputs(out=out, journal=journal, students=[entry.student for entry in chosen], lang=run.lang,
                               formats=run.formats, title=run.title, assignment=run.assignment, adjustments=table or {})
+        # signed with the course key, so `mha merge` can tell this run's shard from one forged or edited
+        sign_outputs(out=out, key=seeding.course_key(), run=SignedRun(
+            assignment=run.assignment, visibility=run.visibility, shard=run.shard_text,
+            students=tuple(sorted(entry.student for entry in everyone))))
     finally:
         journal.close()
     unmatched = tuple(sorted(set(table or ()) - {entry.student for entry in everyone}))

@@ -16,7 +16,7 @@ from grader.paths import DEFAULT_ASSIGNMENT, exercise_path
 
 
 @click.command("check")
-@click.argument("file", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("file", required=False, type=click.Path(path_type=Path))
 @click.option("--function", "functions", multiple=True, metavar="NAME",
               help="Check only this function (repeatable), e.g. --function split_heads.")
 @click.option("--all", "run_all", is_flag=True, help="Also run the hidden checks, where they are installed.")
@@ -31,6 +31,8 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
             timeout_scale: float, as_json: bool, lang: str | None, assignment: str) -> None:
     """Check FILE (default: exercises/<assignment>.py) and explain every failure.
 
+    FILE may be a folder (a clone of the hand-out, an upload): the file checked is the one you worked on,
+    as `mha grade` chooses it (changed from the hand-out, more functions implemented, then saved last).
     Without --assignment, the exercise is the one FILE is named after, or else the one whose functions
     and classes FILE defines.
 
@@ -41,12 +43,13 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
 
     lang = resolve_language(lang)
     given = click.get_current_context().get_parameter_source("assignment") != click.core.ParameterSource.DEFAULT
-    if file is not None and file.exists() and not given:
+    if file is not None and file.is_file() and not given:
         assignment = assignment_of(file)
     exercise = get_assignment(assignment)
     file = file or _default_file(assignment)
     if not file.exists():
         raise UsageError(f"{file} does not exist; run `mha check path/to/{assignment}.py`")
+    entry = _entry_of(file, assignment)
     unknown = [name for name in functions if name not in exercise.functions]
     if unknown:
         raise UsageError(f"unknown function {unknown[0]!r}; choose from: {', '.join(exercise.functions)}")
@@ -61,10 +64,26 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
             notice = render("report_no_hidden", {}, lang)
     from grader.render.terminal import CheckSpinner
 
-    with CheckSpinner(file=str(file), lang=lang) as spinner:  # a hanging check is never a blank screen
-        result = grade_submission(path=file, assignment=assignment, visibility=visibility,
-                                  functions=functions or None, lang=lang, timeout_scale=timeout_scale,
-                                  on_function=spinner.update)
+    from grader.batch.discovery import with_entry
+    from grader.batch.opening import entry_source
+    from grader.content.messages import Message
+
+    shown = str(entry.path)
+    source = entry_source(path=entry.path, found=entry.found)
+    if isinstance(source, Message):
+        from grader.grading.grade import plan_checks
+        from grader.results import load_failure
+
+        max_score = plan_checks(assignment=assignment, visibility=visibility, functions=functions or None,
+                                student=entry.path.stem)[2]
+        result = load_failure(student=entry.path.stem, error=source.render(lang), max_score=max_score,
+                              assignment=assignment, error_messages=(source.to_data(),))
+    else:
+        with CheckSpinner(file=shown, lang=lang) as spinner:  # a hanging check is never a blank screen
+            result = grade_submission(source=source, student=entry.path.stem, assignment=assignment,
+                                      visibility=visibility, functions=functions or None, lang=lang,
+                                      timeout_scale=timeout_scale, on_function=spinner.update)
+    result = with_entry(result, entry, file=shown, lang=lang)
     if as_json:
         from grader.render.text_safety import clean_strings
 
@@ -75,7 +94,7 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
 
         if notice:
             click.echo(notice)
-        print_result(result, file=str(file), lang=lang, linked_question=linked_question, failed_only=failed_only)
+        print_result(result, file=shown, lang=lang, linked_question=linked_question, failed_only=failed_only)
     if not result.passed:
         raise ChecksFailed()
 
@@ -91,7 +110,7 @@ def defined_names(path: Path) -> set[str]:
         try:
             cells = json.loads(text).get("cells", [])
             text = "\n".join("".join(cell.get("source", "")) for cell in cells if cell.get("cell_type") == "code")
-        except (ValueError, AttributeError, TypeError):
+        except (ValueError, AttributeError, TypeError, RecursionError):
             return set()
     return set(_DEFINITION.findall(text))
 
@@ -126,6 +145,19 @@ def assignment_of(file: Path) -> str:
         return DEFAULT_ASSIGNMENT  # what a check without --assignment has always meant
     raise UsageError(f"cannot tell which exercise {file} is: it fits {' and '.join(sorted(tied))} equally well; "
                      f"pass --assignment NAME (one of: {', '.join(sorted(ASSIGNMENTS))})")
+
+
+def _entry_of(file: Path, assignment: str):
+    """What ``mha check FILE`` checks: the file, or the student's work in a folder (``grader.batch.discovery``)."""
+    from grader.batch.discovery import discover_file, submission_in_folder
+
+    if file.is_dir():
+        entry = submission_in_folder(file.name or "student", file, assignment=assignment)
+    else:
+        entry = discover_file(file, assignment=assignment)[0][0]
+    if entry.refusal is not None:
+        raise UsageError(entry.refusal.render(resolve_language(None)))
+    return entry
 
 
 def _default_file(assignment: str) -> Path:
