@@ -1,0 +1,201 @@
+"""Which file of a student's entry is graded, and that it is the file discovery found (through the real CLI)."""
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from click.testing import CliRunner
+
+from conftest import PROJECT
+from grader.cli import root
+
+REFERENCE = PROJECT / "solutions" / "multihead_attention.py"
+STUB = PROJECT / "exercises" / "multihead_attention.py"
+STUB_NOTEBOOK = PROJECT / "exercises" / "notebooks" / "multihead_attention.ipynb"
+
+
+def notebook_of(code: str) -> str:
+    """A notebook whose one code cell holds ``code``."""
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_markdown_cell("My work"), nbformat.v4.new_code_cell(code)]
+    return nbformat.writes(notebook)
+
+
+def partial_code() -> str:
+    """The reference with every function but softmax put back to the stub's raise."""
+    import re
+
+    text = REFERENCE.read_text(encoding="utf-8")
+    return re.sub(r"(def (?!softmax)\w+\(.*\):\n(?:\s+\"\"\"[\s\S]*?\"\"\"\n)?)", r"\1        raise NotImplementedError\n",
+                  text)
+
+
+def grade(tmp_path, submissions, *options, out="out"):
+    done = CliRunner().invoke(root, ["grade", str(submissions), "--out", str(tmp_path / out), "--jobs", "1", *options])
+    assert done.exit_code == 0, done.output
+    results = {r["student"]: r for r in json.loads((tmp_path / out / "results.json").read_text(encoding="utf-8"))}
+    return results, done.output
+
+
+def full(result) -> bool:
+    return result["status"] == "graded" and result["score"] == result["max_score"]
+
+
+def test_a_file_planted_beside_an_honest_entry_is_set_aside_and_named(tmp_path):
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    shutil.copy(REFERENCE, submissions / "alice.py")
+    (submissions / "alice.ipynb").write_text("", encoding="utf-8")  # planted: empty
+    shutil.copy(REFERENCE, submissions / "bob.py")
+    shutil.copy(STUB_NOTEBOOK, submissions / "bob.ipynb")  # planted: the untouched hand-out
+    (submissions / "carol.ipynb").write_text(notebook_of(REFERENCE.read_text(encoding="utf-8")), encoding="utf-8")
+    shutil.copy(STUB, submissions / "carol.py")
+    results, _ = grade(tmp_path, submissions)
+    for student, graded, other in (("alice", "alice.py", "alice.ipynb"), ("bob", "bob.py", "bob.ipynb"),
+                                   ("carol", "carol.ipynb", "carol.py")):
+        result = results[student]
+        assert full(result), (student, result["error"])
+        assert result["file"] == graded and result["set_aside"] == [other]
+        for page in ("md", "html"):
+            text = (tmp_path / "out" / "feedback" / f"{student}.{page}").read_text(encoding="utf-8")
+            assert f"Graded file: {graded}" in text and other in text, (student, page)
+
+
+def test_a_clone_of_the_hand_out_is_graded_on_the_file_the_student_worked_on(tmp_path):
+    submissions = tmp_path / "class"
+    worked_in_notebook = submissions / "dana" / "exercises"
+    (worked_in_notebook / "notebooks").mkdir(parents=True)
+    shutil.copy(STUB, worked_in_notebook / "multihead_attention.py")  # untouched
+    (worked_in_notebook / "notebooks" / "multihead_attention.ipynb").write_text(
+        notebook_of(REFERENCE.read_text(encoding="utf-8")), encoding="utf-8")
+    both = submissions / "eli" / "exercises"
+    (both / "notebooks").mkdir(parents=True)
+    (both / "multihead_attention.py").write_text(partial_code(), encoding="utf-8")  # one function done
+    (both / "notebooks" / "multihead_attention.ipynb").write_text(notebook_of(REFERENCE.read_text(encoding="utf-8")),
+                                                                  encoding="utf-8")
+    newer = submissions / "fay"  # both complete: the one saved last
+    newer.mkdir()
+    shutil.copy(REFERENCE, newer / "multihead_attention.py")
+    (newer / "multihead_attention.ipynb").write_text(notebook_of(partial_code()), encoding="utf-8")
+    past = time.time() - 3600
+    os.utime(newer / "multihead_attention.ipynb", (past, past))
+    (newer / "multihead_attention.ipynb").write_text(notebook_of(REFERENCE.read_text(encoding="utf-8")),
+                                                     encoding="utf-8")
+    os.utime(newer / "multihead_attention.py", (past, past))
+    results, _ = grade(tmp_path, submissions)
+    assert full(results["dana"]) and results["dana"]["file"] == "dana/exercises/notebooks/multihead_attention.ipynb"
+    assert results["dana"]["set_aside"] == ["dana/exercises/multihead_attention.py"]
+    assert full(results["eli"]) and results["eli"]["file"].endswith(".ipynb")
+    assert any("implements more" in note for note in results["eli"]["notes"])
+    assert full(results["fay"]) and results["fay"]["file"] == "fay/multihead_attention.ipynb"
+    assert any("saved last" in note for note in results["fay"]["notes"])
+    # mha check on the folder: the same choice, named in its output
+    done = CliRunner().invoke(root, ["check", str(submissions / "dana"), "--assignment", "multihead_attention"])
+    assert done.exit_code == 0, done.output
+    assert "notebooks/multihead_attention.ipynb" in done.output and "multihead_attention.py" in done.output
+
+
+def test_entries_that_are_not_regular_files_or_too_large_fail_alone_and_never_block(tmp_path):
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    os.mkfifo(submissions / "zoe.py")  # a FIFO: opening it for reading would wait for a writer
+    os.mkfifo(submissions / "yan.py")
+    (submissions / "yan.ipynb").write_text(notebook_of(REFERENCE.read_text(encoding="utf-8")), encoding="utf-8")
+    (submissions / "big.py").write_text(REFERENCE.read_text(encoding="utf-8") + "#" * (3 << 20) + "\n",
+                                        encoding="utf-8")
+    crowded = submissions / "max"
+    crowded.mkdir()
+    shutil.copy(REFERENCE, crowded / "multihead_attention.py")
+    for index in range(20_000):  # an entry-count cap: a folder of 150,000 files costs the cap, not its size
+        (crowded / f"f{index}").touch()
+    shutil.copy(REFERENCE, submissions / "ok.py")
+    results, _ = grade(tmp_path, submissions)
+    assert results["zoe"]["status"] == "error" and "not a regular file" in results["zoe"]["error"]
+    assert full(results["yan"]) and results["yan"]["file"] == "yan.ipynb"
+    assert results["big"]["status"] == "error" and "2,097,152" in results["big"]["error"]
+    assert results["max"]["status"] == "error" and "more than 5,000" in results["max"]["error"]
+    assert full(results["ok"])
+
+
+@pytest.mark.parametrize("target", ["solutions", "classmate"])
+def test_a_folder_swapped_for_a_link_after_discovery_is_not_graded_as_the_student(tmp_path, monkeypatch, target):
+    import grader.batch.run as run
+
+    submissions = tmp_path / "class"
+    (submissions / "amy").mkdir(parents=True)
+    shutil.copy(STUB, submissions / "amy" / "multihead_attention.py")
+    (submissions / "ben").mkdir()
+    shutil.copy(REFERENCE, submissions / "ben" / "multihead_attention.py")
+    solutions = tmp_path / "solutions"
+    solutions.mkdir()
+    shutil.copy(REFERENCE, solutions / "multihead_attention.py")
+    found = run.discover_submissions
+
+    def discover_then_swap(folder, **options):
+        entries = found(folder, **options)
+        os.rename(submissions / "amy", tmp_path / "amy-was")
+        os.symlink(solutions if target == "solutions" else submissions / "ben", submissions / "amy")
+        return entries
+
+    monkeypatch.setattr(run, "discover_submissions", discover_then_swap)
+    results, _ = grade(tmp_path, submissions)
+    assert results["amy"]["status"] == "error" and results["amy"]["score"] == 0
+    assert "changed after the grader found it" in results["amy"]["error"]
+    assert full(results["ben"])
+
+
+def test_a_file_replaced_in_place_after_discovery_is_not_graded(tmp_path, monkeypatch):
+    import grader.batch.run as run
+
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    shutil.copy(STUB, submissions / "amy.py")
+    found = run.discover_submissions
+
+    def discover_then_replace(folder, **options):
+        entries = found(folder, **options)
+        shutil.copy(REFERENCE, tmp_path / "new.py")
+        os.replace(tmp_path / "new.py", submissions / "amy.py")  # another inode under the same name
+        return entries
+
+    monkeypatch.setattr(run, "discover_submissions", discover_then_replace)
+    results, _ = grade(tmp_path, submissions)
+    assert results["amy"]["status"] == "error" and "changed after" in results["amy"]["error"]
+
+
+def deep_notebook(path: Path) -> None:
+    path.write_text('{"cells": [{"cell_type": "code", "source": "x = 1"}], "metadata": '
+                    + "[" * 200_000 + "]" * 200_000 + "}", encoding="utf-8")
+
+
+def test_a_deeply_nested_notebook_is_a_clear_error_in_grade_and_check(tmp_path):
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    deep_notebook(submissions / "deep.ipynb")
+    shutil.copy(REFERENCE, submissions / "ok.py")
+    results, _ = grade(tmp_path, submissions)
+    assert results["deep"]["status"] == "error" and "nests its JSON too deeply" in results["deep"]["error"]
+    assert "grader failed" not in results["deep"]["error"] and full(results["ok"])
+    done = CliRunner().invoke(root, ["check", str(submissions / "deep.ipynb")])
+    assert done.exit_code == 1 and done.exception is None or isinstance(done.exception, SystemExit), done.output
+    assert "nests its JSON too deeply" in done.output and "Traceback" not in done.output
+
+
+def test_ids_differing_only_in_case_get_feedback_files_distinct_on_any_file_system(tmp_path):
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    shutil.copy(REFERENCE, submissions / "Mary.py")
+    shutil.copy(STUB, submissions / "mary.py")
+    results, _ = grade(tmp_path, submissions)
+    pages = sorted(path.name for path in (tmp_path / "out" / "feedback").glob("*.md"))
+    assert len(pages) == 2 and len({page.casefold() for page in pages}) == 2, pages
+    scores = {}
+    for page in pages:
+        text = (tmp_path / "out" / "feedback" / page).read_text(encoding="utf-8")
+        scores["Mary" if "Mary" in text.split("\n")[0] else "mary"] = text
+    assert "Score: 60" in scores["Mary"] or full(results["Mary"])
+    assert results["Mary"]["score"] > results["mary"]["score"]
