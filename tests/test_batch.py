@@ -64,7 +64,7 @@ def test_every_layout_of_the_contract_gives_one_submission_per_student(tmp_path)
     assert entries["dave"].path.name == "my work.ipynb"
     assert entries["erin"].path.name == "only_file.py"
     assert ignored == ["notes.txt", "alice_quiz.answers.toml"]
-    assert entries["alice"].answers == root / "alice.answers.toml"
+    assert entries["alice"].answers.path == root / "alice.answers.toml"
 
 
 def test_in_a_folder_the_assignment_file_wins_and_checkpoints_are_skipped(tmp_path):
