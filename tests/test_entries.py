@@ -54,7 +54,9 @@ def test_a_file_planted_beside_an_honest_entry_is_set_aside_and_named(tmp_path):
     shutil.copy(STUB_NOTEBOOK, submissions / "bob.ipynb")  # planted: the untouched hand-out
     (submissions / "carol.ipynb").write_text(notebook_of(REFERENCE.read_text(encoding="utf-8")), encoding="utf-8")
     shutil.copy(STUB, submissions / "carol.py")
-    results, _ = grade(tmp_path, submissions)
+    results, output = grade(tmp_path, submissions)
+    assert "[1/3] alice (alice.py)" in output  # the terminal names the file graded
+    assert "graded  carol: carol.ipynb (set aside: carol.py)" in output
     for student, graded, other in (("alice", "alice.py", "alice.ipynb"), ("bob", "bob.py", "bob.ipynb"),
                                    ("carol", "carol.ipynb", "carol.py")):
         result = results[student]

@@ -49,7 +49,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from grader.batch.choosing import Choice, choose_graded
-from grader.batch.opening import Found, found_at, too_large
+from grader.batch.opening import MAX_ANSWERS_BYTES, Found, found_at, too_large
 from grader.content.messages import Message
 from grader.practice import ANSWERS_SUFFIX, is_answers_file
 from grader.sandbox.source import MAX_SOURCE_BYTES
@@ -60,7 +60,6 @@ SKIPPED_FOLDERS = {"__pycache__", ".ipynb_checkpoints", "__MACOSX", ".git"}
 SKIPPED_FILES = {"Thumbs.db", "desktop.ini"}
 MAX_DEPTH = 16  # folder levels inside a student's folder; nbgrader's layout needs 2
 MAX_FOLDER_ENTRIES = 5000  # files and folders looked at in one student's folder (a release clone holds ~300)
-MAX_ANSWERS_BYTES = 256 << 10  # a quiz answers file of a hundred questions is a few KiB
 ID_MARK = "~"  # between a cleaned name and the hash that tells look-alike names apart
 
 

@@ -84,15 +84,14 @@ def grade_task(task: Task) -> dict:
 
 def _source_of(task: Task):
     """The submission's cells, read from what discovery found; or the Message saying why there are none."""
-    from grader.batch.opening import entry_source
+    from grader.batch.entry_source import entry_source
 
     return entry_source(path=task.path, found=task.found)
 
 
 def _answers_of(answers):
     """The quiz answers handed in (``grader.practice.homework.HandedAnswers``), read like a submission."""
-    from grader.batch.discovery import MAX_ANSWERS_BYTES
-    from grader.batch.opening import EntryError, Found, read_found
+    from grader.batch.opening import MAX_ANSWERS_BYTES, EntryError, Found, read_found
     from grader.practice.homework import HandedAnswers
     from grader.render.text_safety import clean_name
 

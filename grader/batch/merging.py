@@ -39,6 +39,8 @@ def merge_runs(*, sources: list[Path], out: Path, lang: str | None = None, forma
         raise UsageError("name at least one output folder of `mha grade` to merge")
     if any(out.resolve() == source.resolve() for source in sources):
         raise UsageError(f"--out {out} is one of the folders to merge; choose a new folder")
+    for source in sources:
+        _run_of(source)  # a folder that is no output of `mha grade` at all: a usage error, as before
     course_key = seeding.course_key()
     checked, warnings, signed = [], [], {}
     for source in sources:

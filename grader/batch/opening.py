@@ -26,6 +26,8 @@ from pathlib import Path
 from grader.content.messages import Message
 from grader.sandbox.source import MAX_SOURCE_BYTES  # the one size limit of a submitted file
 
+MAX_ANSWERS_BYTES = 256 << 10  # a quiz answers file of a hundred questions is a few KiB
+
 _FILE_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
 _FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_DIRECTORY", 0)
 
@@ -120,17 +122,3 @@ def _read_descriptor(descriptor: int, info: os.stat_result, *, name: str, limit:
 def too_large(name: str, size: int, limit: int) -> Message:
     return Message("file_too_large", {"name": name, "size": f"{size:,}", "limit": f"{limit:,}"})
 
-
-def entry_source(*, path: Path, found: Found | None):
-    """The cells of the submission discovery found (``found``; else the file at ``path``, read as carefully),
-    or the Message saying why there are none (``grader.grading.submitted``)."""
-    from grader.grading.submitted import submitted_source
-    from grader.render.text_safety import clean_name
-    from grader.sandbox.source import SubmissionError
-
-    name = clean_name(Path(path).name)
-    try:
-        data = read_found(found) if found is not None else read_capped(Path(path))
-        return submitted_source(data, name=name)
-    except (EntryError, SubmissionError) as bad:
-        return bad.message

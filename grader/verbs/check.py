@@ -65,7 +65,7 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
     from grader.render.terminal import CheckSpinner
 
     from grader.batch.discovery import with_entry
-    from grader.batch.opening import entry_source
+    from grader.batch.entry_source import entry_source
     from grader.content.messages import Message
 
     shown = str(entry.path)
