@@ -47,7 +47,10 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
                                                    functions=functions, student=student, seed=seed)
     common = dict(student=student, max_score=max_score, assignment=assignment)
     try:
-        source = source if source is not None else read_submission(Path(path))
+        try:
+            source = source if source is not None else read_submission(Path(path))
+        except RecursionError:  # a notebook's JSON nested thousands deep (grader.grading.submitted says the same)
+            raise SubmissionError("notebook_too_deep", name=Path(path).name) from None
     except SubmissionError as bad:
         parts = parts_of(bad.message)
         return load_failure(error=render_parts(parts, lang), error_messages=parts, **common)
