@@ -201,3 +201,14 @@ def test_ids_differing_only_in_case_get_feedback_files_distinct_on_any_file_syst
         scores["Mary" if "Mary" in text.split("\n")[0] else "mary"] = text
     assert "Score: 60" in scores["Mary"] or full(results["Mary"])
     assert results["Mary"]["score"] > results["mary"]["score"]
+
+
+def test_a_class_folder_reached_through_the_instructors_own_link_is_graded(tmp_path):
+    """Only the components below SUBMISSIONS are the students': a link to a mounted share is fine."""
+    share = tmp_path / "share" / "class"
+    (share / "ann").mkdir(parents=True)
+    shutil.copy(REFERENCE, share / "ann" / "multihead_attention.py")
+    shutil.copy(REFERENCE, share / "bo.py")
+    os.symlink(share, tmp_path / "class")
+    results, _ = grade(tmp_path, tmp_path / "class")
+    assert full(results["ann"]) and full(results["bo"])

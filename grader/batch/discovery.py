@@ -183,7 +183,7 @@ def _answers_at(root: Path, path: Path) -> Found | Message:
         return Message("file_hard_link", {"name": shown, "links": info.st_nlink})
     if info.st_size > MAX_ANSWERS_BYTES:
         return too_large(shown, info.st_size, MAX_ANSWERS_BYTES)
-    return found_at(Path(root).absolute(), Path(path).absolute(), info)
+    return found_at(root, path, info)
 
 
 def _with_answers(entry: Submission, answers: Found | Message | None) -> Submission:
@@ -398,7 +398,7 @@ def _checked(stem: str, path: Path, root: Path, real_root: Path, *, entry: str) 
         return Submission(stem, None, too_large(shown, info.st_size, MAX_SOURCE_BYTES), entry=entry)
     if not path.resolve().is_relative_to(real_root):
         return Submission(stem, None, Message("file_outside", {"name": shown}), entry=entry)
-    return Submission(stem, path, entry=entry, found=found_at(Path(root).absolute(), Path(path).absolute(), info))
+    return Submission(stem, path, entry=entry, found=found_at(root, path, info))
 
 
 def _shown(root: Path, path: Path) -> str:

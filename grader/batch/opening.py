@@ -29,7 +29,8 @@ from grader.sandbox.source import MAX_SOURCE_BYTES  # the one size limit of a su
 MAX_ANSWERS_BYTES = 256 << 10  # a quiz answers file of a hundred questions is a few KiB
 
 _FILE_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
-_FOLDER_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_DIRECTORY", 0)
+_ROOT_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0)
+_FOLDER_FLAGS = _ROOT_FLAGS | getattr(os, "O_NOFOLLOW", 0)
 
 
 class EntryError(Exception):
@@ -55,8 +56,13 @@ class Found:
 
 
 def found_at(root: Path, path: Path, info: os.stat_result) -> Found:
-    """The record of ``path`` (inside ``root``), whose ``lstat`` was ``info``."""
-    return Found(root=Path(root), parts=Path(path).relative_to(root).parts, device=info.st_dev, inode=info.st_ino)
+    """The record of ``path`` (inside ``root``), whose ``lstat`` was ``info``.
+
+    ``root`` is the instructor's (it may be a link, to a mounted share): it is kept resolved, and only the
+    components below it are the students'.
+    """
+    root, path = Path(root).absolute(), Path(path).absolute()
+    return Found(root=root.resolve(), parts=path.relative_to(root).parts, device=info.st_dev, inode=info.st_ino)
 
 
 def read_found(found: Found, *, limit: int = MAX_SOURCE_BYTES) -> bytes:
@@ -64,7 +70,7 @@ def read_found(found: Found, *, limit: int = MAX_SOURCE_BYTES) -> bytes:
     name = found.parts[-1] if found.parts else found.root.name
     with contextlib.ExitStack() as stack:
         try:
-            folder = os.open(found.root, _FOLDER_FLAGS)
+            folder = os.open(found.root, _ROOT_FLAGS)
         except OSError as bad:
             raise EntryError(Message("file_missing", {"name": name})) from None
         stack.callback(os.close, folder)

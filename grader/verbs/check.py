@@ -49,7 +49,7 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
     file = file or _default_file(assignment)
     if not file.exists():
         raise UsageError(f"{file} does not exist; run `mha check path/to/{assignment}.py`")
-    entry = _entry_of(file, assignment)
+    entry = _entry_of(file, assignment, lang)
     unknown = [name for name in functions if name not in exercise.functions]
     if unknown:
         raise UsageError(f"unknown function {unknown[0]!r}; choose from: {', '.join(exercise.functions)}")
@@ -147,7 +147,7 @@ def assignment_of(file: Path) -> str:
                      f"pass --assignment NAME (one of: {', '.join(sorted(ASSIGNMENTS))})")
 
 
-def _entry_of(file: Path, assignment: str):
+def _entry_of(file: Path, assignment: str, lang: str):
     """What ``mha check FILE`` checks: the file, or the student's work in a folder (``grader.batch.discovery``)."""
     from grader.batch.discovery import discover_file, submission_in_folder
 
@@ -156,7 +156,7 @@ def _entry_of(file: Path, assignment: str):
     else:
         entry = discover_file(file, assignment=assignment)[0][0]
     if entry.refusal is not None:
-        raise UsageError(entry.refusal.render(resolve_language(None)))
+        raise UsageError(entry.refusal.render(lang))
     return entry
 
 
