@@ -123,10 +123,22 @@ def test_entries_that_are_not_regular_files_or_too_large_fail_alone_and_never_bl
     assert full(results["ok"])
 
 
-@pytest.mark.parametrize("target", ["solutions", "classmate"])
-def test_a_folder_swapped_for_a_link_after_discovery_is_not_graded_as_the_student(tmp_path, monkeypatch, target):
+def after_discovery(monkeypatch, change) -> None:
+    """Make ``change`` to the class folder once `mha grade` has found its entries, before any lane reads one."""
     import grader.batch.run as run
 
+    found = run.discover_submissions
+
+    def discover_then_change(folder, **options):
+        entries = found(folder, **options)
+        change()
+        return entries
+
+    monkeypatch.setattr(run, "discover_submissions", discover_then_change)
+
+
+@pytest.mark.parametrize("target", ["solutions", "classmate"])
+def test_a_folder_swapped_for_a_link_after_discovery_is_not_graded_as_the_student(tmp_path, monkeypatch, target):
     submissions = tmp_path / "class"
     (submissions / "amy").mkdir(parents=True)
     shutil.copy(STUB, submissions / "amy" / "multihead_attention.py")
@@ -135,15 +147,11 @@ def test_a_folder_swapped_for_a_link_after_discovery_is_not_graded_as_the_studen
     solutions = tmp_path / "solutions"
     solutions.mkdir()
     shutil.copy(REFERENCE, solutions / "multihead_attention.py")
-    found = run.discover_submissions
-
-    def discover_then_swap(folder, **options):
-        entries = found(folder, **options)
+    def swap():
         os.rename(submissions / "amy", tmp_path / "amy-was")
         os.symlink(solutions if target == "solutions" else submissions / "ben", submissions / "amy")
-        return entries
 
-    monkeypatch.setattr(run, "discover_submissions", discover_then_swap)
+    after_discovery(monkeypatch, swap)
     results, _ = grade(tmp_path, submissions)
     assert results["amy"]["status"] == "error" and results["amy"]["score"] == 0
     assert "changed after the grader found it" in results["amy"]["error"]
@@ -151,20 +159,14 @@ def test_a_folder_swapped_for_a_link_after_discovery_is_not_graded_as_the_studen
 
 
 def test_a_file_replaced_in_place_after_discovery_is_not_graded(tmp_path, monkeypatch):
-    import grader.batch.run as run
-
     submissions = tmp_path / "class"
     submissions.mkdir()
     shutil.copy(STUB, submissions / "amy.py")
-    found = run.discover_submissions
-
-    def discover_then_replace(folder, **options):
-        entries = found(folder, **options)
+    def replace():
         shutil.copy(REFERENCE, tmp_path / "new.py")
         os.replace(tmp_path / "new.py", submissions / "amy.py")  # another inode under the same name
-        return entries
 
-    monkeypatch.setattr(run, "discover_submissions", discover_then_replace)
+    after_discovery(monkeypatch, replace)
     results, _ = grade(tmp_path, submissions)
     assert results["amy"]["status"] == "error" and "changed after" in results["amy"]["error"]
 
