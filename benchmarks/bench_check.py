@@ -22,7 +22,7 @@ from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parent.parent
 REFERENCE = PROJECT / "solutions" / "multihead_attention.py"
-PUBLIC = PROJECT / "grader" / "suites" / "multihead_attention" / "public"
+PUBLIC = PROJECT / "grader" / "assignments" / "multihead_attention" / "public"
 
 
 def wall_time(command: list[str], expect: int) -> float:

@@ -1,4 +1,4 @@
-"""Where the project's parts live: exercises, solutions, suites, content.
+"""Where the project's parts live: exercises, solutions, exercise folders, content.
 
 In a checkout (or an editable install) the project folder sits above the
 ``grader`` package. ``MHA_SOLUTIONS`` may point elsewhere, e.g. to an
@@ -13,7 +13,8 @@ from pathlib import Path
 PACKAGE_DIR = Path(__file__).resolve().parent
 PROJECT_DIR = PACKAGE_DIR.parent
 CONTENT_DIR = PACKAGE_DIR / "content"
-SUITES_DIR = PACKAGE_DIR / "suites"
+# One folder per exercise: ``assignments/<name>/`` (its spec, cases, suites, texts, mutant library).
+ASSIGNMENTS_DIR = PACKAGE_DIR / "assignments"
 DEFAULT_ASSIGNMENT = "multihead_attention"
 
 

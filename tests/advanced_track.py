@@ -1,6 +1,6 @@
 """What every advanced-track test file checks, through the real CLI.
 
-Fixture submissions are the audit's library, ``grader/authoring/mutants/<assignment>/``:
+Fixture submissions are the audit's library, ``grader/assignments/<assignment>/mutants/``:
 each module's ``# expect:`` header says what it is, a catalog id or ``correct``
 (a correct solution in another style).
 """
@@ -24,8 +24,7 @@ from grader.content.catalog import load_catalog
 from grader.authoring.audit import expectation, library_modules
 from grader.cli import root
 
-PROJECT = Path(__file__).resolve().parent.parent
-MUTANTS = PROJECT / "grader" / "authoring" / "mutants"
+from conftest import PROJECT, mutants
 
 
 def reference(assignment: str) -> Path:
@@ -37,11 +36,11 @@ def stub(assignment: str) -> Path:
 
 
 def mistakes(assignment: str) -> list[Path]:
-    return [path for path, expected in library_modules(MUTANTS / assignment) if expected != "correct"]
+    return [path for path, expected in library_modules(mutants(assignment)) if expected != "correct"]
 
 
 def correct_variants(assignment: str) -> list[Path]:
-    return [path for path, expected in library_modules(MUTANTS / assignment) if expected == "correct"]
+    return [path for path, expected in library_modules(mutants(assignment)) if expected == "correct"]
 
 
 def fixture_id(path: Path) -> str:
@@ -94,7 +93,7 @@ def assert_public_cases_up_to_date(assignment: str) -> None:
     """The shipped ``public_cases.npz`` equals what the track module builds now."""
     exercise = get_assignment(assignment)
     shipped = load_cases(exercise.public_cases_file)
-    built = importlib.import_module(f"grader.assignments.{assignment}").public_cases()
+    built = importlib.import_module(f"grader.assignments.{assignment}.cases").public_cases()
     assert sorted(shipped) == sorted(built)
     for name, case in built.items():
         stored = shipped[name]

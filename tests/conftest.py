@@ -7,7 +7,14 @@ import pytest
 
 PROJECT = Path(__file__).resolve().parent.parent
 FIXTURES = PROJECT / "tests" / "fixtures"
-MUTANTS = PROJECT / "grader" / "authoring" / "mutants"  # the audit's library: mistakes/ and correct/ per assignment
+ASSIGNMENTS = PROJECT / "grader" / "assignments"  # one folder per exercise
+
+
+def mutants(assignment: str) -> Path:
+    """The audit's library of ``assignment``: ``mistakes/`` and ``correct/`` in its folder."""
+    return ASSIGNMENTS / assignment / "mutants"
+
+
 IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 

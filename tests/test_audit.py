@@ -5,7 +5,7 @@ import shutil
 
 from click.testing import CliRunner
 
-from conftest import MUTANTS, PROJECT
+from conftest import PROJECT, mutants
 from grader.cli import root
 
 
@@ -19,11 +19,11 @@ def test_audit_of_the_project_library_is_clean():
 def test_audit_flags_a_survivor_a_misdiagnosis_and_a_losing_correct_module(tmp_path):
     reference = (PROJECT / "solutions" / "multihead_attention.py").read_text()
     (tmp_path / "survivor.py").write_text("# expect: softmax-unstable\n" + reference)
-    shutil.copy(MUTANTS / "multihead_attention" / "mistakes" / "attention_no_scale.py", tmp_path / "mislabelled.py")
+    shutil.copy(mutants("multihead_attention") / "mistakes" / "attention_no_scale.py", tmp_path / "mislabelled.py")
     text = (tmp_path / "mislabelled.py").read_text().replace("attention-no-scale", "attention-wrong-scale", 1)
     (tmp_path / "mislabelled.py").write_text(text)
     (tmp_path / "not_correct.py").write_text(
-        "# expect: correct\n" + (MUTANTS / "multihead_attention" / "mistakes" / "softmax_unstable.py").read_text())
+        "# expect: correct\n" + (mutants("multihead_attention") / "mistakes" / "softmax_unstable.py").read_text())
     result = CliRunner().invoke(root, ["audit", "--library", str(tmp_path), "--json"])
     verdicts = {f["path"].split("/")[-1]: f["verdict"] for f in json.loads(result.output)}
     assert result.exit_code == 1
@@ -41,17 +41,18 @@ def test_a_module_that_does_not_load_says_why_in_the_table_and_the_json(tmp_path
 
 
 def test_the_library_ships_inside_the_package_with_one_convention():
-    from grader.authoring.audit import LIBRARY, default_library, library_modules
+    from grader.authoring.audit import default_library, library_modules
+    from grader.grading.assignment import ASSIGNMENTS
     from grader.paths import PACKAGE_DIR
 
-    assert LIBRARY.is_relative_to(PACKAGE_DIR) and default_library("kv_cache") == LIBRARY / "kv_cache"
-    every = sorted(LIBRARY.rglob("*.py"))
-    declared = [path for folder in LIBRARY.iterdir() for path, _ in library_modules(folder)]
+    assert default_library("kv_cache") == mutants("kv_cache") and mutants("kv_cache").is_relative_to(PACKAGE_DIR)
+    every = sorted(path for name in ASSIGNMENTS for path in mutants(name).rglob("*.py"))
+    declared = sorted(path for name in ASSIGNMENTS for path, _ in library_modules(default_library(name)))
     assert len(every) >= 80 and sorted(declared) == every  # every module says what it is in its header
 
 
 def test_audit_names_each_mistake_of_a_module_and_reports_figures_per_id(tmp_path):
-    library = MUTANTS / "multihead_attention"
+    library = mutants("multihead_attention")
     shutil.copy(library / "mistakes" / "no_scale_and_no_output_projection.py", tmp_path / "double.py")
     shutil.copy(library / "mistakes" / "flattens_a_single_query.py", tmp_path / "squeezed.py")
     shutil.copy(library / "correct" / "functional_style.py", tmp_path / "right.py")

@@ -5,7 +5,7 @@ import pytest
 
 from grader.grading.assignment import get_assignment
 from grader.grading.store import load_cases, save_cases
-from grader.assignments.multihead_attention import hidden_cases, public_cases
+from grader.assignments.multihead_attention.cases import hidden_cases, public_cases
 from grader.grading.case import PUBLIC_SIZES, draw_sizes, same_value
 from grader.assignments.reference import load_reference
 from grader.seeding import student_seed
@@ -18,7 +18,7 @@ def test_shipped_public_cases_are_up_to_date():
     for name, case in fresh.items():
         assert same_value(shipped[name].expected, case.expected), name
         assert [(m, label) for m, label, _ in shipped[name].known_twins()] == [(m, label) for m, label, _ in case.known_twins()], (
-            f"{name}: regenerate grader/suites/multihead_attention/public_cases.npz")
+            f"{name}: regenerate grader/assignments/multihead_attention/public_cases.npz")
 
 
 def test_case_store_round_trip(tmp_path):

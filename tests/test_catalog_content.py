@@ -2,11 +2,10 @@
 
 import re
 import tomllib
-from pathlib import Path
 
 import pytest
 
-CATALOG_PATH = Path(__file__).resolve().parents[1] / "grader" / "content" / "misconceptions.toml"
+from grader.content.catalog import catalog_files
 
 # The contract ids from DESIGN.md, "Misconception catalog", spelled out literally
 # so a rename in the data file cannot go unnoticed.
@@ -68,8 +67,16 @@ def expected_function(misconception_id: str) -> str:
 
 @pytest.fixture(scope="module")
 def catalog():
-    with CATALOG_PATH.open("rb") as handle:
-        return tomllib.load(handle)
+    """The catalog files read as one: the generic outcomes and every exercise folder's mistakes."""
+    merged = {"misconception": [], "outcome": []}
+    for path in catalog_files():
+        with path.open("rb") as handle:
+            data = tomllib.load(handle)
+        assert data["schema_version"] == 1, path
+        merged["schema_version"] = data["schema_version"]
+        for table in ("misconception", "outcome"):
+            merged[table] += data.get(table, [])
+    return merged
 
 
 def all_entries(catalog):

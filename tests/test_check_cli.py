@@ -9,16 +9,16 @@ import tomllib
 import pytest
 from click.testing import CliRunner
 
-from conftest import MUTANTS, PROJECT
+from conftest import PROJECT, mutants
 from grader.authoring.audit import library_modules
 from grader.cli import root
 
 REFERENCE = PROJECT / "solutions" / "multihead_attention.py"
 STUB = PROJECT / "exercises" / "multihead_attention.py"
-LIBRARY = library_modules(MUTANTS / "multihead_attention")
+LIBRARY = library_modules(mutants("multihead_attention"))
 MISTAKES = [path for path, expected in LIBRARY if expected != "correct"]
 CORRECT = [path for path, expected in LIBRARY if expected == "correct"]
-SPLIT_NO_TRANSPOSE = MUTANTS / "multihead_attention" / "mistakes" / "split_heads_no_transpose.py"
+SPLIT_NO_TRANSPOSE = mutants("multihead_attention") / "mistakes" / "split_heads_no_transpose.py"
 
 
 def check_json(*args):
@@ -62,7 +62,7 @@ def test_each_mistake_is_diagnosed_as_itself(path):
 
 
 def test_every_catalog_id_has_a_mutant():
-    catalog = tomllib.loads((PROJECT / "grader" / "content" / "misconceptions.toml").read_text())
+    catalog = tomllib.loads((PROJECT / "grader" / "assignments" / "multihead_attention" / "misconceptions.toml").read_text())
     core = {entry["id"] for entry in catalog["misconception"]
             if entry["id"].startswith(("softmax-", "attention-", "split-heads-", "combine-heads-", "mha-"))}
     assert len(core) == 25
@@ -102,7 +102,7 @@ def test_function_filter_runs_only_that_function():
 
 
 def test_chinese_and_english_reports_show_the_catalog_texts():
-    path = MUTANTS / "multihead_attention" / "mistakes" / "attention_no_scale.py"
+    path = mutants("multihead_attention") / "mistakes" / "attention_no_scale.py"
     english = CliRunner().invoke(root, ["check", str(path), "--lang", "en"])
     chinese = CliRunner().invoke(root, ["check", str(path), "--lang", "zh"])
     assert english.exit_code == chinese.exit_code == 1
@@ -168,7 +168,7 @@ def test_a_fresh_stub_takes_one_line_per_function_and_ends_with_the_next_step():
 
 
 def test_failed_shows_only_the_failing_checks_and_a_public_failure_shows_the_case():
-    path = MUTANTS / "multihead_attention" / "mistakes" / "attention_transpose_by_reshape.py"
+    path = mutants("multihead_attention") / "mistakes" / "attention_transpose_by_reshape.py"
     result = CliRunner().invoke(root, ["check", str(path), "--failed"], env={"COLUMNS": "200"})
     assert result.exit_code == 1
     assert "softmax gives the right values" not in result.output  # a check that passes
@@ -179,7 +179,7 @@ def test_failed_shows_only_the_failing_checks_and_a_public_failure_shows_the_cas
 
 
 def test_a_hidden_failure_shows_no_input_and_no_expected_value():
-    path = MUTANTS / "multihead_attention" / "mistakes" / "attention_transpose_by_reshape.py"
+    path = mutants("multihead_attention") / "mistakes" / "attention_transpose_by_reshape.py"
     _, result = check_json(path, "--all")
     hidden = [test for test in result["tests"] if test["visibility"] == "hidden" and test["outcome"] != "passed"]
     assert hidden and all("Inputs:" not in test["message"] and "expected" not in test["message"] for test in hidden)

@@ -85,7 +85,7 @@ def test_points_are_the_public_points_of_each_function(starter):
 
 def test_starter_is_the_student_release_plus_the_workflow(starter):
     assert (starter / "exercises" / f"{ASSIGNMENT}.py").is_file() and (starter / "pyproject.toml").is_file()
-    assert not (starter / "grader" / "suites" / ASSIGNMENT / "hidden").exists()
+    assert not (starter / "grader" / "assignments" / ASSIGNMENT / "hidden").exists()
     assert not (starter / "solutions").exists()
     assert "GitHub Classroom" in (starter / "README.md").read_text(encoding="utf-8")
     assert ".venv/" in (starter / ".gitignore").read_text(encoding="utf-8")

@@ -14,7 +14,7 @@ NAMES = sorted(ASSIGNMENTS)
 
 
 def _module(name):
-    return importlib.import_module(f"grader.assignments.{name}")
+    return importlib.import_module(f"grader.assignments.{name}.cases")
 
 
 @pytest.mark.parametrize("name", NAMES)

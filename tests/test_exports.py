@@ -156,11 +156,11 @@ def test_feedback_never_shows_the_hidden_seed():
 
 def test_hidden_check_feedback_explains_without_the_test_code_or_expected_values(tmp_path, monkeypatch):
     monkeypatch.setenv("MHA_COURSE_KEY", "test-exports-key")
-    from grader.assignments.multihead_attention import hidden_cases
+    from grader.assignments.multihead_attention.cases import hidden_cases
     from grader.grading.grade import grade_submission
     from grader.paths import solution_path
     from grader.seeding import student_seed
-    from grader.suites.multihead_attention.hidden import test_drawn_inputs
+    from grader.assignments.multihead_attention.hidden import test_drawn_inputs
 
     source = solution_path("multihead_attention").read_text(encoding="utf-8")
     buggy = tmp_path / "noscale.py"

@@ -1,9 +1,9 @@
 """One vocabulary and one typography in both languages, for every text the project shows.
 
 The glossary (grader/content/glossary.toml) fixes a Chinese term for each
-concept. Every bilingual text of grader/content (the question bank, the
-catalog, check messages, quiz, feedback, notebook and release texts, the
-figures' texts, the syllabus and the tutorial) is read as (English, Chinese)
+concept. Every bilingual text of grader/content and of the exercise folders
+(the question bank, the catalog, check messages, quiz, feedback, notebook and
+release texts, the figures' texts, the syllabus and the tutorial) is read as (English, Chinese)
 pairs: where the English uses a term, the Chinese must use its term; a
 variant the glossary rules out never appears; and Chinese prose follows the
 typography rules written at the top of the glossary.
@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from grader.paths import CONTENT_DIR
+from grader.paths import ASSIGNMENTS_DIR, CONTENT_DIR
 
 GLOSSARY = tomllib.loads((CONTENT_DIR / "glossary.toml").read_text(encoding="utf-8"))
 # Code, placeholders and formulas are not prose: code becomes a Latin "X" (it
@@ -38,13 +38,23 @@ TYPOGRAPHY = {
 
 
 def bilingual_texts() -> Iterator[tuple[str, str, str]]:
-    """(where, English, Chinese) for every text of grader/content."""
+    """(where, English, Chinese) for every text of grader/content and of the exercise folders.
+
+    ``where`` starts with the file's path in its folder (``checks.toml``, ``questions/heads.toml``).
+    """
     for path in sorted(CONTENT_DIR.rglob("*.toml")):
-        if path.parent.name == "tutorial" or path.name == "glossary.toml":
+        if path.name == "glossary.toml":
             continue
         yield from _pairs(tomllib.loads(path.read_text(encoding="utf-8")), path.relative_to(CONTENT_DIR).as_posix())
-    english, chinese = (tomllib.loads((CONTENT_DIR / "tutorial" / f"{lang}.toml").read_text(encoding="utf-8"))
-                        for lang in ("en", "zh"))
+    for folder in sorted(ASSIGNMENTS_DIR.glob("[!_]*/")):
+        for path in sorted(folder.glob("*.toml")):
+            yield from _pairs(tomllib.loads(path.read_text(encoding="utf-8")), path.name)
+        if (folder / "tutorial").is_dir():
+            yield from _tutorial_pairs(folder / "tutorial")
+
+
+def _tutorial_pairs(folder) -> Iterator[tuple[str, str, str]]:
+    english, chinese = (tomllib.loads((folder / f"{lang}.toml").read_text(encoding="utf-8")) for lang in ("en", "zh"))
     for table in ("text", "phrase"):
         for key, text in english.get(table, {}).items():
             yield f"tutorial/{table}.{key}", text, chinese[table][key]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from conftest import PROJECT
+from conftest import PROJECT, mutants
 from grader.authoring.autograder import grade_upload, student_of
 from grader.authoring.gradescope import build_gradescope_bundle, fingerprint, keep_in_wheel
 from grader.cli import root
@@ -24,7 +24,7 @@ from grader.seeding import assignment_key
 ASSIGNMENT = "multihead_attention"
 DEMO = PROJECT / "examples" / "demo_class"
 REFERENCE = PROJECT / "solutions" / f"{ASSIGNMENT}.py"
-NO_SCALE = PROJECT / "grader" / "authoring" / "mutants" / ASSIGNMENT / "mistakes" / "attention_no_scale.py"
+NO_SCALE = mutants(ASSIGNMENT) / "mistakes" / "attention_no_scale.py"
 NOTEBOOK = DEMO / "ines" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
 FOLDER = DEMO / "gabriel"
 
@@ -109,16 +109,16 @@ def test_bundle_holds_the_scripts_at_its_root_and_what_pypi_lacks(bundle):
     assert b"test-course-key" not in texts, "the course key itself must not be in the bundle"
     assert key == assignment_key(ASSIGNMENT, key="test-course-key") != assignment_key("kv_cache", key="test-course-key")
     assert config["assignment"] == ASSIGNMENT and config["key_fingerprint"] == fingerprint(key)
-    assert any(name.startswith(f"grader/suites/{ASSIGNMENT}/hidden/") for name in wheel_names)
-    assert not any(name.startswith("grader/suites/kv_cache/hidden/") for name in wheel_names)
+    assert any(name.startswith(f"grader/assignments/{ASSIGNMENT}/hidden/") for name in wheel_names)
+    assert not any(name.startswith("grader/assignments/kv_cache/hidden/") for name in wheel_names)
     assert "grader/authoring/templates/gradescope/setup.sh" in wheel_names
     assert any(name.endswith(".dist-info/entry_points.txt") for name in wheel_names)
 
 
 def test_only_other_assignments_hidden_checks_stay_out_of_the_wheel():
-    assert keep_in_wheel(f"suites/{ASSIGNMENT}/hidden/test_x.py", ASSIGNMENT)
-    assert keep_in_wheel("suites/kv_cache/public/test_x.py", ASSIGNMENT)
-    assert not keep_in_wheel("suites/kv_cache/hidden/test_x.py", ASSIGNMENT)
+    assert keep_in_wheel(f"assignments/{ASSIGNMENT}/hidden/test_x.py", ASSIGNMENT)
+    assert keep_in_wheel("assignments/kv_cache/public/test_x.py", ASSIGNMENT)
+    assert not keep_in_wheel("assignments/kv_cache/hidden/test_x.py", ASSIGNMENT)
 
 
 def test_the_bundle_is_the_same_bytes_when_built_again(bundle, tmp_path):

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from conftest import FIXTURES, MUTANTS, PROJECT
+from conftest import FIXTURES, PROJECT, mutants
 from grader.batch.eta import Estimate
 from grader.content.messages import check_title, parts_of, render_parts
 from grader.grading import grade as grade_module
@@ -54,7 +54,7 @@ def hanging_class(tmp_path_factory):
     for path in HANGS.glob("*.py"):
         shutil.copy(path, folder / path.name)
     for name in CORRECT:
-        shutil.copy(MUTANTS / "multihead_attention" / "correct" / f"{name}.py", folder / f"{name}.py")
+        shutil.copy(mutants("multihead_attention") / "correct" / f"{name}.py", folder / f"{name}.py")
     shutil.copy(PROJECT / "solutions" / "multihead_attention.py", folder / "reference.py")
     started = time.monotonic()
     completed = subprocess.run(["mha", "grade", str(folder), "--out", str(root / "out"), "--jobs", "2"],

@@ -16,7 +16,6 @@ import pytest
 
 from conftest import PROJECT
 from grader.stubs import BEGIN, END
-from grader.paths import CONTENT_DIR
 
 LONGEST_SHARED = 16
 _HINT = re.compile(r"#\s*HINT\((en|zh)\):\s*(.*)")
@@ -39,9 +38,9 @@ def solution_lines() -> list[tuple[str, str]]:
 
 
 def catalog_hints() -> list[tuple[str, str]]:
-    catalog = tomllib.loads((CONTENT_DIR / "misconceptions.toml").read_text(encoding="utf-8"))
-    return [(f"{entry['id']} ({lang})", entry["hint"][lang])
-            for entry in catalog["misconception"] + catalog["outcome"] for lang in ("en", "zh")]
+    from grader.content.catalog import load_catalog
+
+    return [(f"{entry.id} ({lang})", entry.texts["hint"][lang]) for entry in load_catalog().values() for lang in ("en", "zh")]
 
 
 def stub_hints() -> list[tuple[str, str]]:

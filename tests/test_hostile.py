@@ -192,7 +192,7 @@ def test_nothing_is_written_outside_the_scratch_folder(server, tmp_path):
     assert (out / "results.json").read_text() == before
     for folder in [*HOSTILE.parents, Path("/tmp"), *(top for top in Path("/").iterdir() if top.is_dir())]:
         assert not (folder / f"{marker}.txt").exists(), folder
-    assert not list((PROJECT / "grader" / "suites").glob(f"{marker}*"))
+    assert not list((PROJECT / "grader" / "assignments").glob(f"{marker}*"))
 
 
 def test_the_reference_and_hidden_tests_cannot_be_found(server):

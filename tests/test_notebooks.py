@@ -18,7 +18,7 @@ from grader.notebook import CheckReport, calls_grader, strip_magics
 from grader.authoring.notebooks import build_notebook, notebook_path, notebook_text, reference_parts, stub_cell_code
 from grader.render.notebook_html import result_to_html
 from grader.results import SubmissionResult, TestResult
-from grader.authoring.tutorial import load_tutorial
+from grader.authoring.tutorial import TUTORIAL_DIR, load_tutorial
 
 LANGS = ("en", "zh")
 SOLUTION = PROJECT / "solutions" / "multihead_attention.py"
@@ -112,7 +112,7 @@ def test_chinese_notebook_has_chinese_prose_and_chinese_checks():
 
 def test_tutorial_content_errors_name_the_file_and_key(tmp_path):
     folder = tmp_path / "tutorial"
-    shutil.copytree(PROJECT / "grader" / "content" / "tutorial", folder)
+    shutil.copytree(TUTORIAL_DIR, folder)
     text = (folder / "zh.toml").read_text(encoding="utf-8")
     (folder / "zh.toml").write_text(text.replace("same_cost = '''", "same_costs = '''"), encoding="utf-8")
     load_tutorial.cache_clear()

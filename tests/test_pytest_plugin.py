@@ -3,13 +3,13 @@
 import subprocess
 import sys
 
-from conftest import MUTANTS, PROJECT
+from conftest import PROJECT, mutants
 from grader.grading.grade import grade_submission
 
 
 def test_plain_pytest_and_the_runner_agree_on_a_buggy_module(tmp_path):
-    path = MUTANTS / "multihead_attention" / "mistakes" / "combine_heads_wrong_order.py"
-    suites = PROJECT / "grader" / "suites" / "multihead_attention"
+    path = mutants("multihead_attention") / "mistakes" / "combine_heads_wrong_order.py"
+    suites = PROJECT / "grader" / "assignments" / "multihead_attention"
     done = subprocess.run([sys.executable, "-m", "pytest", str(suites), "-q", "-rA", "-p", "no:cacheprovider",
                            "--submission", str(path), "--junitxml", str(tmp_path / "j.xml")],
                           capture_output=True, text=True, cwd=PROJECT)
@@ -24,8 +24,8 @@ def test_plain_pytest_and_the_runner_agree_on_a_buggy_module(tmp_path):
 
 
 def test_under_plain_pytest_a_failure_reads_as_the_diagnosis():
-    path = MUTANTS / "multihead_attention" / "mistakes" / "attention_transpose_by_reshape.py"
-    suites = PROJECT / "grader" / "suites" / "multihead_attention" / "public" / "test_attention.py"
+    path = mutants("multihead_attention") / "mistakes" / "attention_transpose_by_reshape.py"
+    suites = PROJECT / "grader" / "assignments" / "multihead_attention" / "public" / "test_attention.py"
     done = subprocess.run([sys.executable, "-m", "pytest", str(suites), "-q", "-p", "no:cacheprovider",
                            "--submission", str(path)], capture_output=True, text=True, cwd=PROJECT)
     assert done.returncode == 1

@@ -300,9 +300,9 @@ def test_the_command_the_feedback_suggests_works_as_pasted():
     import re
     import shlex
 
-    from conftest import PROJECT
+    from conftest import mutants
 
-    buggy = PROJECT / "grader" / "authoring" / "mutants" / "multihead_attention" / "mistakes" / "split_heads_no_transpose.py"
+    buggy = mutants("multihead_attention") / "mistakes" / "split_heads_no_transpose.py"
     checked = CliRunner().invoke(root, ["check", str(buggy), "--lang", "en"])
     commands = re.findall(r"`(mha quiz [^`]+)`", checked.output)
     assert commands, checked.output

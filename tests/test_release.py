@@ -55,11 +55,13 @@ def telling(line: str) -> bool:
 
 def hidden_lines() -> set[str]:
     """Lines of the hidden suites that nothing public (public suites, stubs, content) also holds."""
-    public_files = [*(PROJECT / "grader" / "suites").glob("*/public/*.py"), *(PROJECT / "exercises").glob("*.py"),
-                    *(PROJECT / "grader" / "content").rglob("*.toml")]
+    exercises = PROJECT / "grader" / "assignments"
+    public_files = [*exercises.glob("*/public/*.py"), *(PROJECT / "exercises").glob("*.py"),
+                    *(PROJECT / "grader" / "content").rglob("*.toml"), *exercises.glob("*/*.toml"),
+                    *exercises.glob("*/tutorial/*.toml")]
     public = " ".join(re.sub(r"\s+", " ", path.read_text(encoding="utf-8")) for path in public_files)
     found = set()
-    for path in (PROJECT / "grader" / "suites").glob("*/hidden/*.py"):
+    for path in exercises.glob("*/hidden/*.py"):
         for line in path.read_text(encoding="utf-8").splitlines():
             code = code_part(line)
             if len(code) >= 20 and code not in public and not code.startswith(("import ", "from ")):
@@ -132,7 +134,7 @@ def release(tmp_path_factory) -> Path:
 def test_the_scan_finds_solution_and_hidden_code(tmp_path):
     """The leak scan itself can fail: planted solution and hidden lines are reported."""
     (tmp_path / "copied.py").write_text((PROJECT / "solutions" / f"{ASSIGNMENT}.py").read_text(encoding="utf-8"))
-    hidden = next((PROJECT / "grader" / "suites" / ASSIGNMENT / "hidden").glob("test_*.py"))
+    hidden = next((PROJECT / "grader" / "assignments" / ASSIGNMENT / "hidden").glob("test_*.py"))
     (tmp_path / "notes.md").write_text(hidden.read_text(encoding="utf-8"))
     body = "\n".join(line for line in (PROJECT / "solutions" / f"{ASSIGNMENT}.py").read_text().splitlines()
                      if "HINT" not in line)
@@ -142,6 +144,9 @@ def test_the_scan_finds_solution_and_hidden_code(tmp_path):
     assert any("notes.md: hidden-test line" in item for item in found)
     assert any("quiz.toml: solution body" in item for item in found)
     assert not leaks(PROJECT / "grader" / "content")  # quoting single lines, as hints do, is fine
+    for folder in (PROJECT / "grader" / "assignments").glob("*/"):
+        assert not [found for name in ("checks.toml", "misconceptions.toml", "tutorial", "exercise.toml")
+                    if (folder / name).exists() for found in leaks(folder / name)]
 
 
 def test_release_holds_no_solution_or_hidden_test_code(release):
@@ -151,11 +156,13 @@ def test_release_holds_no_solution_or_hidden_test_code(release):
 def test_release_holds_what_a_student_needs_and_nothing_of_the_instructor(release):
     files = {path.relative_to(release).as_posix() for path in release.rglob("*") if path.is_file()}
     assert {"README.md", "pyproject.toml", f"exercises/{ASSIGNMENT}.py", f"exercises/notebooks/{ASSIGNMENT}.ipynb",
-            f"exercises/notebooks/{ASSIGNMENT}.zh.ipynb", f"grader/suites/{ASSIGNMENT}/public_cases.npz",
+            f"exercises/notebooks/{ASSIGNMENT}.zh.ipynb", f"grader/assignments/{ASSIGNMENT}/public_cases.npz",
+            f"grader/assignments/{ASSIGNMENT}/exercise.toml", f"grader/assignments/{ASSIGNMENT}/checks.toml",
             "grader/verbs/check.py", "grader/cli.py"} <= files
     assert not any(name.startswith(("solutions/", "tests/")) for name in files)
-    assert not any("/hidden/" in name or name.startswith("grader/assignments/multihead") or name.endswith(("twins.py", "course_key", "nbgrader_config.py", ".db"))
-                   for name in files)
+    assert not any("/hidden/" in name or "/mutants/" in name or name.endswith(("/cases.py", "twinning.py", "reference.py",
+                   "course_key", "nbgrader_config.py", ".db")) for name in files)
+    assert not any(name.startswith("grader/assignments/kv_cache/public") for name in files)  # one exercise's checks
     assert not any(name.startswith("grader/verbs/") and name.split("/")[-1] in ("grade.py", "release.py")
                    for name in files)
     stub = (release / "exercises" / f"{ASSIGNMENT}.py").read_text(encoding="utf-8")
@@ -166,13 +173,19 @@ def test_release_holds_what_a_student_needs_and_nothing_of_the_instructor(releas
 
 
 def test_instructor_only_paths():
-    assert instructor_only("suites/multihead_attention/hidden/test_drawn_inputs.py", ASSIGNMENT)
-    assert instructor_only("suites/kv_cache/public/test_cache.py", ASSIGNMENT)
-    assert instructor_only("assignments/multihead_attention.py", ASSIGNMENT)
-    assert instructor_only("assignments/kv_cache.py", ASSIGNMENT) and instructor_only("batch/run.py", ASSIGNMENT)
+    assert instructor_only("assignments/multihead_attention/hidden/test_drawn_inputs.py", ASSIGNMENT)
+    assert instructor_only("assignments/kv_cache/public/test_cache.py", ASSIGNMENT)
+    assert instructor_only("assignments/kv_cache/public_cases.npz", ASSIGNMENT)
+    assert instructor_only("assignments/multihead_attention/cases.py", ASSIGNMENT)
+    assert instructor_only("assignments/kv_cache/cases.py", ASSIGNMENT) and instructor_only("batch/run.py", ASSIGNMENT)
+    assert instructor_only("assignments/multihead_attention/mutants/correct/loops.py", ASSIGNMENT)
+    assert instructor_only("assignments/twinning.py", ASSIGNMENT)
+    assert instructor_only("assignments/multihead_attention/notes.md", ASSIGNMENT)  # unknown parts stay
     assert not instructor_only("grading/assignment.py", ASSIGNMENT)
-    assert instructor_only("assignments/__init__.py", ASSIGNMENT)
-    assert not instructor_only("suites/multihead_attention/public/test_heads.py", ASSIGNMENT)
+    assert not instructor_only("assignments/__init__.py", ASSIGNMENT)
+    assert not instructor_only("assignments/kv_cache/misconceptions.toml", ASSIGNMENT)
+    assert not instructor_only("assignments/multihead_attention/tutorial/en.toml", ASSIGNMENT)
+    assert not instructor_only("assignments/multihead_attention/public/test_heads.py", ASSIGNMENT)
     assert not instructor_only("verbs/check.py", ASSIGNMENT)
 
 

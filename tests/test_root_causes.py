@@ -7,7 +7,7 @@ their functions each call entered, as the worker does), so these tests need no w
 
 from pathlib import Path
 
-from conftest import PROJECT
+from conftest import PROJECT, mutants
 from grader.content.catalog import misconception_ids
 from grader.grading.assignment import get_assignment
 from grader.grading.runner import collect, run_tests
@@ -103,7 +103,7 @@ def test_a_mistake_seen_once_is_looked_for_first_and_the_findings_stay_the_same(
     from grader.assignments import twinning
     from grader.grading.grade import plan_checks, run_checks
 
-    library = PROJECT / "grader" / "authoring" / "mutants" / "multihead_attention" / "mistakes"
+    library = mutants("multihead_attention") / "mistakes"
     names = ["softmax_wrong_axis", "attention_returns_scores_no_scale", "split_interleaved_moveaxis",
              "combine_interleaved_stack", "no_scale_and_no_output_projection", "softmax_power_of_e"]
     runs = {"hinted": 0, "every twin": 0}

@@ -194,7 +194,7 @@ def test_worker_reads_only_the_interpreter_and_numpy(server, tmp_path):
     out = tmp_path / "out"
     out.mkdir()
     (out / "results.json").write_text("[]")
-    secrets = [PROJECT / "solutions" / "multihead_attention.py", PROJECT / "grader" / "suites",
+    secrets = [PROJECT / "solutions" / "multihead_attention.py", PROJECT / "grader" / "assignments",
                PROJECT / "grader" / "sandbox.py", PROJECT, Path(os.environ["MHA_CONFIG_DIR"]), out / "results.json",
                Path("/etc/passwd")]
     outcome = run(PROBE, "probe", [str(path) for path in secrets], server=server)

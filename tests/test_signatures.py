@@ -7,7 +7,7 @@ The variants' values are computed here with plain NumPy, the way a student's cod
 import numpy as np
 import pytest
 
-from grader.assignments.multihead_attention import hidden_cases, public_cases
+from grader.assignments.multihead_attention.cases import hidden_cases, public_cases
 from grader.grading.case import Raised, same_value
 from grader.grading.checks import failure_from_error, failure_from_value
 from grader.grading.fitting import key_arrangements

@@ -12,11 +12,12 @@ import tomllib
 
 import pytest
 
+from grader.authoring.tutorial import TUTORIAL_DIR
 from grader.paths import CONTENT_DIR
 from grader.practice.bank import default_bank
 
 SYLLABUS = tomllib.loads((CONTENT_DIR / "syllabus.toml").read_text(encoding="utf-8"))
-TUTORIAL = {lang: tomllib.loads((CONTENT_DIR / "tutorial" / f"{lang}.toml").read_text(encoding="utf-8"))
+TUTORIAL = {lang: tomllib.loads((TUTORIAL_DIR / f"{lang}.toml").read_text(encoding="utf-8"))
             for lang in ("en", "zh")}
 
 

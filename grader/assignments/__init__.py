@@ -1,11 +1,22 @@
-"""The exercises: one module per assignment, each written the same way.
+"""The exercises: one folder per exercise, ``<name>/``, each laid out the same way.
 
-``<name>.py`` holds the exercise's buggy twins (a ``TWINS`` table, each twin one
-function or method of a private copy of ``solutions/<name>.py`` replaced by the
-mistake, see ``twinning.py``), its case builder (``public_cases(seed=None)``,
-``hidden_cases(seed)``) and the metadata feedback needs on each case.
-``reference.py`` loads the solutions. Instructor side only: the student release
-withholds this package and ships the public cases precomputed.
+    exercise.toml        the spec: where it comes in the curriculum, its graded functions in order
+    cases.py             its buggy twins (a ``TWINS`` table, see ``twinning.py``) and case builders,
+                         ``public_cases(seed=None)`` and ``hidden_cases(seed)``, with what feedback needs
+    public/, hidden/     its checks as plain pytest files (``test_*.py``)
+    public_cases.npz     the public cases, precomputed (``python -m grader.authoring.cases``)
+    checks.toml          the checks' titles, in English and Chinese
+    misconceptions.toml  its catalogued mistakes: titles, explanations, hints in both languages
+    mutants/             the audit's library: ``mistakes/`` and ``correct/`` modules
+    tutorial/            the notebook texts (the core exercise)
+
+Exercises are found by their folders (``grader.grading.assignment``). The
+student release ships each folder's spec and texts and the released
+exercise's public checks; ``cases.py``, the hidden checks, the mutant library
+and this package's own modules (``twinning.py``, ``reference.py``, which loads
+the solutions) stay with the instructor. Public checks therefore import only
+grading, content and foundation modules; hidden checks and ``cases.py`` may
+also use ``twinning`` and ``reference``.
 
 May import: grading, content, foundation (errors, paths, i18n, seeding, results).
 """

@@ -1,7 +1,7 @@
 """``mha audit``: do the suites still tell every known mistake apart?
 
-The mutant library ships with the package: ``grader/authoring/mutants/
-<assignment>/``, realistic modules in ``mistakes/`` and correct ones written
+The mutant library ships with the package, in each exercise's folder:
+``grader/assignments/<assignment>/mutants/``, realistic modules in ``mistakes/`` and correct ones written
 in other styles in ``correct/`` (the folders only sort them). Each module
 starts with ``# expect: <catalog id>`` (several ids separated by commas for a
 module with several mistakes), ``# expect: correct``, or ``# expect:
@@ -20,9 +20,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from grader.grading.grade import grade_submission
-from grader.paths import DEFAULT_ASSIGNMENT, PACKAGE_DIR
+from grader.paths import ASSIGNMENTS_DIR, DEFAULT_ASSIGNMENT
 
-LIBRARY = PACKAGE_DIR / "authoring" / "mutants"
+LIBRARY_NAME = "mutants"  # the library's folder in an exercise's folder
 CORRECT, UNCATALOGUED = "correct", "uncatalogued"
 _EXPECT = re.compile(r"^#\s*expect:\s*([\w-]+(?:\s*,\s*[\w-]+)*)", re.MULTILINE)
 
@@ -77,7 +77,7 @@ class AuditSummary:
 
 def default_library(assignment: str) -> Path:
     """The packaged mutants and correct variants of ``assignment``."""
-    return LIBRARY / assignment
+    return ASSIGNMENTS_DIR / assignment / LIBRARY_NAME
 
 
 def expectation(path: Path) -> str | None:

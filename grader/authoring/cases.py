@@ -6,15 +6,13 @@ fails while a shipped file is out of date.
 
 from __future__ import annotations
 
-import importlib
-
 from grader.grading.assignment import ASSIGNMENTS
 from grader.grading.store import save_cases
 
 
 def main() -> None:
-    for name, assignment in ASSIGNMENTS.items():
-        save_cases(importlib.import_module(f"grader.assignments.{name}").public_cases(), assignment.public_cases_file)
+    for assignment in ASSIGNMENTS.values():
+        save_cases(assignment.module().public_cases(), assignment.public_cases_file)
         print(f"wrote {assignment.public_cases_file}")
 
 

@@ -56,7 +56,7 @@ def fingerprint(key: str) -> str:
 def keep_in_wheel(relative: str, assignment: str) -> bool:
     """Everything of the grader package but other assignments' hidden checks."""
     parts = relative.split("/")
-    return not (parts[0] == "suites" and len(parts) > 2 and parts[1] != assignment and parts[2] == "hidden")
+    return not (parts[0] == "assignments" and len(parts) > 2 and parts[1] != assignment and parts[2] == "hidden")
 
 
 def build_gradescope_bundle(*, target: Path, assignment: str = "multihead_attention", lang: str = "en",
@@ -74,7 +74,7 @@ def build_gradescope_bundle(*, target: Path, assignment: str = "multihead_attent
     if output_format not in OUTPUT_FORMATS:
         raise UsageError(f"the output format must be one of {', '.join(OUTPUT_FORMATS)}")
     reference = solution_path(assignment)
-    if reference is None or not (exercise.suites_dir / "hidden").is_dir():
+    if reference is None or not (exercise.folder / "hidden").is_dir():
         raise ConfigError(f"the solutions and hidden checks of {assignment} are not installed here; "
                           "a Gradescope autograder is made from the instructor's copy")
     target = Path(target)

@@ -1,6 +1,6 @@
 """Generate the exercise notebooks from one source: the tutorial content and the reference.
 
-The prose comes from ``grader/content/tutorial/`` (``grader.authoring.tutorial``); every
+The prose comes from the core exercise's ``tutorial/`` folder (``grader.authoring.tutorial``); every
 code cell the student fills in is cut, function by function, out of
 ``solutions/<assignment>.py`` and stubbed with ``grader.stubs`` exactly like
 the script exercise, so the notebooks cannot drift from the solutions (a test

@@ -25,9 +25,15 @@ from grader.paths import CONTENT_DIR, PACKAGE_DIR, PROJECT_DIR, solution_path
 
 RELEASE_TEXTS_FILE = CONTENT_DIR / "release.toml"
 # What of the grader package a student must not get is said by folder: the
-# instructor's layers (exercises' cases and twins, class grading, authoring), the
-# hidden suites, and the instructor's verbs. Paths are relative to the package.
-INSTRUCTOR_FOLDERS = ("assignments", "batch", "authoring", "tinymodel")
+# instructor's layers (class grading, authoring, the trained model) and verbs,
+# and in ``assignments/`` all but what an exercise's students read and run.
+# Paths are relative to the package.
+INSTRUCTOR_FOLDERS = ("batch", "authoring", "tinymodel")
+# What of an exercise's folder ships: of every exercise its spec and texts; of the
+# released one its public checks too. Never its cases and twins (``cases.py``),
+# hidden checks or mutant library: whatever else a folder holds stays.
+EXERCISE_TEXTS = ("__init__.py", "exercise.toml", "checks.toml", "misconceptions.toml", "tutorial")
+RELEASED_PARTS = ("public", "public_cases.npz")
 # The trained model's views: the model holds a working attention forward, so it stays with the instructor.
 TRAINED_VIEWS = ("viz/trained", "viz/training_curves")
 INSTRUCTOR_VERBS = ("verbs/grade.py", "verbs/merge.py", "verbs/audit.py", "verbs/release.py")
@@ -126,12 +132,14 @@ def _write_notebooks(target: Path, assignment: str) -> None:
 
 
 def instructor_only(relative: str, assignment: str) -> bool:
-    """True for a path of the grader package (``suites/x/hidden/t.py``...) that stays with the instructor."""
+    """True for a path of the grader package (``assignments/x/hidden/t.py``...) that stays with the instructor."""
     parts = relative.split("/")
     if "__pycache__" in parts or relative.endswith((".pyc", ".pyo")):
         return True
-    if parts[0] == "suites" and len(parts) > 2 and (parts[1] != assignment or parts[2] == "hidden"):
-        return True
+    if parts[0] == "assignments":
+        if len(parts) == 2:  # the package's own modules: only its __init__ ships, the twins' engine stays
+            return parts[1] != "__init__.py"
+        return not (parts[2] in EXERCISE_TEXTS or (parts[2] in RELEASED_PARTS and parts[1] == assignment))
     if parts[0] in INSTRUCTOR_FOLDERS or relative.startswith(TRAINED_VIEWS):
         return True
     return relative in INSTRUCTOR_VERBS
@@ -166,7 +174,8 @@ def release_pyproject(package: Path) -> str:
                 if requirement.split(">")[0].split("=")[0].strip() in wanted]
     data_files = sorted(path.relative_to(package).as_posix() for path in package.rglob("*")
                         if path.is_file() and path.suffix != ".py")
-    suite_modules = sorted(path.relative_to(package).as_posix() for path in (package / "suites").rglob("*.py"))
+    suite_modules = sorted(path.relative_to(package).as_posix() for path in (package / "assignments").rglob("*.py")
+                           if path.parent != package / "assignments")
 
     def strings(values) -> str:
         return "[\n" + "".join(f"    {json.dumps(value, ensure_ascii=False)},\n" for value in values) + "]"
@@ -210,7 +219,7 @@ def check_points(assignment: str) -> dict[tuple[str, ...], float]:
     from grader.authoring.tutorial import load_tutorial
 
     exercise = get_assignment(assignment)
-    if not (exercise.suites_dir / "hidden").is_dir():
+    if not (exercise.folder / "hidden").is_dir():
         raise ConfigError(f"the hidden checks of {assignment} are not installed here; "
                           "an nbgrader course is made from the instructor's copy")
     tests = collect(exercise, ("public", "hidden"))

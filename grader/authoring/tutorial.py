@@ -1,6 +1,6 @@
 """The tutorial notebook's content: its cell layout and its texts in each language.
 
-Data lives in ``grader/content/tutorial/``: ``layout.toml`` orders the cells,
+Data lives in the core exercise's folder, ``grader/assignments/<name>/tutorial/``: ``layout.toml`` orders the cells,
 ``en.toml`` and ``zh.toml`` hold the Markdown, the demonstration code and a
 few phrases. ``grader.authoring.notebooks`` turns them into notebooks. Any problem is a
 ContentError naming the file and the key.
@@ -15,9 +15,9 @@ from pathlib import Path
 from grader.content.loader import load_toml
 from grader.errors import ContentError
 from grader.i18n import LANGUAGES
-from grader.paths import CONTENT_DIR
+from grader.paths import ASSIGNMENTS_DIR, DEFAULT_ASSIGNMENT
 
-TUTORIAL_DIR = CONTENT_DIR / "tutorial"
+TUTORIAL_DIR = ASSIGNMENTS_DIR / DEFAULT_ASSIGNMENT / "tutorial"
 LAYOUT_FILE = TUTORIAL_DIR / "layout.toml"
 KINDS = ("text", "code", "imports", "stub", "check", "heads")
 TRACKS = ("tutorial", "nbgrader")

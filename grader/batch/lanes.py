@@ -29,7 +29,7 @@ from grader.batch.settings import Task
 from grader.content.messages import Message, parts_of
 from grader.sandbox.link import settle_closing
 
-PRELOAD = ["grader.grading.grade", "grader.suites.multihead_attention.hidden.test_drawn_inputs"]
+PRELOAD = ["grader.grading.grade", "grader.assignments.multihead_attention.hidden.test_drawn_inputs"]
 _PR_SET_PDEATHSIG = 1
 
 

@@ -1,4 +1,8 @@
-"""The misconception catalog and generic outcomes, read from TOML data."""
+"""The misconception catalog and generic outcomes, read from TOML data.
+
+The generic outcomes are ``content/outcomes.toml``; each exercise's mistakes are
+its folder's ``misconceptions.toml`` (``grader/assignments/<name>/``).
+"""
 
 from __future__ import annotations
 
@@ -9,9 +13,10 @@ from pathlib import Path
 from grader.content.loader import load_toml
 from grader.errors import ContentError
 from grader.i18n import LANGUAGES, pick
-from grader.paths import CONTENT_DIR
+from grader.paths import ASSIGNMENTS_DIR, CONTENT_DIR
 
-CATALOG_FILE = CONTENT_DIR / "misconceptions.toml"
+OUTCOMES_FILE = CONTENT_DIR / "outcomes.toml"
+CATALOG_NAME = "misconceptions.toml"  # in each exercise's folder
 TEXT_KEYS = ("title", "explanation", "hint")
 
 
@@ -25,9 +30,24 @@ class Entry:
         return pick(self.texts[key], lang)
 
 
+def catalog_files(root: Path = ASSIGNMENTS_DIR) -> tuple[Path, ...]:
+    """The generic outcomes' file, then every exercise folder's catalog (by folder name)."""
+    return (OUTCOMES_FILE, *sorted(root.glob(f"[!_]*/{CATALOG_NAME}")))
+
+
 @functools.cache
-def load_catalog(path: Path = CATALOG_FILE) -> dict[str, Entry]:
-    """Every misconception and generic outcome by id."""
+def load_catalog(paths: tuple[Path, ...] | None = None) -> dict[str, Entry]:
+    """Every misconception and generic outcome by id, from ``paths`` (by default ``catalog_files()``)."""
+    entries: dict[str, Entry] = {}
+    for path in paths if paths is not None else catalog_files():
+        for identifier, entry in _entries(path).items():
+            if identifier in entries:
+                raise ContentError(f"{path}: id {identifier!r} is already in the catalog")
+            entries[identifier] = entry
+    return entries
+
+
+def _entries(path: Path) -> dict[str, Entry]:
     data = load_toml(path)
     if data.get("schema_version") != 1:
         raise ContentError(f"{path}: schema_version must be 1, found {data.get('schema_version')!r}")

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 
 from grader.content.loader import load_bilingual
 from grader.errors import ContentError
-from grader.paths import CONTENT_DIR
+from grader.paths import ASSIGNMENTS_DIR, CONTENT_DIR
 
 MESSAGES_FILE = CONTENT_DIR / "messages.toml"
-CHECKS_FILE = CONTENT_DIR / "checks.toml"
+CHECKS_NAME = "checks.toml"  # the check titles, in each exercise's folder
 
 
 @dataclass(frozen=True)
@@ -117,8 +117,14 @@ def render(key: str, params: dict, lang: str) -> str:
 
 @functools.cache
 def check_titles() -> dict[str, dict[str, str]]:
-    """The student-facing title of every check by test name (``content/checks.toml``)."""
-    return load_bilingual(CHECKS_FILE, "check") if CHECKS_FILE.exists() else {}
+    """The student-facing title of every check by test name (each exercise folder's ``checks.toml``)."""
+    titles: dict[str, dict[str, str]] = {}
+    for path in sorted(ASSIGNMENTS_DIR.glob(f"[!_]*/{CHECKS_NAME}")):
+        for name, texts in load_bilingual(path, "check").items():
+            if titles.get(name, texts) != texts:
+                raise ContentError(f"{path}: check.{name} has another title in another exercise's {CHECKS_NAME}")
+            titles[name] = texts
+    return titles
 
 def check_title(name: str, lang: str = "en") -> str:
     """``test_split_heads_shape`` -> its title in ``lang``, or ``split heads shape`` when it has none."""

@@ -39,11 +39,11 @@ def collect(assignment: Assignment, visibilities: tuple[str, ...]) -> list[Suite
     """The checks of ``assignment`` in these visibilities, in the order of its functions."""
     tests = []
     for visibility in visibilities:
-        folder = assignment.suites_dir / visibility
+        folder = assignment.folder / visibility
         if not folder.is_dir():
             continue
         for path in sorted(folder.glob("test_*.py")):
-            module = importlib.import_module(f"grader.suites.{assignment.name}.{visibility}.{path.stem}")
+            module = importlib.import_module(f"grader.assignments.{assignment.name}.{visibility}.{path.stem}")
             module_marks = getattr(module, "pytestmark", [])
             module_marks = module_marks if isinstance(module_marks, list) else [module_marks]
             for name, function in inspect.getmembers(module, inspect.isfunction):

@@ -58,7 +58,7 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
     visibility = "public"
     notice = None
     if run_all:
-        if (exercise.suites_dir / "hidden").is_dir():
+        if (exercise.folder / "hidden").is_dir():
             visibility = "all"
         else:
             notice = render("report_no_hidden", {}, lang)

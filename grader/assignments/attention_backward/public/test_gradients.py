@@ -2,7 +2,7 @@
 
 import pytest
 
-from grader.suites.attention_backward import GRADIENT_NAMES
+from grader.assignments.attention_backward import GRADIENT_NAMES
 from grader.grading.gradients import expect_gradients
 
 pytestmark = pytest.mark.mha(visibility="public")

@@ -11,7 +11,7 @@ import pytest
 from grader.grading.case import same_value
 from grader.grading.checks import CheckFailure, failure_from_error
 from grader.content.messages import Message
-from grader.assignments.memory_efficient_attention import FUNCTION, MEMORY_BLOCK, MEMORY_D_K, MEMORY_LENGTHS, memory_inputs
+from grader.assignments.memory_efficient_attention.cases import FUNCTION, MEMORY_BLOCK, MEMORY_D_K, MEMORY_LENGTHS, memory_inputs
 
 pytestmark = pytest.mark.mha(function=FUNCTION, visibility="hidden")
 FLOAT_BYTES = 8
