@@ -279,4 +279,5 @@ def test_an_upload_of_the_untouched_script_and_a_worked_notebook_grades_the_note
     results = grade_upload(root=root_folder)
     assert results["extra_data"]["submission"] == f"{ASSIGNMENT}.ipynb"
     assert results["score"] == sum(test["max_score"] for test in results["tests"])
-    assert f"{ASSIGNMENT}.ipynb" in results["output"] and f"{ASSIGNMENT}.py" in results["output"]
+    shown = ASSIGNMENT.replace("_", "\\_")  # as Markdown shows it
+    assert f"Graded `{shown}.ipynb`" in results["output"] and f"{shown}.py" in results["output"]
