@@ -84,7 +84,7 @@ class SubmissionResult:
     duration: float = 0.0
     submission: str | None = None  # the graded file's path inside SUBMISSIONS (set by a batch)
     file: str | None = None  # the file graded, as outputs name it (None: none could be)
-    set_aside: tuple[str, ...] = ()  # the student's other candidate files, not graded (grader.batch.choosing)
+    set_aside: tuple[str, ...] = ()  # the student's other candidate files, not graded (grader.entries.choosing)
     # ``error`` and ``notes`` as data (see ``TestResult.messages``), for renderers in any language
     error_messages: tuple = ()
     note_messages: tuple = ()  # one tuple of parts per note

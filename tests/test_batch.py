@@ -361,7 +361,7 @@ def test_a_hard_link_anywhere_in_an_entry_refuses_the_student(tmp_path):
 
 
 def test_a_folder_deeper_than_the_cap_is_refused_without_recursion(tmp_path):
-    from grader.batch.discovery import MAX_DEPTH
+    from grader.entries.entry import MAX_DEPTH
 
     root = tmp_path / "class"
     here = str(root / "deep")

@@ -73,8 +73,8 @@ def grade_upload(*, root: Path, without: tuple[str, ...] = ()) -> dict:
     ``without`` leaves sandbox layers out (``grader.sandbox.client.start_server``),
     to see what a container lacking them gives.
     """
-    from grader.batch.discovery import submission_in_folder, with_entry
-    from grader.batch.entry_source import entry_source
+    from grader.entries.entry import submission_in_folder, with_entry
+    from grader.entries.source import entry_source
     from grader.grading.grade import grade_submission
     from grader.render.gradescope import gradescope_results, summary_of
     from grader.content.messages import Message

@@ -1,4 +1,4 @@
-"""A submission's code from the bytes the grader read itself (``grader.batch.opening``), never from a path again.
+"""A submission's code from the bytes the grader read itself (``grader.entries.opening``), never from a path again.
 
 ``submitted_source`` is ``grader.sandbox.source.read_submission`` after the
 read: the same refusals (empty, binary, not UTF-8, not a notebook), and a

@@ -64,8 +64,8 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
             notice = render("report_no_hidden", {}, lang)
     from grader.render.terminal import CheckSpinner
 
-    from grader.batch.discovery import with_entry
-    from grader.batch.entry_source import entry_source
+    from grader.entries.entry import with_entry
+    from grader.entries.source import entry_source
     from grader.content.messages import Message
 
     shown = str(entry.path)
@@ -148,13 +148,13 @@ def assignment_of(file: Path) -> str:
 
 
 def _entry_of(file: Path, assignment: str, lang: str):
-    """What ``mha check FILE`` checks: the file, or the student's work in a folder (``grader.batch.discovery``)."""
-    from grader.batch.discovery import discover_file, submission_in_folder
+    """What ``mha check FILE`` checks: the file, or the student's work in a folder (``grader.entries.entry``)."""
+    from grader.entries.entry import file_entry, submission_in_folder
 
     if file.is_dir():
         entry = submission_in_folder(file.name or "student", file, assignment=assignment)
     else:
-        entry = discover_file(file, assignment=assignment)[0][0]
+        entry = file_entry(file)
     if entry.refusal is not None:
         raise UsageError(entry.refusal.render(lang))
     return entry

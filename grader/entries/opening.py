@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.content.messages import Message
-from grader.sandbox.source import MAX_SOURCE_BYTES  # the one size limit of a submitted file
 
 MAX_ANSWERS_BYTES = 256 << 10  # a quiz answers file of a hundred questions is a few KiB
 
@@ -65,25 +64,25 @@ def found_at(root: Path, path: Path, info: os.stat_result) -> Found:
     return Found(root=root.resolve(), parts=path.relative_to(root).parts, device=info.st_dev, inode=info.st_ino)
 
 
-def read_found(found: Found, *, limit: int = MAX_SOURCE_BYTES) -> bytes:
+def read_found(found: Found, *, limit: int) -> bytes:
     """The bytes of the file ``found`` names, read as described above; EntryError says why not."""
     name = found.parts[-1] if found.parts else found.root.name
     with contextlib.ExitStack() as stack:
         try:
             folder = os.open(found.root, _ROOT_FLAGS)
-        except OSError as bad:
+        except OSError:
             raise EntryError(Message("file_missing", {"name": name})) from None
         stack.callback(os.close, folder)
         for part in found.parts[:-1]:
             try:
                 inner = os.open(part, _FOLDER_FLAGS, dir_fd=folder)
-            except OSError as bad:
+            except OSError:
                 raise EntryError(Message("entry_changed", {"name": name})) from None
             stack.callback(os.close, inner)
             folder = inner
         try:
             descriptor = os.open(found.parts[-1], _FILE_FLAGS, dir_fd=folder)
-        except OSError as bad:
+        except OSError:
             raise EntryError(Message("entry_changed", {"name": name})) from None
         stack.callback(os.close, descriptor)
         info = os.fstat(descriptor)
@@ -92,12 +91,12 @@ def read_found(found: Found, *, limit: int = MAX_SOURCE_BYTES) -> bytes:
         return _read_descriptor(descriptor, info, name=name, limit=limit)
 
 
-def read_capped(path: Path, *, limit: int = MAX_SOURCE_BYTES) -> bytes:
+def read_capped(path: Path, *, limit: int) -> bytes:
     """The bytes of the regular file at ``path``, its last component not followed if a link, never blocking."""
     path = Path(path)
     try:
         descriptor = os.open(path, _FILE_FLAGS)
-    except OSError as bad:
+    except OSError:
         key = "file_symlink" if path.is_symlink() else "file_missing"
         raise EntryError(Message(key, {"name": path.name})) from None
     try:

@@ -30,7 +30,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
-from grader.batch.opening import EntryError, read_capped
+from grader.entries.opening import EntryError, read_capped
+from grader.sandbox.source import MAX_SOURCE_BYTES
 from grader.content.messages import Message
 
 
@@ -80,7 +81,7 @@ def choose_graded(*, candidates: Sequence[Path], assignment: str) -> Choice:
 def _standing(path: Path, assignment: str) -> _Standing:
     try:
         modified = os.lstat(path).st_mtime_ns
-        cells = code_cells(read_capped(path), suffix=path.suffix)
+        cells = code_cells(read_capped(path, limit=MAX_SOURCE_BYTES), suffix=path.suffix)
     except (EntryError, OSError, ValueError, RecursionError):
         return _Standing(usable=False, changed=False, implemented=0, modified=0)
     if not any(cell.strip() for cell in cells):
