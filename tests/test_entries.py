@@ -214,3 +214,27 @@ def test_a_class_folder_reached_through_the_instructors_own_link_is_graded(tmp_p
     os.symlink(share, tmp_path / "class")
     results, _ = grade(tmp_path, tmp_path / "class")
     assert full(results["ann"]) and full(results["bo"])
+
+
+def test_the_student_release_checks_the_file_worked_on_in_its_exercises_folder(tmp_path):
+    """`mha check exercises` in the release alone (its own grader package, no instructor layers) picks the notebook."""
+    import subprocess
+    import sys
+
+    release = tmp_path / "release"
+    done = CliRunner().invoke(root, ["release", "--student", str(release)])
+    assert done.exit_code == 0, done.output
+    assert not (release / "grader" / "batch").exists()
+    notebook = release / "exercises" / "notebooks" / "multihead_attention.ipynb"
+    worked = nbformat.read(notebook, as_version=4)
+    worked.cells.append(nbformat.v4.new_code_cell(REFERENCE.read_text(encoding="utf-8")))
+    nbformat.write(worked, notebook)
+    environment = dict(os.environ, PYTHONPATH=str(release))
+    located = subprocess.run([sys.executable, "-c", "import grader; print(grader.__file__)"], cwd=release,
+                             env=environment, capture_output=True, text=True, check=True)
+    assert located.stdout.strip() == str(release / "grader" / "__init__.py")
+    checked = subprocess.run([sys.executable, "-m", "grader.cli", "check", "exercises"], cwd=release,
+                             env=environment, capture_output=True, text=True, timeout=300)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "notebooks/multihead_attention.ipynb" in checked.stdout.split("\n")[0]
+    assert "Every check passed" in checked.stdout
