@@ -22,6 +22,7 @@ from grader.batch.outputs import write_outputs
 from grader.render.text_safety import clean_strings
 
 RUN_KEYS = ("assignment", "visibility", "submissions")
+REFUSED = "refused "  # how the warning about a refused folder begins
 
 
 def merge_runs(*, sources: list[Path], out: Path, lang: str | None = None, formats: tuple[str, ...] = (),
@@ -48,12 +49,12 @@ def merge_runs(*, sources: list[Path], out: Path, lang: str | None = None, forma
             signed[source] = verify_outputs(source=source, key=course_key)
             checked.append(source)
         except ShardRefused as refused:
-            warnings.append(f"refused {source}: {refused}")
+            warnings.append(f"{REFUSED}{source}: {refused}")
     classes = {signed[source].students for source in checked}
     if len(classes) > 1:  # shards of different runs (or of a class that changed between them): the first run wins
         first_class = signed[checked[0]].students
         for source in [source for source in checked if signed[source].students != first_class]:
-            warnings.append(f"refused {source}: {source / 'signature.json'} lists another class than "
+            warnings.append(f"{REFUSED}{source}: {source / 'signature.json'} lists another class than "
                             f"{checked[0]} (a shard of another run)")
             checked.remove(source)
     if not checked:
@@ -74,7 +75,7 @@ def merge_runs(*, sources: list[Path], out: Path, lang: str | None = None, forma
                 results = [clean_strings(result) for result in _results_of(source)]
                 check_shard(results, run=signed[source], origin=source / "results.json")
             except (ShardRefused, UsageError) as refused:
-                warnings.append(f"refused {source}: {refused}")
+                warnings.append(f"{REFUSED}{source}: {refused}")
                 continue
             for result in results:
                 student = result.get("student")
