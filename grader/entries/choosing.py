@@ -25,7 +25,7 @@ from __future__ import annotations
 import ast
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
@@ -56,8 +56,9 @@ class Choice:
 class _Standing:
     usable: bool
     changed: bool
-    implemented: int
     modified: int
+    cells: tuple[str, ...] = ()
+    implemented: int = 0
 
 
 def choose_graded(*, candidates: Sequence[Path], assignment: str) -> Choice:
@@ -66,14 +67,19 @@ def choose_graded(*, candidates: Sequence[Path], assignment: str) -> Choice:
     if len(candidates) == 1:
         return Choice(candidates[0])
     standings = [_standing(path, assignment) for path in candidates]
+    best = max((standing.usable, standing.changed) for standing in standings)
+    contenders = [index for index, standing in enumerate(standings) if (standing.usable, standing.changed) == best]
+    if len(contenders) > 1 and best[1]:  # only then does counting functions decide anything: parse just those
+        for index in contenders:
+            standings[index] = replace(standings[index], implemented=implemented(standings[index].cells, assignment))
     order = sorted(range(len(candidates)), key=lambda index: (
         not standings[index].usable, not standings[index].changed, -standings[index].implemented,
         -standings[index].modified, index))
-    best, runner_up = standings[order[0]], standings[order[1]]
-    reason = ("choice_unreadable" if best.usable != runner_up.usable
-              else "choice_worked" if best.changed != runner_up.changed
-              else "choice_more_functions" if best.implemented != runner_up.implemented
-              else "choice_newer" if best.modified != runner_up.modified
+    first, second = standings[order[0]], standings[order[1]]
+    reason = ("choice_unreadable" if first.usable != second.usable
+              else "choice_worked" if first.changed != second.changed
+              else "choice_more_functions" if first.implemented != second.implemented
+              else "choice_newer" if first.modified != second.modified
               else "choice_same")
     return Choice(candidates[order[0]], tuple(candidates[index] for index in order[1:]), reason)
 
@@ -83,12 +89,11 @@ def _standing(path: Path, assignment: str) -> _Standing:
         modified = os.lstat(path).st_mtime_ns
         cells = code_cells(read_capped(path, limit=MAX_SOURCE_BYTES), suffix=path.suffix)
     except (EntryError, OSError, ValueError, RecursionError):
-        return _Standing(usable=False, changed=False, implemented=0, modified=0)
+        return _Standing(usable=False, changed=False, modified=0)
     if not any(cell.strip() for cell in cells):
-        return _Standing(usable=False, changed=False, implemented=0, modified=modified)
+        return _Standing(usable=False, changed=False, modified=modified)
     changed = _normalized(cells) not in _stub_codes(assignment, path.suffix)
-    return _Standing(usable=True, changed=changed, implemented=implemented(cells, assignment) if changed else 0,
-                     modified=modified)
+    return _Standing(usable=True, changed=changed, modified=modified, cells=tuple(cells))
 
 
 def code_cells(data: bytes, *, suffix: str) -> list[str]:
@@ -109,7 +114,7 @@ def code_cells(data: bytes, *, suffix: str) -> list[str]:
     return code
 
 
-def implemented(cells: list[str], assignment: str) -> int:
+def implemented(cells: Sequence[str], assignment: str) -> int:
     """How many of the exercise's functions the cells define with a body of their own (not the stub's raise)."""
     from grader.grading.assignment import get_assignment
 
@@ -120,10 +125,19 @@ def implemented(cells: list[str], assignment: str) -> int:
             tree = ast.parse(cell)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue  # a cell that does not parse implements nothing
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name in wanted and _has_body(node):
+        for node in _definitions(tree):
+            if node.name in wanted and _has_body(node):
                 done.add(node.name)
     return len(done)
+
+
+def _definitions(tree: ast.Module):
+    """The module's functions, and the methods of its classes (where the exercise's functions live)."""
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield node
+        elif isinstance(node, ast.ClassDef):
+            yield from (item for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)))
 
 
 def _has_body(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
