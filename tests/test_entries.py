@@ -185,7 +185,8 @@ def test_a_deeply_nested_notebook_is_a_clear_error_in_grade_and_check(tmp_path):
     assert results["deep"]["status"] == "error" and "nests its JSON too deeply" in results["deep"]["error"]
     assert "grader failed" not in results["deep"]["error"] and full(results["ok"])
     done = CliRunner().invoke(root, ["check", str(submissions / "deep.ipynb")])
-    assert done.exit_code == 1 and done.exception is None or isinstance(done.exception, SystemExit), done.output
+    assert done.exit_code == 1, done.output
+    assert done.exception is None or isinstance(done.exception, SystemExit), repr(done.exception)
     assert "nests its JSON too deeply" in done.output and "Traceback" not in done.output
 
 
@@ -238,3 +239,18 @@ def test_the_student_release_checks_the_file_worked_on_in_its_exercises_folder(t
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "notebooks/multihead_attention.ipynb" in checked.stdout.split("\n")[0]
     assert "Every check passed" in checked.stdout
+
+
+def test_a_notebook_whose_cells_hold_values_of_the_wrong_types_is_refused_with_a_message(tmp_path):
+    """Found by tests/test_fuzz_cli.py: a cell whose metadata is `true` made the notebook reader fail."""
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    (submissions / "odd.ipynb").write_text(json.dumps(
+        {"cells": [{"cell_type": "code", "source": "", "metadata": True}]}), encoding="utf-8")
+    shutil.copy(REFERENCE, submissions / "ok.py")
+    results, _ = grade(tmp_path, submissions)
+    assert results["odd"]["status"] == "error" and "wrong type" in results["odd"]["error"]
+    assert full(results["ok"])
+    done = CliRunner().invoke(root, ["check", str(submissions / "odd.ipynb"), "--assignment", "multihead_attention"])
+    assert done.exit_code == 1 and "wrong type" in done.output, done.output
+    assert done.exception is None or isinstance(done.exception, SystemExit), repr(done.exception)

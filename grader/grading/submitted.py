@@ -2,15 +2,35 @@
 
 ``submitted_source`` is ``grader.sandbox.source.read_submission`` after the
 read: the same refusals (empty, binary, not UTF-8, not a notebook), and a
-notebook nested too deeply for the JSON parser is a clear refusal too, not
-the grader's failure.
+notebook nested too deeply for the JSON parser, or whose cells hold values of
+the wrong types, is a clear refusal too, not the grader's failure.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from grader.sandbox.source import Cell, SubmissionError, SubmissionSource, notebook_source
+from grader.sandbox.source import Cell, SubmissionError, SubmissionSource, notebook_source, read_submission
+
+
+def read_submission_file(path: Path) -> SubmissionSource:
+    """``read_submission`` of the file at ``path``, with the refusals ``notebook_cells`` adds."""
+    try:
+        return read_submission(path)
+    except RecursionError:
+        raise SubmissionError("notebook_too_deep", name=Path(path).name) from None
+    except (AttributeError, TypeError):
+        raise SubmissionError("notebook_malformed", name=Path(path).name) from None
+
+
+def notebook_cells(text: str, *, name: str) -> SubmissionSource:
+    """``notebook_source`` of ``text``, its parser's failures on odd JSON turned into refusals for the student."""
+    try:
+        return notebook_source(text, name=name)
+    except RecursionError:  # JSON nested thousands deep: Python's parser recurses once per level
+        raise SubmissionError("notebook_too_deep", name=name) from None
+    except (AttributeError, TypeError):  # valid JSON of the wrong shapes, e.g. a cell whose metadata is `true`
+        raise SubmissionError("notebook_malformed", name=name) from None
 
 
 def submitted_source(data: bytes, *, name: str) -> SubmissionSource:
@@ -26,10 +46,7 @@ def submitted_source(data: bytes, *, name: str) -> SubmissionSource:
     except UnicodeDecodeError as bad:
         raise SubmissionError("file_not_utf8", name=name, position=bad.start) from None
     if suffix == ".ipynb":
-        try:
-            return notebook_source(text, name=name)
-        except RecursionError:  # JSON nested thousands deep: Python's parser recurses once per level
-            raise SubmissionError("notebook_too_deep", name=name) from None
+        return notebook_cells(text, name=name)
     if suffix != ".py":
         raise SubmissionError("file_wrong_kind", name=name)
     return SubmissionSource(cells=(Cell(text, name, name),), mode="module", display_name=name)
