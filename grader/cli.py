@@ -18,6 +18,7 @@ VERBS: dict[str, str] = {
     "check": "grader.verbs.check:command",
     "grade": "grader.verbs.grade:command",
     "merge": "grader.verbs.merge:command",
+    "similarity": "grader.verbs.similarity:command",
     "audit": "grader.verbs.audit:command",
     "release": "grader.verbs.release:command",
     "quiz": "grader.verbs.quiz:command",
@@ -59,7 +60,7 @@ def _available(name: str) -> bool:
 def root() -> None:
     """mha-lab: learn and grade multi-head attention in NumPy.
 
-    Students: `mha check` checks exercises/multihead_attention.py.
+    Students: `mha check` checks the core exercise in exercises/ (`mha check FILE` any exercise).
     Instructors: `mha grade SUBMISSIONS --out DIR` grades a class.
     """
 

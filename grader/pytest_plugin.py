@@ -5,7 +5,7 @@ marker (points, function, visibility, probes) and, when pytest is given
 ``--submission FILE``, the fixtures the suites use: ``student`` (the file
 loaded in a sandboxed worker), ``cases`` and ``seed``. For example::
 
-    pytest grader/assignments/multihead_attention/public --submission alice.py
+    pytest grader/assignments/<assignment>/public --submission alice.py
 
 The grader's own runner (``grader.grading.runner``) calls the same test functions
 without a pytest session, which is faster per submission.

@@ -75,9 +75,9 @@ class SubmissionResult:
     error: str | None
     score: float
     max_score: float
+    assignment: str  # the exercise graded
     misconceptions: tuple[str, ...] = ()
     tests: tuple[TestResult, ...] = ()
-    assignment: str = "multihead_attention"
     notes: tuple[str, ...] = ()  # loading notes: skipped magics, cells that raised
     isolation: str = ""
     seed: int | None = None

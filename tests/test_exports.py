@@ -43,13 +43,13 @@ def graded(student="ann", *, failing=(), hidden_failing=False, message="values d
     tests.append(hidden)
     score = sum(test.score for test in tests)
     found = (SCALE,) if failing or hidden_failing else ()
-    return SubmissionResult(student=student, status="graded", error=None, score=score, max_score=17.0,
+    return SubmissionResult(assignment="multihead_attention", student=student, status="graded", error=None, score=score, max_score=17.0,
                             misconceptions=found, tests=tuple(tests), seed=123456789, duration=0.25,
                             isolation="process")
 
 
 def errored(student="bob", error="Your file could not be loaded: SyntaxError at line 3") -> SubmissionResult:
-    return SubmissionResult(student=student, status="error", error=error, score=0.0, max_score=17.0)
+    return SubmissionResult(assignment="multihead_attention", student=student, status="error", error=error, score=0.0, max_score=17.0)
 
 
 # ---- grades.csv and results.json -----------------------------------------------------------

@@ -49,12 +49,14 @@ def bilingual_texts() -> Iterator[tuple[str, str, str]]:
     for folder in sorted(ASSIGNMENTS_DIR.glob("[!_]*/")):
         for path in sorted(folder.glob("*.toml")):
             yield from _pairs(tomllib.loads(path.read_text(encoding="utf-8")), path.name)
-        if (folder / "tutorial").is_dir():
-            yield from _tutorial_pairs(folder / "tutorial")
+    yield from _tutorial_pairs()
 
 
-def _tutorial_pairs(folder) -> Iterator[tuple[str, str, str]]:
-    english, chinese = (tomllib.loads((folder / f"{lang}.toml").read_text(encoding="utf-8")) for lang in ("en", "zh"))
+def _tutorial_pairs() -> Iterator[tuple[str, str, str]]:
+    """The notebook's texts: the core exercise's and every other exercise's section (tutorial/section.toml)."""
+    from grader.authoring.tutorial import load_tutorial
+
+    english, chinese = (load_tutorial().texts[lang] for lang in ("en", "zh"))
     for table in ("text", "phrase"):
         for key, text in english.get(table, {}).items():
             yield f"tutorial/{table}.{key}", text, chinese[table][key]

@@ -138,7 +138,7 @@ def test_grader_cells_are_recognized_and_magics_dropped():
 def test_html_escapes_student_text_and_marks_each_outcome():
     test = TestResult(name="test_softmax_rows", function="softmax", outcome="failed", score=0.0, max_score=2.0,
                       misconception="softmax-unstable", message="got <script>alert(1)</script>")
-    result = SubmissionResult(student="s", status="graded", error=None, score=0.0, max_score=2.0,
+    result = SubmissionResult(assignment="multihead_attention", student="s", status="graded", error=None, score=0.0, max_score=2.0,
                               misconceptions=("softmax-unstable",), tests=(test,), notes=("In [2] <b>",))
     page = result_to_html(result, "zh", title="softmax 的检查")
     assert "<script>" not in page and "&lt;script&gt;" in page and "&lt;b&gt;" in page

@@ -163,8 +163,9 @@ def test_release_holds_what_a_student_needs_and_nothing_of_the_instructor(releas
     assert not any("/hidden/" in name or "/mutants/" in name or name.endswith(("/cases.py", "twinning.py", "reference.py",
                    "course_key", "nbgrader_config.py", ".db")) for name in files)
     assert not any(name.startswith("grader/assignments/kv_cache/public") for name in files)  # one exercise's checks
-    assert not any(name.startswith("grader/verbs/") and name.split("/")[-1] in ("grade.py", "release.py")
-                   for name in files)
+    assert not any(name.startswith("grader/verbs/") and name.split("/")[-1] in ("grade.py", "release.py",
+                                                                               "similarity.py") for name in files)
+    assert not any(name.startswith("grader/similarity/") for name in files)
     stub = (release / "exercises" / f"{ASSIGNMENT}.py").read_text(encoding="utf-8")
     assert stub == (PROJECT / "exercises" / f"{ASSIGNMENT}.py").read_text(encoding="utf-8")
     with zipfile.ZipFile(release.with_suffix(".zip")) as archive:
@@ -180,12 +181,15 @@ def test_instructor_only_paths():
     assert instructor_only("assignments/kv_cache/cases.py", ASSIGNMENT) and instructor_only("batch/run.py", ASSIGNMENT)
     assert instructor_only("assignments/multihead_attention/mutants/correct/loops.py", ASSIGNMENT)
     assert instructor_only("assignments/twinning.py", ASSIGNMENT)
+    assert instructor_only("similarity/compare.py", ASSIGNMENT) and instructor_only("verbs/similarity.py", ASSIGNMENT)
     assert instructor_only("assignments/multihead_attention/notes.md", ASSIGNMENT)  # unknown parts stay
     assert not instructor_only("grading/assignment.py", ASSIGNMENT)
     assert not instructor_only("assignments/__init__.py", ASSIGNMENT)
     assert not instructor_only("assignments/kv_cache/misconceptions.toml", ASSIGNMENT)
     assert not instructor_only("assignments/multihead_attention/tutorial/en.toml", ASSIGNMENT)
     assert not instructor_only("assignments/multihead_attention/public/test_heads.py", ASSIGNMENT)
+    assert not instructor_only("assignments/multihead_attention/signatures.py", ASSIGNMENT)  # its student_modules
+    assert instructor_only("assignments/multihead_attention/signatures.py", "kv_cache")
     assert not instructor_only("verbs/check.py", ASSIGNMENT)
 
 

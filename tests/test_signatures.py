@@ -10,8 +10,8 @@ import pytest
 from grader.assignments.multihead_attention.cases import hidden_cases, public_cases
 from grader.grading.case import Raised, same_value
 from grader.grading.checks import failure_from_error, failure_from_value
-from grader.grading.fitting import key_arrangements
-from grader.grading.signatures import explain
+from grader.assignments.multihead_attention.fitting import key_arrangements
+from grader.grading.findings import explain
 from grader.sandbox.client import CallError, CallOutcome
 
 PUBLIC = public_cases()

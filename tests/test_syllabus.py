@@ -12,13 +12,12 @@ import tomllib
 
 import pytest
 
-from grader.authoring.tutorial import TUTORIAL_DIR
+from grader.authoring.tutorial import load_tutorial
 from grader.paths import CONTENT_DIR
 from grader.practice.bank import default_bank
 
 SYLLABUS = tomllib.loads((CONTENT_DIR / "syllabus.toml").read_text(encoding="utf-8"))
-TUTORIAL = {lang: tomllib.loads((TUTORIAL_DIR / f"{lang}.toml").read_text(encoding="utf-8"))
-            for lang in ("en", "zh")}
+TUTORIAL = {lang: load_tutorial().texts[lang] for lang in ("en", "zh")}
 
 
 def test_the_syllabus_numbers_every_topic_once_in_its_sections():

@@ -107,7 +107,7 @@ def test_html_text_escapes_markup_and_quotes():
 def hostile_result(text: str) -> SubmissionResult:
     test = TestResult("test_softmax_values", "softmax", "failed", 0.0, 3.0, misconception="error",
                       message=f"softmax(x) raised ValueError: {text}")
-    return SubmissionResult(student=f"eve{text}", status="graded", error=None, score=0.0, max_score=3.0,
+    return SubmissionResult(assignment="multihead_attention", student=f"eve{text}", status="graded", error=None, score=0.0, max_score=3.0,
                             tests=(test,), notes=(f"cell 1: skipped `{text}`",))
 
 

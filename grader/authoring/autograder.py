@@ -74,7 +74,7 @@ def grade_upload(*, root: Path, without: tuple[str, ...] = ()) -> dict:
     to see what a container lacking them gives.
     """
     from grader.entries.entry import submission_in_folder, with_entry
-    from grader.entries.source import entry_source
+    from grader.grading.submitted import entry_source
     from grader.grading.grade import grade_submission
     from grader.render.gradescope import gradescope_results, summary_of
     from grader.content.messages import Message

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.i18n import pick
+from grader.paths import DEFAULT_ASSIGNMENT
 
 COMMAND_GRADER = "classroom-resources/autograding-command-grader@v1"
 REPORTER = "classroom-resources/autograding-grading-reporter@v1"
@@ -119,7 +120,7 @@ def workflow_text(steps: tuple[GradedStep, ...], assignment: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def add_classroom_autograding(*, folder: Path, assignment: str = "multihead_attention",
+def add_classroom_autograding(*, folder: Path, assignment: str = DEFAULT_ASSIGNMENT,
                               lang: str = "en") -> ClassroomStarter:
     """Make the student release in ``folder`` a starter repository: the workflow, a README section, a .gitignore.
 

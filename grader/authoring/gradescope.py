@@ -28,7 +28,7 @@ from pathlib import Path
 
 from grader.authoring.wheel import FIXED_TIME, build_wheel
 from grader.errors import ConfigError, UsageError
-from grader.paths import PACKAGE_DIR, solution_path
+from grader.paths import DEFAULT_ASSIGNMENT, PACKAGE_DIR, solution_path
 
 TEMPLATES = PACKAGE_DIR / "authoring" / "templates" / "gradescope"
 SCRIPTS = ("setup.sh", "run_autograder")
@@ -59,7 +59,7 @@ def keep_in_wheel(relative: str, assignment: str) -> bool:
     return not (parts[0] == "assignments" and len(parts) > 2 and parts[1] != assignment and parts[2] == "hidden")
 
 
-def build_gradescope_bundle(*, target: Path, assignment: str = "multihead_attention", lang: str = "en",
+def build_gradescope_bundle(*, target: Path, assignment: str = DEFAULT_ASSIGNMENT, lang: str = "en",
                             hidden_visibility: str = "after_published", output_format: str = "md",
                             force: bool = False) -> GradescopeBundle:
     """Write ``target/autograder.zip`` for ``assignment``; the key is derived from this machine's course key."""

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.errors import ConfigError, ContentError
-from grader.paths import exercises_dir, solution_path
+from grader.paths import DEFAULT_ASSIGNMENT, exercises_dir, solution_path
 from grader.stubs import BEGIN, END, generate_stub, strip_markers
 from grader.authoring.tutorial import LayoutCell, Tutorial, load_tutorial
 
@@ -37,7 +37,7 @@ _HINT_LABELS = {"en": "Hint: ", "zh": "提示："}  # as the script's stubs writ
 _CELL_ID = re.compile(r"[^A-Za-z0-9_-]+")
 
 
-def notebook_path(lang: str, assignment: str = "multihead_attention") -> Path:
+def notebook_path(lang: str, assignment: str = DEFAULT_ASSIGNMENT) -> Path:
     """Where the student's notebook in ``lang`` lives."""
     suffix = "" if lang == "en" else f".{lang}"
     return exercises_dir() / "notebooks" / f"{assignment}{suffix}.ipynb"

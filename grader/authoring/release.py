@@ -21,22 +21,23 @@ from pathlib import Path
 from grader.content.loader import load_bilingual
 from grader.errors import ConfigError, ContentError, UsageError
 from grader.i18n import LANGUAGES, pick
-from grader.paths import CONTENT_DIR, PACKAGE_DIR, PROJECT_DIR, solution_path
+from grader.paths import CONTENT_DIR, DEFAULT_ASSIGNMENT, PACKAGE_DIR, PROJECT_DIR, solution_path
 
 RELEASE_TEXTS_FILE = CONTENT_DIR / "release.toml"
 # What of the grader package a student must not get is said by folder: the
-# instructor's layers (class grading, authoring, the trained model) and verbs,
+# instructor's layers (class grading, authoring, similarity, the trained model) and verbs,
 # and in ``assignments/`` all but what an exercise's students read and run.
 # Paths are relative to the package.
-INSTRUCTOR_FOLDERS = ("batch", "authoring", "tinymodel")
+INSTRUCTOR_FOLDERS = ("batch", "authoring", "similarity", "tinymodel")
 # What of an exercise's folder ships: of every exercise its spec and texts; of the
-# released one its public checks too. Never its cases and twins (``cases.py``),
-# hidden checks or mutant library: whatever else a folder holds stays.
+# released one its public checks too, and the modules its spec lists as
+# ``student_modules``. Never its cases and twins (``cases.py``), hidden checks or
+# mutant library: whatever else a folder holds stays.
 EXERCISE_TEXTS = ("__init__.py", "exercise.toml", "checks.toml", "misconceptions.toml", "tutorial")
 RELEASED_PARTS = ("public", "public_cases.npz")
 # The trained model's views: the model holds a working attention forward, so it stays with the instructor.
 TRAINED_VIEWS = ("viz/trained", "viz/training_curves")
-INSTRUCTOR_VERBS = ("verbs/grade.py", "verbs/merge.py", "verbs/audit.py", "verbs/release.py")
+INSTRUCTOR_VERBS = ("verbs/grade.py", "verbs/merge.py", "verbs/audit.py", "verbs/release.py", "verbs/similarity.py")
 NBGRADER_CONFIG = '''\
 # nbgrader configuration of this mha-lab course, written by `mha release --nbgrader`.
 # Run nbgrader from this folder; see README.md for the commands.
@@ -78,7 +79,7 @@ def release_texts() -> dict[str, dict[str, str]]:
     return load_bilingual(RELEASE_TEXTS_FILE, "text")
 
 # ---- the student release -------------------------------------------------------------------
-def build_student_release(*, target: Path, assignment: str = "multihead_attention", lang: str = "en",
+def build_student_release(*, target: Path, assignment: str = DEFAULT_ASSIGNMENT, lang: str = "en",
                           archive: bool = True, force: bool = False) -> StudentRelease:
     """Write the student release of ``assignment`` to ``target`` (and ``target.zip``)."""
     from grader.grading.assignment import get_assignment
@@ -139,10 +140,19 @@ def instructor_only(relative: str, assignment: str) -> bool:
     if parts[0] == "assignments":
         if len(parts) == 2:  # the package's own modules: only its __init__ ships, the twins' engine stays
             return parts[1] != "__init__.py"
-        return not (parts[2] in EXERCISE_TEXTS or (parts[2] in RELEASED_PARTS and parts[1] == assignment))
+        if parts[2] in EXERCISE_TEXTS:
+            return False
+        return not (parts[1] == assignment and (parts[2] in RELEASED_PARTS or parts[2] in _student_modules(assignment)))
     if parts[0] in INSTRUCTOR_FOLDERS or relative.startswith(TRAINED_VIEWS):
         return True
     return relative in INSTRUCTOR_VERBS
+
+
+def _student_modules(assignment: str) -> tuple[str, ...]:
+    from grader.grading.assignment import ASSIGNMENTS
+
+    exercise = ASSIGNMENTS.get(assignment)
+    return exercise.student_modules if exercise is not None else ()
 
 
 def _copy_package(destination: Path, assignment: str) -> None:
@@ -231,7 +241,7 @@ def check_points(assignment: str) -> dict[tuple[str, ...], float]:
     return points
 
 
-def build_nbgrader_course(*, course_dir: Path, assignment: str = "multihead_attention", lang: str = "en",
+def build_nbgrader_course(*, course_dir: Path, assignment: str = DEFAULT_ASSIGNMENT, lang: str = "en",
                           force: bool = False) -> CourseRelease:
     """Write ``nbgrader_config.py``, ``source/<assignment>/<assignment>.ipynb`` and a README."""
     from grader.authoring.notebooks import build_notebook, check_cell_id, notebook_text

@@ -23,6 +23,7 @@ from grader.paths import CONTENT_DIR, exercises_dir
 CONTENT_FOLDER = CONTENT_DIR / "trained_heads"
 NOTEBOOK_NAME = "trained_heads"
 KINDS = ("text", "code")
+BACKWARD_TOKEN = "@BACKWARD_EXERCISE@"  # in the texts: the exercise training takes attention_backward from
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,8 @@ def build_notebook(lang: str, content: NotebookContent | None = None):
     """The notebook (an ``nbformat.NotebookNode``) in ``lang``."""
     import nbformat
 
+    from grader.tinymodel.train import BACKWARD_EXERCISE
+
     content = content or load_content()
     notebook = nbformat.v4.new_notebook()
     notebook.metadata = {
@@ -92,7 +95,7 @@ def build_notebook(lang: str, content: NotebookContent | None = None):
         "title": content.texts[lang]["title"],
     }
     for kind, cell_id in content.cells:
-        source = content.texts[lang][kind][cell_id].strip("\n")
+        source = content.texts[lang][kind][cell_id].strip("\n").replace(BACKWARD_TOKEN, BACKWARD_EXERCISE)
         if kind == "text":
             notebook.cells.append(nbformat.v4.new_markdown_cell(source, id=f"text-{cell_id}"))
         else:

@@ -2,7 +2,10 @@
 
 Data lives in the core exercise's folder, ``grader/assignments/<name>/tutorial/``: ``layout.toml`` orders the cells,
 ``en.toml`` and ``zh.toml`` hold the Markdown, the demonstration code and a
-few phrases. ``grader.authoring.notebooks`` turns them into notebooks. Any problem is a
+few phrases. Every other exercise may add its section to the notebook: its
+folder's ``tutorial/section.toml`` holds the section's cells and their texts
+in both languages, placed where the layout has its ``sections`` cell, in
+curriculum order. ``grader.authoring.notebooks`` turns them into notebooks. Any problem is a
 ContentError naming the file and the key.
 """
 
@@ -19,7 +22,9 @@ from grader.paths import ASSIGNMENTS_DIR, DEFAULT_ASSIGNMENT
 
 TUTORIAL_DIR = ASSIGNMENTS_DIR / DEFAULT_ASSIGNMENT / "tutorial"
 LAYOUT_FILE = TUTORIAL_DIR / "layout.toml"
-KINDS = ("text", "code", "imports", "stub", "check", "heads")
+KINDS = ("text", "code", "imports", "stub", "check", "heads", "sections")
+SECTION_FILE = "section.toml"  # in another exercise's ``tutorial/`` folder
+SECTION_KINDS = ("text", "code")
 TRACKS = ("tutorial", "nbgrader")
 PHRASES = ("notebook_title", "extends_class", "heads_sentence")
 
@@ -65,11 +70,12 @@ def load_tutorial(folder: Path = TUTORIAL_DIR) -> Tutorial:
                   for number, raw in enumerate(layout.get("cell", []), start=1))
     if not cells:
         raise ContentError(f"{layout_file}: no [[cell]] entries")
+    texts = {lang: _language(folder / f"{lang}.toml", lang) for lang in LANGUAGES}
+    cells = _with_sections(cells, texts, assignment)
     for track in TRACKS:
         checks = [cell.functions for cell in cells if cell.kind == "check" and track in cell.tracks]
         if len(set(checks)) != len(checks):
             raise ContentError(f"{layout_file}: two check cells of the {track} track check the same functions")
-    texts = {lang: _language(folder / f"{lang}.toml", lang) for lang in LANGUAGES}
     for lang, tables in texts.items():
         for cell in cells:
             if cell.kind in ("text", "code") and cell.id not in tables[cell.kind]:
@@ -81,6 +87,40 @@ def load_tutorial(folder: Path = TUTORIAL_DIR) -> Tutorial:
             differ = sorted(set.union(*keys.values()) - set.intersection(*keys.values()))
             raise ContentError(f"{folder}: [{table}] keys differ between languages: {', '.join(differ)}")
     return Tutorial(assignment=assignment, cells=cells, texts=texts)
+
+
+def section_files(assignment: str) -> list[Path]:
+    """The other exercises' notebook sections, in curriculum order."""
+    from grader.grading.assignment import ASSIGNMENTS
+
+    return [exercise.folder / "tutorial" / SECTION_FILE for exercise in ASSIGNMENTS.values()
+            if exercise.name != assignment and (exercise.folder / "tutorial" / SECTION_FILE).is_file()]
+
+
+def _with_sections(cells: tuple[LayoutCell, ...], texts: dict, assignment: str) -> tuple[LayoutCell, ...]:
+    """The layout with its ``sections`` cell replaced by every section's cells; their texts join ``texts``."""
+    if not any(cell.kind == "sections" for cell in cells):
+        return cells
+    added: list[LayoutCell] = []
+    for path in section_files(assignment):
+        data = load_toml(path)
+        _expect_schema(data, path)
+        for number, raw in enumerate(data.get("cell", []), start=1):
+            cell = _layout_cell({"tracks": ["tutorial"], **raw}, f"{path}: [[cell]] #{number}")
+            if cell.kind not in SECTION_KINDS:
+                raise ContentError(f"{path}: [[cell]] #{number}: a section holds {' and '.join(SECTION_KINDS)} cells")
+            for lang in LANGUAGES:
+                text = data.get(cell.kind, {}).get(cell.id, {}).get(lang)
+                if not isinstance(text, str) or not text.strip():
+                    raise ContentError(f"{path}: missing key '{cell.kind}.{cell.id}.{lang}'")
+                if cell.id in texts[lang][cell.kind]:
+                    raise ContentError(f"{path}: '{cell.kind}.{cell.id}' is already a key of the notebook")
+                texts[lang][cell.kind] = {**texts[lang][cell.kind], cell.id: text}
+            added.append(cell)
+    expanded: list[LayoutCell] = []
+    for cell in cells:
+        expanded.extend(added if cell.kind == "sections" else (cell,))
+    return tuple(expanded)
 
 
 def _expect_schema(data: dict, path: Path) -> None:

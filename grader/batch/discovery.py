@@ -4,8 +4,8 @@ Accepted layouts (DESIGN.md, ``mha grade``), side by side in one folder:
 
     SUBMISSIONS/alice.py
     SUBMISSIONS/bob.ipynb
-    SUBMISSIONS/carol/any/depth/multihead_attention.py
-    SUBMISSIONS/dave/multihead_attention/work.ipynb     (nbgrader: submitted/<student>/<assignment>/)
+    SUBMISSIONS/carol/any/depth/<assignment>.py
+    SUBMISSIONS/dave/<assignment>/work.ipynb     (nbgrader: submitted/<student>/<assignment>/)
 
 What one entry holds, and which of its files is graded, is
 ``grader.entries.entry``'s (the same for ``mha check`` and the Gradescope
@@ -34,10 +34,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from grader.content.messages import Message
-from grader.entries.choosing import choose_graded
-from grader.entries.entry import (SUFFIXES, Submission, answers_at, checked_file, file_entry, folder_entry, is_skipped,
-                                  shown_below, with_answers)
-from grader.entries.opening import Found
+from grader.entries.entry import (SUFFIXES, Submission, answers_at, checked_file, choose_for, file_entry, folder_entry,
+                                  is_skipped, shown_below, with_answers)
+from grader.opening import Found
 from grader.practice import ANSWERS_SUFFIX, is_answers_file
 from grader.render.text_safety import REPLACEMENT, clean_name
 
@@ -98,7 +97,7 @@ def _one_of(stem: str, entries: list[Submission], root: Path, assignment: str) -
         names = ", ".join(sorted(entry.entry for entry in entries))
         return replace(entries[0], notes=entries[0].notes + (Message(
             "entry_several", {"student": clean_name(stem), "count": len(entries), "names": names}),))
-    choice = choose_graded(candidates=[entry.path for entry in usable], assignment=assignment)
+    choice = choose_for([entry.path for entry in usable], assignment)
     chosen = next(entry for entry in usable if entry.path == choice.chosen)
     others = [shown_below(root, path) for path in choice.set_aside]
     others += [entry.entry for entry in entries if entry.refusal is not None]

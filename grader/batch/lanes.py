@@ -27,9 +27,9 @@ from typing import Callable
 
 from grader.batch.settings import Task
 from grader.content.messages import Message, parts_of
+from grader.paths import DEFAULT_ASSIGNMENT
 from grader.sandbox.link import settle_closing
 
-PRELOAD = ["grader.grading.grade", "grader.assignments.multihead_attention.hidden.test_drawn_inputs"]
 _PR_SET_PDEATHSIG = 1
 
 
@@ -53,7 +53,7 @@ class Finished:
 def grade_task(task: Task) -> dict:
     """What a lane does with one task: grade the submission, return the result as a dict.
 
-    The file is read once, from what discovery found (``grader.entries.opening.read_found``): a file replaced,
+    The file is read once, from what discovery found (``grader.opening.read_found``): a file replaced,
     or a folder swapped for a link since, is refused the same way as at discovery, never graded.
     """
     from grader.grading.calibration import Calibration
@@ -84,14 +84,14 @@ def grade_task(task: Task) -> dict:
 
 def _source_of(task: Task):
     """The submission's cells, read from what discovery found; or the Message saying why there are none."""
-    from grader.entries.source import entry_source
+    from grader.grading.submitted import entry_source
 
     return entry_source(path=task.path, found=task.found)
 
 
 def _answers_of(answers):
     """The quiz answers handed in (``grader.practice.homework.HandedAnswers``), read like a submission."""
-    from grader.entries.opening import MAX_ANSWERS_BYTES, EntryError, Found, read_found
+    from grader.opening import MAX_ANSWERS_BYTES, EntryError, Found, read_found
     from grader.practice.homework import HandedAnswers
     from grader.render.text_safety import clean_name
 
@@ -103,7 +103,7 @@ def _answers_of(answers):
     try:
         return HandedAnswers(name=name, text=read_found(answers, limit=MAX_ANSWERS_BYTES).decode("utf-8"))
     except EntryError as bad:
-        return HandedAnswers(name=name, problem=bad.message)
+        return HandedAnswers(name=name, problem=Message(bad.key, bad.params))
     except UnicodeDecodeError as bad:
         return HandedAnswers(name=name, problem=Message("file_not_utf8", {"name": name, "position": bad.start}))
 
@@ -117,6 +117,14 @@ def full_marks(assignment: str, visibility: str) -> float:
     return float(sum(test.points for test in collect(get_assignment(assignment), VISIBILITIES[visibility])))
 
 
+def preload(assignment: str) -> list[str]:
+    """What every lane imports once, in the fork server: the grading core and the exercise's hidden checks."""
+    from grader.grading.assignment import get_assignment
+
+    hidden = sorted((get_assignment(assignment).folder / "hidden").glob("test_*.py"))
+    return ["grader.grading.grade", *(f"grader.assignments.{assignment}.hidden.{path.stem}" for path in hidden)]
+
+
 @dataclass
 class LanePool:
     """``size`` grading processes; ``submit`` a task to a free lane, ``collect`` what finished.
@@ -127,10 +135,11 @@ class LanePool:
     size: int
     runner: Callable[[Task], dict] = grade_task
     lanes: list[Lane] = field(default_factory=list)
+    assignment: str = DEFAULT_ASSIGNMENT  # whose cases and hidden checks the lanes import before forking
 
     def __post_init__(self):
         self._context = multiprocessing.get_context("forkserver")
-        self._context.set_forkserver_preload(PRELOAD)
+        self._context.set_forkserver_preload(preload(self.assignment))
         self.lanes = [self._start() for _ in range(self.size)]
 
     def _start(self) -> Lane:

@@ -35,6 +35,7 @@ from grader.practice.homework import quiz_worth
 from grader.batch.outputs import write_outputs
 from grader.batch.signing import SignedRun, sign_outputs
 from grader.results import load_failure
+from grader.sandbox.client import hideable
 from grader.render.text_safety import clean_name, clean_strings
 from grader.tally import BatchSummary
 
@@ -130,7 +131,7 @@ def grade_class(*, run: GradingRun, progress: Progress | None = None,
 
 def _without_quiz(entry: Submission) -> Submission:
     """``entry`` in a run that grades no quiz: its answers file changes no score, and its feedback says so."""
-    from grader.entries.opening import Found
+    from grader.opening import Found
     from grader.practice.homework import unassigned_note
 
     if entry.answers is None:
@@ -210,11 +211,14 @@ def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, run: GradingRu
     root = run.root
     limits = run.limits
     time_limit = limits.submission_timeout + 2 * limits.call_timeout + LANE_GRACE_SECONDS
-    server = _start_server(hidden=tuple(folder for folder in (root, journal.root.parent) if _hideable(folder)))
+    server = _start_server(hidden=tuple(folder for folder in (root, journal.root.parent) if hideable(folder)))
     # the reference's own time on this machine, once for the run: every lane holds calls to the same limits
     calibration = run_calibration(assignment=run.assignment, server=server, limits=limits, scale=run.timeout_scale)
     course_key = seeding.course_key()  # read once here; lanes get it with each task (never written to disk)
-    pool = LanePool(max(1, min(run.jobs or default_jobs(), len(todo) + len(suspects))), runner)
+    jobs = run.jobs or default_jobs()
+    if server is not None and server.info.get("workers_apart") is False:
+        jobs = 1  # nothing keeps workers graded at once from signalling each other (the isolation says so)
+    pool = LanePool(max(1, min(jobs, len(todo) + len(suspects))), runner, assignment=run.assignment)
     attempts: dict[str, int] = {}
     waiting: dict[str, Submission] = {}  # in a lane now
     alone: str | None = None  # a suspect is graded with nothing else in flight
@@ -272,15 +276,6 @@ def _start_server(*, hidden: tuple[Path, ...]):
         return start_server(hidden=tuple(str(Path(folder).resolve()) for folder in hidden))
     except ForkServerError:
         return None
-
-
-def _hideable(folder: Path) -> bool:
-    """Whether workers may lose sight of ``folder``: not when it holds the interpreter (a venv beside alice.py)."""
-    import sys
-
-    folder = Path(folder).resolve()
-    needed = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent}
-    return not any(path.is_relative_to(folder) for path in needed)
 
 
 def _twice_message(attempts: int) -> str:

@@ -30,9 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
-from grader.entries.opening import EntryError, read_capped
-from grader.sandbox.source import MAX_SOURCE_BYTES
-from grader.content.messages import Message
+from grader.opening import MAX_SOURCE_BYTES, EntryError, read_capped
 
 
 @dataclass(frozen=True)
@@ -42,14 +40,6 @@ class Choice:
     chosen: Path
     set_aside: tuple[Path, ...] = ()
     reason: str = ""  # a message key (choice_*) when something was set aside
-
-    def note(self, shown) -> Message | None:
-        """The feedback's note on the choice (``shown`` turns a path into the text outputs show)."""
-        if not self.set_aside:
-            return None
-        return Message("note_graded_file", {"graded": shown(self.chosen),
-                                            "others": ", ".join(shown(path) for path in self.set_aside),
-                                            "reason": Message(self.reason, {})})
 
 
 @dataclass(frozen=True)
@@ -61,8 +51,10 @@ class _Standing:
     implemented: int = 0
 
 
-def choose_graded(*, candidates: Sequence[Path], assignment: str) -> Choice:
-    """The file to grade among ``candidates`` (in the layout's order of preference), by the rule above."""
+def choose_graded(*, candidates: Sequence[Path], assignment: str, functions: Sequence[str]) -> Choice:
+    """The file to grade among ``candidates`` (in the layout's order of preference), by the rule above.
+
+    ``functions``: the exercise's (``Assignment.functions``), the ones rule 3 counts."""
     candidates = list(dict.fromkeys(Path(path) for path in candidates))
     if len(candidates) == 1:
         return Choice(candidates[0])
@@ -71,7 +63,7 @@ def choose_graded(*, candidates: Sequence[Path], assignment: str) -> Choice:
     contenders = [index for index, standing in enumerate(standings) if (standing.usable, standing.changed) == best]
     if len(contenders) > 1 and best[1]:  # only then does counting functions decide anything: parse just those
         for index in contenders:
-            standings[index] = replace(standings[index], implemented=implemented(standings[index].cells, assignment))
+            standings[index] = replace(standings[index], implemented=implemented(standings[index].cells, functions))
     order = sorted(range(len(candidates)), key=lambda index: (
         not standings[index].usable, not standings[index].changed, -standings[index].implemented,
         -standings[index].modified, index))
@@ -114,11 +106,9 @@ def code_cells(data: bytes, *, suffix: str) -> list[str]:
     return code
 
 
-def implemented(cells: Sequence[str], assignment: str) -> int:
-    """How many of the exercise's functions the cells define with a body of their own (not the stub's raise)."""
-    from grader.grading.assignment import get_assignment
-
-    wanted = set(get_assignment(assignment).functions)
+def implemented(cells: Sequence[str], functions: Sequence[str]) -> int:
+    """How many of ``functions`` the cells define with a body of their own (not the stub's raise)."""
+    wanted = set(functions)
     done = set()
     for cell in cells:
         try:

@@ -18,7 +18,7 @@ file is refused, and so is a file over the size limit. Folders are walked
 without recursion, at most ``MAX_DEPTH`` levels deep and
 ``MAX_FOLDER_ENTRIES`` entries in all: past either, that one student gets an
 error saying so. Each file is recorded with its identity
-(``grader.entries.opening.Found``), so what is graded is what was found here,
+(``grader.opening.Found``), so what is graded is what was found here,
 or nothing.
 """
 
@@ -31,10 +31,9 @@ from pathlib import Path
 
 from grader.content.messages import Message
 from grader.entries.choosing import Choice, choose_graded
-from grader.entries.opening import MAX_ANSWERS_BYTES, Found, found_at, too_large
+from grader.opening import MAX_ANSWERS_BYTES, MAX_SOURCE_BYTES, Found, found_at, size_params
 from grader.practice import is_answers_file
 from grader.render.text_safety import clean_name
-from grader.sandbox.source import MAX_SOURCE_BYTES  # the one size limit of a submitted file
 
 SUFFIXES = (".py", ".ipynb")
 SKIPPED_FOLDERS = {"__pycache__", ".ipynb_checkpoints", "__MACOSX", ".git"}
@@ -79,6 +78,27 @@ def with_entry(result, entry: Submission, *, file: str, lang: str):
         tuple(({"plain": text},) for text in result.notes)
     return replace(result, file=file, set_aside=entry.set_aside, notes=notes + result.notes,
                    note_messages=tuple(parts_of(note) for note in entry.notes) + note_messages)
+
+
+def choose_for(candidates: list[Path], assignment: str) -> Choice:
+    """``choose_graded`` among ``candidates`` for ``assignment``: the one rule, with the exercise's functions."""
+    from grader.grading.assignment import get_assignment
+
+    return choose_graded(candidates=candidates, assignment=assignment,
+                         functions=get_assignment(assignment).functions)
+
+
+def choice_note(choice: Choice, shown) -> Message | None:
+    """The feedback's note on ``choice`` (``shown`` turns a path into the text outputs show); None when alone."""
+    if not choice.set_aside:
+        return None
+    return Message("note_graded_file", {"graded": shown(choice.chosen),
+                                        "others": ", ".join(shown(path) for path in choice.set_aside),
+                                        "reason": Message(choice.reason, {})})
+
+
+def too_large(name: str, size: int, limit: int) -> Message:
+    return Message("file_too_large", size_params(name, size, limit))
 
 
 def file_entry(path: Path) -> Submission:
@@ -204,7 +224,7 @@ def folder_entry(stem: str, folder: Path, root: Path, real_root: Path, assignmen
     checked = checked_file(stem, choice.chosen, root, real_root, entry=student)
     if checked.refusal is not None:
         return checked
-    note = choice.note(lambda path: shown_below(root, path))
+    note = choice_note(choice, lambda path: shown_below(root, path))
     if note is not None:
         checked = replace(checked, notes=(note,), set_aside=tuple(shown_below(root, path) for path in choice.set_aside))
     if len(walk.answers) == 1:
@@ -221,10 +241,10 @@ def _choose(candidates: list[Path], assignment: str) -> Choice | None:
         # a clone of the student release has exercises/<a>.py above exercises/notebooks/<a>.ipynb, and
         # nbgrader's layout a notebook beside a script: on a tie, the shallowest first, a notebook first
         tier = sorted(named or in_folder, key=lambda path: (len(path.parts), path.suffix != ".ipynb", path))
-        return choose_graded(candidates=tier, assignment=assignment)
+        return choose_for(tier, assignment)
     if len(candidates) == 1:
         return Choice(candidates[0])
-    choice = choose_graded(candidates=candidates, assignment=assignment)
+    choice = choose_for(candidates, assignment)
     # any file at all: only a clear winner (the only one changed, or implementing more) is the student's work
     return choice if choice.reason in ("choice_worked", "choice_more_functions") else None
 

@@ -2,9 +2,11 @@
 
 An exercise is one folder, ``grader/assignments/<name>/``, found by its
 ``exercise.toml`` (folders whose name starts with ``_`` are templates, never
-exercises). The spec says where the exercise comes in the curriculum and which
-functions it grades, in order; the folder's ``cases.py`` builds the cases
-(instructor side), its ``public/`` and ``hidden/`` hold the suites.
+exercises). The spec says where the exercise comes in the curriculum, which
+functions it grades (in order), which of them a quiz answer may unlock, what
+``mha drill`` offers, and which of its modules ship to students; the folder's
+``cases.py`` builds the cases (instructor side), its ``public/`` and
+``hidden/`` hold the suites.
 """
 
 from __future__ import annotations
@@ -23,10 +25,25 @@ SPEC_FILE = "exercise.toml"
 
 
 @dataclass(frozen=True)
+class StandIn:
+    """The body given for the inverse of a drilled function: correct, but written another way."""
+
+    inverse: str  # the function whose solution block is replaced
+    body: tuple[str, ...]  # its lines, unindented
+
+
+@dataclass(frozen=True)
 class Assignment:
     name: str
     functions: tuple[str, ...]  # graded functions, in the order the computation uses them
     position: int  # where it comes in the curriculum
+    student_modules: tuple[str, ...] = ()  # modules of the folder that ship with the public checks
+    unlockable: tuple[str, ...] = ()  # functions a quiz question may unlock (``mha check --unlock``)
+    drills: tuple[str, ...] = ()  # functions ``mha drill`` offers alone
+    stand_ins: tuple[tuple[str, StandIn], ...] = ()  # drilled function -> the stand-in of its inverse
+
+    def stand_in(self, function: str) -> StandIn | None:
+        return dict(self.stand_ins).get(function)
 
     @property
     def folder(self) -> Path:
@@ -63,13 +80,39 @@ def read_spec(folder: Path) -> Assignment:
     """The exercise of ``folder``, from its ``exercise.toml``; a ContentError names what is wrong."""
     path = folder / SPEC_FILE
     data = load_toml(path)
-    functions = data.get("functions")
-    if not isinstance(functions, list) or not functions or not all(isinstance(f, str) and f for f in functions):
-        raise ContentError(f"{path}: 'functions' must list the graded functions, in order")
+    functions = _names(data, "functions", path, required=True)
     position = data.get("position")
     if not isinstance(position, int):
         raise ContentError(f"{path}: 'position' must be a whole number (where the exercise comes in the curriculum)")
-    return Assignment(name=folder.name, functions=tuple(functions), position=position)
+    shipped = _names(data, "student_modules", path)
+    if not all(name.endswith(".py") for name in shipped):
+        raise ContentError(f"{path}: 'student_modules' must list module files of the folder, e.g. \"signatures.py\"")
+    unlockable = _names(data, "unlockable", path)
+    drill = data.get("drill", {})
+    drills = _names(drill, "functions", path)
+    stand_ins = tuple((function, _stand_in(raw, f"{path}: drill.stand_ins.{function}"))
+                      for function, raw in drill.get("stand_ins", {}).items())
+    for key, names in (("unlockable", unlockable), ("drill.functions", drills),
+                       ("drill.stand_ins", tuple(name for pair in stand_ins for name in (pair[0], pair[1].inverse)))):
+        if set(names) - set(functions):
+            raise ContentError(f"{path}: '{key}' names {', '.join(sorted(set(names) - set(functions)))}, "
+                               f"which 'functions' does not list")
+    return Assignment(name=folder.name, functions=functions, position=position, student_modules=shipped,
+                      unlockable=unlockable, drills=drills, stand_ins=stand_ins)
+
+
+def _names(data: dict, key: str, path: Path, *, required: bool = False) -> tuple[str, ...]:
+    names = data.get(key, [])
+    if not isinstance(names, list) or not all(isinstance(name, str) and name for name in names) \
+            or (required and not names):
+        raise ContentError(f"{path}: '{key}' must be a list of names")
+    return tuple(names)
+
+
+def _stand_in(raw, where: str) -> StandIn:
+    if not isinstance(raw, dict) or not isinstance(raw.get("inverse"), str) or not isinstance(raw.get("body"), str):
+        raise ContentError(f"{where} needs 'inverse' (a function) and 'body' (its lines)")
+    return StandIn(inverse=raw["inverse"], body=tuple(raw["body"].strip("\n").splitlines()))
 
 
 def discover(root: Path = ASSIGNMENTS_DIR) -> dict[str, Assignment]:

@@ -114,7 +114,9 @@ class Case:
     error_rules: tuple = ()  # ErrorRule, tried in order on an exception no twin explains
     overflow_ids: tuple | None = None  # (unshifted, globally shifted): for a row-wise normalizer that breaks
     structure_mistake: str | None = None  # the misconception of a wrong tuple or a wrong item after the first
-    # names of the signature rules (grader.grading.signatures) that may explain a wrong value of this case
+    # the exercise the case belongs to: its folder's signature rules (grader.grading.findings) are asked
+    exercise: str | None = None
+    # names of the exercise's signature rules that may explain a wrong value of this case
     signatures: tuple = ()
     # the reference's intermediate values for those rules (e.g. the projected heads of forward), by name
     evidence: dict | None = None

@@ -6,8 +6,8 @@ where the mistake really is, and further mistakes the same values show.
 Diagnosis tries, in order: the twins (what each catalogued mistake produces
 on the same input, the cheapest and most exact test), the companion case
 (right when S = T, wrong here: the keys' length taken from Q), the
-signature rules (``grader.grading.signatures``: what the mistake does to the
-values, however it was written), and only then a generic outcome. The
+signature rules (the exercise's ``signatures.py``, see ``grader.grading.findings``:
+what the mistake does to the values, however it was written), and only then a generic outcome. The
 functions the failing call entered (as the worker recorded them) decide
 whether a mistake of another function is to blame: only one the call entered.
 """
@@ -20,9 +20,11 @@ import numpy as np
 
 from grader.content.catalog import load_catalog
 from grader.content.messages import Message
-from grader.grading import showing, signatures
+from grader.grading import showing
 from grader.grading.case import Case, Raised, same_value
+from grader.grading.findings import Finding, companion_rule, explain, overflow_kind
 from grader.sandbox.codec import ForeignObject
+from grader.sandbox.endings import DID_NOT_RETURN, TIMEOUT
 
 if TYPE_CHECKING:  # annotations only: diagnosis needs the sandbox's data, never the sandbox
     from grader.grading.student import StudentCode
@@ -126,18 +128,29 @@ def _same_structure(got, expected) -> bool:
     return True
 
 
+def did_not_return(outcome: CallOutcome) -> bool:
+    """The call hung or ended its worker, as the trusted side saw it (never as an exception's name says)."""
+    return outcome.ended in DID_NOT_RETURN
+
+
+def is_missing(outcome: CallOutcome) -> bool:
+    """The worker found no such function or class to call (its own word, which only this submission's
+    feedback depends on)."""
+    return outcome.error is not None and outcome.error.kind == "missing-name"
+
+
 def failure_from_error(function: str, outcome: CallOutcome, case: Case | None = None, *,
                        student: StudentCode | None = None) -> CheckFailure:
     """Explain an exception raised by (or instead of) the student's call."""
     error: CallError = outcome.error
     reached = tuple(outcome.reached)
-    if error.type == "Timeout":
+    if outcome.ended == TIMEOUT:  # only the trusted side names a hang: a student's class "Timeout" is theirs
         return CheckFailure(Message("timeout", {"function": function, "limit": _limit(error)}),
                             misconception="timeout", outcome="timeout", function=function, reached=reached)
-    if error.type in ("WorkerGone", "LoadError", "BadReply", "UnencodableResult", "Protocol"):
+    if outcome.ended is not None or error.kind in ("unencodable", "protocol"):
         return CheckFailure(Message("worker_gone", {"function": function, "reason": error.message}),
                             misconception="error", outcome="error", function=function, reached=reached)
-    if error.type == "MissingName":
+    if error.kind == "missing-name":
         return CheckFailure(Message("missing_name", {"name": error.message.strip("'\"")}),
                             misconception="not-implemented", outcome="error", function=function, reached=reached)
     if error.type == "AttributeError" and error.line is None and case is not None and case.class_name \
@@ -181,7 +194,7 @@ def failure_from_value(case: Case, got, *, student: StudentCode | None = None, r
     if matches:
         failure = _best(matches, case)
     else:
-        findings = (_companion_findings(case, student) or signatures.explain(case, got)) if case.names_mistakes else []
+        findings = (_companion_findings(case, student) or explain(case, got)) if case.names_mistakes else []
         failure = _from_findings(case, findings, reached) if findings else generic_failure(case, got)
     failure.function, failure.reached = case.function, reached
     failure.detail = tuple(Message(*text) for text in showing.value_detail(case, got))
@@ -220,7 +233,7 @@ def _best(matches: list[CheckFailure], case: Case) -> CheckFailure:
     return first
 
 
-def _from_findings(case: Case, findings: list[signatures.Finding], reached: tuple, *,
+def _from_findings(case: Case, findings: list[Finding], reached: tuple, *,
                    first: Message | None = None) -> CheckFailure:
     """One failure for the signature findings: the checked function's own mistake first, the others after it."""
     ordered = sorted(findings, key=lambda finding: finding.function != case.function)
@@ -242,20 +255,15 @@ def _from_findings(case: Case, findings: list[signatures.Finding], reached: tupl
     return primary
 
 
-# Mistakes that could themselves come from confusing the two lengths: a companion value showing one of
-# them does not separate "raises only when S != T" from them.
-LENGTH_LIKE = frozenset({"attention-wrong-value-product", "attention-wrong-transpose", "attention-softmax-wrong-axis",
-                         "mha-wrong-weights-returned", "mha-ignores-key-value"})
-
-
-def _companion_findings(case: Case, student: StudentCode | None, *, raised: bool = False) -> list[signatures.Finding]:
+def _companion_findings(case: Case, student: StudentCode | None, *, raised: bool = False) -> list[Finding]:
     """Right on the same call with as many keys as queries (S = T), wrong here: the keys' length comes from Q.
 
     A call that raises here and returns there counts too when the value returned there is right, or
     wrong only by another mistake that has nothing to do with the lengths (two mistakes in one forward).
     """
     companion = case.companion_case
-    if companion is None or student is None:
+    rule = companion_rule(case) if companion is not None else None
+    if rule is None or student is None:
         return []
     outcome = student.invoke(companion)
     if outcome.error is not None:
@@ -265,13 +273,13 @@ def _companion_findings(case: Case, student: StudentCode | None, *, raised: bool
             return []
         named = {misconception for misconception, _, value in companion.known_twins()
                  if not isinstance(value, Raised) and same_value(outcome.value, value)}
-        named |= {finding.misconception for finding in signatures.explain(companion, outcome.value)}
-        if not named or named & LENGTH_LIKE:
+        named |= {finding.misconception for finding in explain(companion, outcome.value)}
+        if not named or named & rule.length_like:
             return []
     evidence = ("sig_query_length", {"what": _what(case), "T": companion.args[0].shape[-2],
                                      "S": case.args[1].shape[-2]})
-    upstream = (("mha-kv-uses-query-length", "scaled_dot_product_attention"),) if case.function == "forward" else ()
-    return [signatures.Finding("mha-kv-uses-query-length", case.function, evidence, alternatives=upstream)]
+    upstream = ((rule.misconception, rule.upstream[case.function]),) if case.function in rule.upstream else ()
+    return [Finding(rule.misconception, case.function, evidence, alternatives=upstream)]
 
 
 def generic_failure(case: Case, got) -> CheckFailure:
@@ -304,7 +312,7 @@ def _compare_array(case: Case, got, expected: np.ndarray, what: str, legend: str
                             function=case.function)
     got64 = got.astype(np.float64)
     if not np.isfinite(got64).all() and np.isfinite(expected).all():
-        misconception = signatures.overflow_kind(case.args[0], got64, case.overflow_ids) \
+        misconception = overflow_kind(case.args[0], got64, case.overflow_ids) \
             if case.overflow_ids and case.names_mistakes else "numeric-mismatch"
         return CheckFailure(Message("non_finite", {"what": what}), misconception=misconception, function=case.function)
     difference = np.abs(np.nan_to_num(got64 - expected, nan=np.inf))

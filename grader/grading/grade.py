@@ -19,7 +19,7 @@ from grader.sandbox.client import CallError, ForkServer, ForkServerError, Limits
 from grader.seeding import derived_seed, student_seed
 from grader.grading.settling import CONSTRUCTOR
 from grader.grading.student import StudentCode, construction_of, construction_request, request_of
-from grader.paths import solution_path
+from grader.paths import DEFAULT_ASSIGNMENT, solution_path
 from grader.grading.submitted import read_submission_file
 from grader.sandbox.source import SubmissionError, SubmissionSource, read_submission
 
@@ -27,7 +27,7 @@ VISIBILITIES = {"public": ("public",), "all": ("public", "hidden"), "hidden": ("
 
 
 def grade_submission(*, path: Path | None = None, source: SubmissionSource | None = None,
-                     assignment: str = "multihead_attention", visibility: str = "public",
+                     assignment: str = DEFAULT_ASSIGNMENT, visibility: str = "public",
                      functions: tuple[str, ...] | None = None, student: str | None = None,
                      seed: int | None = None, limits: Limits | None = None, lang: str = "en",
                      server: ForkServer | str | None = None, calibration: Calibration | None = None,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.grading.case import Case, same_value
-from grader.grading.signatures import message_data
+from grader.grading.findings import message_data
 
 SHOWN_ENTRIES = 6  # entries of a row quoted at most
 

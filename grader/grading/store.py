@@ -18,7 +18,7 @@ from grader.grading.case import Case, ErrorRule, Raised, link_companions
 SCHEMA_VERSION = 2
 # Case fields stored when set; the rest of a case is its inputs, expected value and twins.
 OPTIONAL_FIELDS = ("class_name", "init", "calls", "call_text", "legend", "argument_names", "mutation_id",
-                   "error_rules", "overflow_ids", "structure_mistake", "signatures", "evidence", "companion",
+                   "error_rules", "overflow_ids", "structure_mistake", "exercise", "signatures", "evidence", "companion",
                    "shows_values", "names_mistakes", "inline_ids", "output_names")
 
 

@@ -1,15 +1,22 @@
-"""A submission's code from the bytes the grader read itself (``grader.entries.opening``), never from a path again.
+"""A submission's code from the bytes the grader read itself (``grader.opening``), never from a path again.
 
 ``submitted_source`` is ``grader.sandbox.source.read_submission`` after the
 read: the same refusals (empty, binary, not UTF-8, not a notebook), and a
 notebook nested too deeply for the JSON parser, or whose cells hold values of
 the wrong types, is a clear refusal too, not the grader's failure.
+``entry_source`` reads what discovery found (``grader.opening.read_found``)
+and returns its cells, or the Message saying why there are none: what the
+lanes of ``mha grade``, ``mha check``, the Gradescope bundle and ``mha
+similarity`` read.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from grader.content.messages import Message
+from grader.opening import MAX_SOURCE_BYTES, EntryError, Found, read_capped, read_found
+from grader.render.text_safety import clean_name
 from grader.sandbox.source import Cell, SubmissionError, SubmissionSource, notebook_source, read_submission
 
 
@@ -50,3 +57,17 @@ def submitted_source(data: bytes, *, name: str) -> SubmissionSource:
     if suffix != ".py":
         raise SubmissionError("file_wrong_kind", name=name)
     return SubmissionSource(cells=(Cell(text, name, name),), mode="module", display_name=name)
+
+
+def entry_source(*, path: Path, found: Found | None) -> SubmissionSource | Message:
+    """The cells of the submission discovery found (``found``; else the file at ``path``, read as carefully),
+    or the Message saying why there are none."""
+    name = clean_name(Path(path).name)
+    try:
+        data = (read_found(found, limit=MAX_SOURCE_BYTES) if found is not None
+                else read_capped(Path(path), limit=MAX_SOURCE_BYTES))
+        return submitted_source(data, name=name)
+    except EntryError as bad:
+        return Message(bad.key, bad.params)
+    except SubmissionError as bad:
+        return bad.message

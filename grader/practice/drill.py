@@ -26,30 +26,25 @@ from pathlib import Path
 import numpy as np
 
 from grader.errors import UsageError
+from grader.grading.assignment import StandIn, get_assignment
 from grader.paths import DEFAULT_ASSIGNMENT, exercise_path, solution_path
 from grader.stubs import BEGIN, END, generate_stub
 from grader.practice.user_data import data_dir, read_document, write_document
 
-DRILLS = ("softmax", "scaled_dot_product_attention", "split_heads", "combine_heads", "forward", "all")
+ALL = "all"  # the whole module from scratch
 CURRENT_FILE = "drill-current.json"
 HISTORY_FILE = "drill-history.json"
 _DEF = re.compile(r"^\s*def\s+(\w+)\s*\(")
 _HINT = re.compile(r"#\s*HINT\((en|zh)\):")
 _STUB_HINT = re.compile(r"^\s*# (Hint: |提示：)")
-# Bodies for the inverse of the drilled function: correct, but not the
-# reference's reshape and transpose read backwards.
-STAND_INS = {
-    "split_heads": ("combine_heads", [
-        "# Given for this drill, written another way on purpose: the heads side by side.",
-        "heads = [x[:, head] for head in range(x.shape[1])]  # H arrays of (B, T, d_k)",
-        "return np.concatenate(heads, axis=-1)  # (B, T, D)",
-    ]),
-    "combine_heads": ("split_heads", [
-        "# Given for this drill, written another way on purpose: each head's block of features.",
-        "blocks = [x[..., head * self.d_k:(head + 1) * self.d_k] for head in range(self.num_heads)]",
-        "return np.stack(blocks, axis=1)  # (B, H, T, d_k)",
-    ]),
-}
+
+
+def drills(assignment: str = DEFAULT_ASSIGNMENT) -> tuple[str, ...]:
+    """What ``mha drill`` offers for ``assignment``: the functions its spec lists, then ``all``."""
+    return (*get_assignment(assignment).drills, ALL)
+
+
+DRILLS = drills()  # the default exercise's, for the command line
 
 
 @dataclass(frozen=True)
@@ -91,27 +86,29 @@ class DrillRecord:
 def drill_source(function: str, *, assignment: str = DEFAULT_ASSIGNMENT,
                  hints: bool = False) -> tuple[str, tuple[str, ...] | None]:
     """The workspace module for ``function`` and the functions a submit grades."""
-    if function not in DRILLS:
-        raise UsageError(f"unknown drill {function!r}; choose from: {', '.join(DRILLS)}")
+    offered = drills(assignment)
+    if function not in offered:
+        raise UsageError(f"unknown drill {function!r}; choose from: {', '.join(offered)}")
     reference = solution_path(assignment)
     if reference is None:  # a student release: the whole stub, every function graded
         source, graded = exercise_path(assignment).read_text(encoding="utf-8"), None
-    elif function == "all":
+    elif function == ALL:
         source, graded = generate_stub(reference.read_text(encoding="utf-8"), origin=str(reference)), None
     else:
-        kept = _keep_solutions_except(reference.read_text(encoding="utf-8"), function, stand_ins=not hints)
+        stand_in = get_assignment(assignment).stand_in(function) if not hints else None
+        kept = _keep_solutions_except(reference.read_text(encoding="utf-8"), function, stand_in=stand_in)
         source, graded = generate_stub(kept, origin=str(reference)), (function,)
     if not hints:
         source = "".join(line for line in source.splitlines(keepends=True) if not _STUB_HINT.match(line))
     return source, graded
 
 
-def _keep_solutions_except(source: str, function: str, *, stand_ins: bool) -> str:
+def _keep_solutions_except(source: str, function: str, *, stand_in: StandIn | None) -> str:
     """Unmark every solution block but ``function``'s, so only that one becomes a stub.
 
-    With ``stand_ins``, the block of ``function``'s inverse is replaced by its stand-in body.
+    With a ``stand_in`` (from the exercise's spec), the block of ``function``'s inverse is replaced by its body.
     """
-    inverse, stand_in = STAND_INS.get(function, (None, [])) if stand_ins else (None, [])
+    inverse, body = (stand_in.inverse, stand_in.body) if stand_in is not None else (None, ())
     kept, current, inside_other = [], None, False
     for line in source.splitlines():
         match = _DEF.match(line)
@@ -122,7 +119,7 @@ def _keep_solutions_except(source: str, function: str, *, stand_ins: bool) -> st
             inside_other = True
             if current == inverse:
                 indent = line[: len(line) - len(line.lstrip())]
-                kept.extend(indent + body for body in stand_in)
+                kept.extend(indent + line for line in body)
             continue
         if inside_other and stripped == END:
             inside_other = False
@@ -138,7 +135,7 @@ def start_drill(*, function: str | None, workspace: Path, time_limit_minutes: fl
                 now: float | None = None, hints: bool = False) -> Drill:
     """Write a fresh stub into ``workspace`` and start the clock (a running drill is replaced)."""
     if function is None:
-        choices = DRILLS[:-1]
+        choices = drills(assignment)[:-1]
         function = choices[int(np.random.default_rng(seed).integers(len(choices)))]
     source, graded = drill_source(function, assignment=assignment, hints=hints)
     workspace.mkdir(parents=True, exist_ok=True)

@@ -35,16 +35,15 @@ from typing import Any
 
 from grader.practice import formulas as quiz_formulas
 from grader.errors import ContentError
+from grader.grading.assignment import ASSIGNMENTS
 from grader.i18n import LANGUAGES
 
 SCHEMA_VERSION = 1
 KINDS = ("single-choice", "multiple-choice", "numeric", "shape", "ordering", "true-false")
 LEVELS = ("basic", "intermediate", "advanced")
-# Names a question may unlock (``mha check --unlock``): the graded functions of the
-# student API, as ``grader.grading.assignment`` names them (the constructor is ``__init__``).
-UNLOCKABLE = frozenset({
-    "softmax", "scaled_dot_product_attention", "split_heads", "combine_heads", "__init__", "forward",
-})
+# Names a question may unlock (``mha check --unlock``): what the exercises' specs list as
+# ``unlockable`` (``grader.grading.assignment``; the constructor is ``__init__``).
+UNLOCKABLE = frozenset(name for exercise in ASSIGNMENTS.values() for name in exercise.unlockable)
 FILE_KEYS = {"schema_version", "topic", "title", "questions"}
 QUESTION_KEYS = {
     "id", "level", "type", "prompt", "explanation", "nudge", "code", "choices", "steps", "answer",

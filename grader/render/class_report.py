@@ -60,12 +60,12 @@ def histogram_png(scores: list[float], max_score: float, *, lang: str = "en") ->
     return buffer.getvalue()
 
 
-def write_report(path: Path, tally: ClassTally, *, title: str, lang: str = "en") -> None:
-    """Write ``report.html`` for ``tally``."""
-    atomic_write_text(path, render_report(tally, title=title, lang=lang))
+def write_report(path: Path, tally: ClassTally, *, title: str, lang: str = "en", similarity: dict | None = None) -> None:
+    """Write ``report.html`` for ``tally`` (with ``similarity``, a similarity.json's data: a section on it)."""
+    atomic_write_text(path, render_report(tally, title=title, lang=lang, similarity=similarity))
 
 
-def render_report(tally: ClassTally, *, title: str, lang: str = "en") -> str:
+def render_report(tally: ClassTally, *, title: str, lang: str = "en", similarity: dict | None = None) -> str:
     e = html_text
     catalog = load_catalog()
     parts = [f"<h1>{e(title)}</h1>", _overview(tally, lang), _roster(tally, lang)]
@@ -97,12 +97,40 @@ def render_report(tally: ClassTally, *, title: str, lang: str = "en") -> str:
         f"<table><tr>{headers}</tr>" + "".join(mistakes) + "</table>" if mistakes
         else f"<p>{e(say('none_found', lang))}</p>"))
     parts.append(_problems(tally, lang))
+    if similarity is not None:
+        parts.append(similarity_section(similarity, lang))
     isolation = "; ".join(f"{e(kind)} ({count})" for kind, count in tally.isolation.most_common())
     parts.append(f"<p class=small>{say('isolation', lang, isolation=isolation or e(say('none_recorded', lang)))}</p>")
     language = "zh-Hans" if lang == "zh" else "en"
     return (f"<!DOCTYPE html><html lang='{language}'><head><meta charset='utf-8'>"
             f"<meta name=viewport content='width=device-width,initial-scale=1'><title>{e(title)}</title>"
             f"<style>{_STYLE}</style></head><body>{''.join(parts)}<script>{ROSTER_SCRIPT}</script></body></html>\n")
+
+
+SIMILARITY_TEXTS = CONTENT_DIR / "similarity.toml"
+SIMILARITY_SHOWN = 10  # pairs shown in the report; similarity.html lists them all
+
+
+def similarity_section(data: dict, lang: str) -> str:
+    """The class's most similar pairs and answer-key matches, from similarity.json's data; a link to the page."""
+    e = html_text
+    words = load_bilingual(SIMILARITY_TEXTS, "text")
+
+    def word(key: str, **params) -> str:
+        return pick(words[key], lang).format(**params)
+
+    rows = "".join(f"<tr><td>{e(pair['students'][0])}</td><td>{e(pair['students'][1])}</td>"
+                   f"<td class=n>{pair['score']:.2f}</td><td class=n>{len(pair['evidence']['passages'])}</td>"
+                   f"<td><a href='similarity.html#pair-{rank}'>{e(word('open'))}</a></td></tr>"
+                   for rank, pair in enumerate(data["pairs"][:SIMILARITY_SHOWN], start=1))
+    header = "".join(f"<th>{e(word(key))}</th>" for key in ("column_first", "column_second", "column_score",
+                                                             "column_passages", "column_view"))
+    flagged = [match["student"] for match in data["reference_matches"] if match["matches_answer_key"]]
+    return (f"<h2 id=similarity>{e(word('report_heading'))}</h2><p>{e(word('report_intro'))}</p>"
+            f"<p class=signal>{e(word('signal'))}</p>"
+            + (f"<table><tr>{header}</tr>{rows}</table>" if rows else f"<p>{e(word('no_pairs'))}</p>")
+            + f"<p>{e(word('reference_heading'))}: {e(', '.join(flagged)) if flagged else e(word('no_reference'))}</p>"
+            f"<p><a href='similarity.html'>{e(word('report_link'))}</a></p>")
 
 
 def _overview(tally: ClassTally, lang: str) -> str:

@@ -64,6 +64,8 @@ class TrainingRun:
     seconds: float = 0.0
 
 
+# The exercise whose ``attention_backward`` training uses (its reference by default).
+BACKWARD_EXERCISE = "attention_backward"
 # (step, loss, task loss, model): called at every log, e.g. to measure the heads as they form.
 LogCallback = Callable[[int, float, float, TinyTransformer], None]
 
@@ -73,12 +75,12 @@ def load_backward(source: str | Path | ModuleType | None = None) -> ModuleType:
     if isinstance(source, ModuleType):
         module = source
     else:
-        path = solution_path("attention_backward") if source is None else Path(source)
+        path = solution_path(BACKWARD_EXERCISE) if source is None else Path(source)
         if path is None:
             raise ConfigError(
                 "training needs attention_backward from the backward-pass exercise, and its reference "
-                "(solutions/attention_backward.py) is not installed here: pass your own, e.g. "
-                'train(backward_module="exercises/attention_backward.py"), once its checks pass')
+                f"(solutions/{BACKWARD_EXERCISE}.py) is not installed here: pass your own, e.g. "
+                f'train(backward_module="exercises/{BACKWARD_EXERCISE}.py"), once its checks pass')
         if not path.is_file():
             raise ConfigError(f"{path} is not a file; pass a module that defines attention_backward")
         spec = importlib.util.spec_from_file_location(f"mha_backward_{path.stem}", path)

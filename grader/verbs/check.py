@@ -65,7 +65,7 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
     from grader.render.terminal import CheckSpinner
 
     from grader.entries.entry import with_entry
-    from grader.entries.source import entry_source
+    from grader.grading.submitted import entry_source
     from grader.content.messages import Message
 
     shown = str(entry.path)

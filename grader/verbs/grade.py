@@ -51,6 +51,9 @@ from grader.verbs.options import (adjust_option, assignment_option, format_optio
 @click.option("--quiz-due", type=click.DateTime(), default=None, metavar="WHEN",
               help="Due date of the quiz (e.g. 2025-03-01 or '2025-03-01 23:59', local time); "
                    "after it the feedback shows the expected answers.")
+@click.option("--similarity", is_flag=True,
+              help="Also compare every pair of submissions (and each with the answer key) into similarity.json and "
+                   "similarity.html, with a section in report.html; never changes a grade.")
 @adjust_option
 @timeout_scale_option
 @lang_option
@@ -59,7 +62,8 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
             formats: tuple[str, ...], shard: str | None, visibility: str, nbgrader_db: Path | None,
             add_students: bool, quiz_points: str | None, quiz_count: int | None, quiz_topics: tuple[str, ...],
             quiz_levels: tuple[str, ...], show_answers: bool, quiz_due: datetime | None,
-            adjustments: Path | None, timeout_scale: float, lang: str | None, assignment: str) -> None:
+            adjustments: Path | None, timeout_scale: float, lang: str | None, assignment: str,
+            similarity: bool = False) -> None:
     """Grade every submission in SUBMISSIONS, in parallel and sandboxed, into --out.
 
     SUBMISSIONS holds one entry per student: <student>.py, <student>.ipynb, or
@@ -82,6 +86,9 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
         raise UsageError("--resume continues the run in --out and --overwrite moves it aside: choose one")
     if nbgrader_db is not None and visibility != "all":
         raise UsageError("--nbgrader-db records every check, public and hidden: use it with --visibility all")
+    if similarity and shard is not None:
+        raise UsageError("--similarity compares the whole class: grade the shards, `mha merge` them, then run "
+                         "`mha similarity SUBMISSIONS --out DIR --results DIR/results.json`")
     try:
         shard_range = parse_shard(shard)
     except ValueError as bad:
@@ -104,6 +111,13 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
     from grader.render.text_safety import clean_line
 
     print_summary(summary, formats=formats, lang=run.lang)
+    if similarity and not submissions.is_dir():
+        click.echo("--similarity compares the submissions of a class with each other: one file has none to "
+                   "compare with, so no similarity files were written", err=True)
+    elif similarity:
+        from grader.similarity.run import similarity_after_grading
+
+        similarity_after_grading(run=run, tally=summary.tally)
     if nbgrader_db is not None:
         from grader.authoring.nbgrader_bridge import read_results, write_to_gradebook
 

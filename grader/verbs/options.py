@@ -25,7 +25,7 @@ assignment_option = click.option(
     "--assignment",
     default=DEFAULT_ASSIGNMENT,
     show_default=True,
-    help="Which exercise: the stem of its module, e.g. multihead_attention or kv_cache.",
+    help="Which exercise: the name of its folder in grader/assignments/ (the stem of its module in exercises/).",
 )
 
 seed_option = click.option(

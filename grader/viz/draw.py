@@ -18,6 +18,7 @@ import numpy as np
 from grader.viz.maps import HeadMaps, HeadProblem, find_head_problems, parse_head_subset
 from grader.viz.embedding import embed, init_weights, tokenize
 from grader.errors import ChecksFailed, ConfigError, UsageError
+from grader.paths import exercise_path
 from grader.viz.trace import Trace, check_heads, trace_sentence
 from grader.viz.texts import load_viz_texts
 
@@ -76,7 +77,7 @@ def _submission_weights(file, tokens, d_model, num_heads, seed, reference, lang)
 
     texts = load_viz_texts()
     if not file.is_file():
-        raise UsageError(f"{file} is not a file; pass a submission such as exercises/multihead_attention.py")
+        raise UsageError(f"{file} is not a file; pass a submission such as {exercise_path().relative_to(exercise_path().parents[1])}")
     inputs = embed(tokens, d_model)[None]  # (B=1, T, D)
     weights = init_weights(d_model, seed=seed)
     try:

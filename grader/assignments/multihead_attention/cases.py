@@ -299,7 +299,7 @@ def _case(prefix: str, name: str, function: str, args: tuple, sizes: Sizes, *, k
         argument_names=ARGUMENT_NAMES[function], mutation_id=MUTATION_IDS[function],
         error_rules=ERROR_RULES.get(function, ()), overflow_ids=OVERFLOW_IDS.get(function),
         structure_mistake="mha-wrong-weights-returned" if function == "forward" else None,
-        signatures=SIGNATURES[function], companion=companion,
+        exercise=ASSIGNMENT, signatures=SIGNATURES[function], companion=companion,
         names_mistakes=name.split("/")[1] not in SIZES_OF_ONE, inline_ids=INLINE_IDS.get(function),
         output_names=("out", "weights") if returns_weights or function == ATTENTION else
         ("out",) if function == "forward" else None,

@@ -1,4 +1,4 @@
-"""The algebra the signature rules share: findings, and attention weights fitted as a softmax of scores.
+"""The algebra of the core exercise's signature rules: attention weights fitted as a softmax of scores.
 
 Log-weights are scores up to a constant on each normalized slice, so a
 student's weights are fitted as ``alpha * Q @ K' + c``: ``K'`` runs over every
@@ -6,7 +6,7 @@ arrangement of K's entries that one reshape and one transpose give, ``c`` is
 constant along the normalized axes (any set of them), ``alpha`` is a least
 squares fit. What fits tells the mistake: the arrangement, the scale, the
 normalized axes, or weights that are the scores themselves (see
-``grader.grading.signatures`` for the rules that use it).
+``signatures.py`` beside it for the rules that use it).
 """
 
 from __future__ import annotations
@@ -16,24 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grader.grading.findings import Finding, message_data
+
 FIT_TOLERANCE = 1e-4  # relative residual of a fit: float32 weights fit to about 1e-7
 SUM_TOLERANCE = 1e-4
-
-
-def message_data(key: str, params: dict) -> tuple[str, dict]:
-    """A message as data, ``(key, params)``: ``grader.grading.checks`` makes it a Message."""
-    return key, params
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One mistake the values show: its id, the function whose code has it, and the evidence."""
-
-    misconception: str
-    function: str
-    evidence: tuple  # (message key, params): what in the values shows it
-    # the same evidence explained by a mistake in another function: ((misconception, function), ...)
-    alternatives: tuple = ()
 
 
 def is_array(value, shape=None) -> bool:

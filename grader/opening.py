@@ -12,7 +12,8 @@ to a classmate's folder) is refused, never graded as the student.
 Sizes are capped before reading: at most ``limit`` bytes are read, so a
 512 MiB sparse file costs nothing. ``read_capped`` is the same read for a
 path given alone (``mha check``, an answers file, the candidates discovery
-compares).
+compares). Foundation module: imports nothing of the grader (an error is a
+message key and its parameters), so every layer may read with it.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.content.messages import Message
 
+MAX_SOURCE_BYTES = 2 << 20  # a submitted file: the same limit as grader.sandbox.source's (a test holds them equal)
 MAX_ANSWERS_BYTES = 256 << 10  # a quiz answers file of a hundred questions is a few KiB
 
 _FILE_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
@@ -33,11 +34,12 @@ _FOLDER_FLAGS = _ROOT_FLAGS | getattr(os, "O_NOFOLLOW", 0)
 
 
 class EntryError(Exception):
-    """The entry cannot be read as discovered; ``message`` says why, in either language."""
+    """The entry cannot be read as discovered: ``key`` and ``params`` of the message saying why
+    (``content/messages.toml``; this module imports nothing of the grader, so import chains stay short)."""
 
-    def __init__(self, message: Message):
-        self.message = message
-        super().__init__(message.render("en"))
+    def __init__(self, key: str, **params):
+        self.key, self.params = key, params
+        super().__init__(key)
 
 
 @dataclass(frozen=True)
@@ -71,23 +73,23 @@ def read_found(found: Found, *, limit: int) -> bytes:
         try:
             folder = os.open(found.root, _ROOT_FLAGS)
         except OSError:
-            raise EntryError(Message("file_missing", {"name": name})) from None
+            raise EntryError("file_missing", name=name) from None
         stack.callback(os.close, folder)
         for part in found.parts[:-1]:
             try:
                 inner = os.open(part, _FOLDER_FLAGS, dir_fd=folder)
             except OSError:
-                raise EntryError(Message("entry_changed", {"name": name})) from None
+                raise EntryError("entry_changed", name=name) from None
             stack.callback(os.close, inner)
             folder = inner
         try:
             descriptor = os.open(found.parts[-1], _FILE_FLAGS, dir_fd=folder)
         except OSError:
-            raise EntryError(Message("entry_changed", {"name": name})) from None
+            raise EntryError("entry_changed", name=name) from None
         stack.callback(os.close, descriptor)
         info = os.fstat(descriptor)
         if (info.st_dev, info.st_ino) != (found.device, found.inode):
-            raise EntryError(Message("entry_changed", {"name": name}))
+            raise EntryError("entry_changed", name=name)
         return _read_descriptor(descriptor, info, name=name, limit=limit)
 
 
@@ -98,7 +100,7 @@ def read_capped(path: Path, *, limit: int) -> bytes:
         descriptor = os.open(path, _FILE_FLAGS)
     except OSError:
         key = "file_symlink" if path.is_symlink() else "file_missing"
-        raise EntryError(Message(key, {"name": path.name})) from None
+        raise EntryError(key, name=path.name) from None
     try:
         return _read_descriptor(descriptor, os.fstat(descriptor), name=path.name, limit=limit)
     finally:
@@ -107,11 +109,11 @@ def read_capped(path: Path, *, limit: int) -> bytes:
 
 def _read_descriptor(descriptor: int, info: os.stat_result, *, name: str, limit: int) -> bytes:
     if not stat.S_ISREG(info.st_mode):
-        raise EntryError(Message("file_not_regular", {"name": name}))
+        raise EntryError("file_not_regular", name=name)
     if info.st_nlink > 1:
-        raise EntryError(Message("file_hard_link", {"name": name, "links": info.st_nlink}))
+        raise EntryError("file_hard_link", name=name, links=info.st_nlink)
     if info.st_size > limit:
-        raise EntryError(too_large(name, info.st_size, limit))
+        raise EntryError("file_too_large", **size_params(name, info.st_size, limit))
     chunks, total = [], 0
     while total <= limit:  # the size may grow after fstat: never read more than the limit and one byte
         chunk = os.read(descriptor, min(1 << 20, limit + 1 - total))
@@ -120,10 +122,11 @@ def _read_descriptor(descriptor: int, info: os.stat_result, *, name: str, limit:
         chunks.append(chunk)
         total += len(chunk)
     if total > limit:
-        raise EntryError(too_large(name, total, limit))
+        raise EntryError("file_too_large", **size_params(name, total, limit))
     return b"".join(chunks)
 
 
-def too_large(name: str, size: int, limit: int) -> Message:
-    return Message("file_too_large", {"name": name, "size": f"{size:,}", "limit": f"{limit:,}"})
+def size_params(name: str, size: int, limit: int) -> dict:
+    """The parameters of ``file_too_large``."""
+    return {"name": name, "size": f"{size:,}", "limit": f"{limit:,}"}
 

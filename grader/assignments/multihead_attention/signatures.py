@@ -1,7 +1,8 @@
-"""Signatures: a catalogued mistake recognized by what it does to the values, not by one spelling of it.
+"""The core exercise's signature rules: a catalogued mistake recognized by what it does to the values.
 
-The twins (``grader/assignments``) recognize a mistake written the way we
-wrote it. These rules look at the student's own output and ask what it is:
+The twins (``cases.py``) recognize a mistake written the way we wrote it.
+These rules look at the student's own output and ask what it is (see
+``grader.grading.findings`` for how the engine asks for them):
 
 - softmax: does it sum to 1 over some axes other than the last (the
   normalizer is taken over the wrong axes, however it was written)?
@@ -32,21 +33,11 @@ import itertools
 
 import numpy as np
 
+from grader.assignments.multihead_attention.fitting import (FIT_TOLERANCE, attention_sizes, axes_code, axis_sets,
+                                                            divisor_text, exponential_rows, fit_logs, is_array,
+                                                            returned_scores, sums_to_one, weights_findings)
 from grader.grading.case import Case, same_value
-from grader.grading.fitting import (FIT_TOLERANCE, Finding, attention_sizes, axes_code, axis_sets, divisor_text,
-                                    exponential_rows, fit_logs, is_array, message_data, returned_scores,
-                                    sums_to_one, weights_findings)
-
-__all__ = ["Finding", "RULES", "explain", "message_data", "overflow_kind"]
-
-
-def explain(case: Case, got) -> list[Finding]:
-    """The findings of the first of the case's signature rules that explains ``got``."""
-    for name in case.signatures:
-        findings = RULES[name](case, got)
-        if findings:
-            return findings
-    return []
+from grader.grading.findings import CompanionRule, Finding, message_data
 
 
 # ---- softmax ----------------------------------------------------------------------------------
@@ -229,31 +220,6 @@ def _projections_of_weights(evidence: dict, weights: np.ndarray) -> list[Finding
     return None
 
 
-def overflow_kind(x: np.ndarray, got: np.ndarray, ids: tuple[str, str]) -> str:
-    """Tell an unstable softmax from a global-max one by which rows broke.
-
-    ``ids`` names the two mistakes (no shift, one global shift) for this case.
-
-    Used when no twin matches exactly (float32 arithmetic over- and underflows
-    at other thresholds than the float64 twins). With one global shift the row
-    holding the largest logit is fine and every row far below it underflows
-    to 0/0; without a shift, or with a shift by the row mean, some row
-    overflows while the rows far below the top stay finite or break anyway.
-    """
-    rows_in, rows_out = x.reshape(-1, x.shape[-1]), got.reshape(-1, x.shape[-1])
-    finite_max = np.where(np.isfinite(rows_in), rows_in, -np.inf).max(axis=-1)
-    if not np.isfinite(finite_max).any() or np.abs(finite_max[np.isfinite(finite_max)]).max() <= 80:
-        return "numeric-mismatch"
-    broken = ~np.isfinite(rows_out).all(axis=-1)
-    top = finite_max.max()
-    certain = finite_max < top - 750  # exp underflows to 0 here in float64 and float32 alike
-    possible = finite_max < top - 87  # ... and here in float32
-    if not broken[int(np.argmax(finite_max))] and certain.any() and broken[certain].all() \
-            and not (broken & ~possible).any():
-        return ids[1]
-    return ids[0]
-
-
 RULES = {
     "normalizer": softmax_normalizer,
     "attention": attention,
@@ -261,3 +227,11 @@ RULES = {
     "features-layout": features_layout,
     "multihead": multihead,
 }
+
+# Right with as many keys as queries (S = T), wrong here: the keys' length comes from Q.
+COMPANION = CompanionRule(
+    misconception="mha-kv-uses-query-length",
+    length_like=frozenset({"attention-wrong-value-product", "attention-wrong-transpose",
+                           "attention-softmax-wrong-axis", "mha-wrong-weights-returned", "mha-ignores-key-value"}),
+    upstream={"forward": "scaled_dot_product_attention"},
+)

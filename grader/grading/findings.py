@@ -1,0 +1,110 @@
+"""Findings: a catalogued mistake shown by what it does to the values, and the exercises' rules that find them.
+
+The twins recognize a mistake written the way its author wrote it; an
+exercise may also hold *signature rules*, which look at the student's own
+output and ask what it is. They live in the exercise's folder, in
+``grader/assignments/<name>/signatures.py``:
+
+- ``RULES``: ``{name: rule}``, each ``rule(case, got) -> list[Finding]``; a
+  case lists the rules that may explain it by name (``Case.signatures``) and
+  says which exercise it belongs to (``Case.exercise``).
+- ``COMPANION`` (optional): a ``CompanionRule``, for cases with a companion
+  (the same call with as many keys as queries): right there and wrong here
+  is the mistake it names.
+
+Rules return findings only for what the values show; nothing here affects a
+score. They do plain algebra on arrays and need no reference code, so they
+ship with the exercise's public checks and run in a student release too.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:  # annotations only
+    from grader.grading.case import Case
+
+
+def message_data(key: str, params: dict) -> tuple[str, dict]:
+    """A message as data, ``(key, params)``: ``grader.grading.checks`` makes it a Message."""
+    return key, params
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One mistake the values show: its id, the function whose code has it, and the evidence."""
+
+    misconception: str
+    function: str
+    evidence: tuple  # (message key, params): what in the values shows it
+    # the same evidence explained by a mistake in another function: ((misconception, function), ...)
+    alternatives: tuple = ()
+
+
+@dataclass(frozen=True)
+class CompanionRule:
+    """What a case right on its companion (S = T) and wrong on itself shows: the keys' length taken from Q."""
+
+    misconception: str
+    # mistakes that could themselves come from confusing the two lengths: a companion value showing one
+    # of them does not separate "raises only when S != T" from this mistake
+    length_like: frozenset = frozenset()
+    # function -> the function whose code may hold the same mistake (named as an alternative)
+    upstream: dict = field(default_factory=dict)
+
+
+def rules_module(exercise: str | None) -> ModuleType | None:
+    """The exercise's ``signatures.py``, or None when it has none."""
+    if exercise is None:
+        return None
+    try:
+        return importlib.import_module(f"grader.assignments.{exercise}.signatures")
+    except ModuleNotFoundError as missing:
+        if missing.name != f"grader.assignments.{exercise}.signatures":
+            raise
+        return None
+
+
+def explain(case: Case, got) -> list[Finding]:
+    """The findings of the first of the case's signature rules that explains ``got``."""
+    module = rules_module(case.exercise) if case.signatures else None
+    for name in case.signatures:
+        findings = module.RULES[name](case, got)
+        if findings:
+            return findings
+    return []
+
+
+def companion_rule(case: Case) -> CompanionRule | None:
+    module = rules_module(case.exercise)
+    return getattr(module, "COMPANION", None) if module is not None else None
+
+
+def overflow_kind(x: np.ndarray, got: np.ndarray, ids: tuple[str, str]) -> str:
+    """Tell an unstable softmax from a global-max one by which rows broke.
+
+    ``ids`` names the two mistakes (no shift, one global shift) for this case.
+
+    Used when no twin matches exactly (float32 arithmetic over- and underflows
+    at other thresholds than the float64 twins). With one global shift the row
+    holding the largest logit is fine and every row far below it underflows
+    to 0/0; without a shift, or with a shift by the row mean, some row
+    overflows while the rows far below the top stay finite or break anyway.
+    """
+    rows_in, rows_out = x.reshape(-1, x.shape[-1]), got.reshape(-1, x.shape[-1])
+    finite_max = np.where(np.isfinite(rows_in), rows_in, -np.inf).max(axis=-1)
+    if not np.isfinite(finite_max).any() or np.abs(finite_max[np.isfinite(finite_max)]).max() <= 80:
+        return "numeric-mismatch"
+    broken = ~np.isfinite(rows_out).all(axis=-1)
+    top = finite_max.max()
+    certain = finite_max < top - 750  # exp underflows to 0 here in float64 and float32 alike
+    possible = finite_max < top - 87  # ... and here in float32
+    if not broken[int(np.argmax(finite_max))] and certain.any() and broken[certain].all() \
+            and not (broken & ~possible).any():
+        return ids[1]
+    return ids[0]

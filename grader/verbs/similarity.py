@@ -1,0 +1,51 @@
+"""``mha similarity``: which submissions of a class were not written independently (a signal, never a grade)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from grader.verbs.options import assignment_option, lang_option
+
+
+@click.command("similarity")
+@click.argument("submissions", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder for similarity.json and similarity.html.")
+@click.option("--results", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="The results.json of `mha grade` for this class: shared rare mistakes then raise a pair's score.")
+@click.option("--no-fixtures", "fixtures", flag_value=False, default=True,
+              help="With --results, do not run the students with unexplained failures on the public fixtures "
+                   "(sandboxed) to compare their wrong values.")
+@click.option("--top", type=click.IntRange(min=1), default=None,
+              help="Pairs listed with their evidence, the most similar first (default 500).")
+@lang_option
+@assignment_option
+def command(submissions: Path, out: Path, results: Path | None, fixtures: bool, top: int | None,
+            lang: str | None, assignment: str) -> None:
+    """Compare every pair of submissions in SUBMISSIONS, and each with the answer key, into --out.
+
+    SUBMISSIONS is a class folder as `mha grade` reads it (scripts and
+    notebooks alike, the same student ids). The stub's and the reference's
+    code never counts between students, and code that many students share
+    counts little. Writes similarity.json and similarity.html: a signal for
+    a person to read, never a grade.
+    """
+    from grader.errors import UsageError
+    from grader.i18n import resolve_language
+    from grader.similarity.compare import TOP_PAIRS
+    from grader.similarity.mistakes import read_results
+    from grader.similarity.outputs import StageBar, summary_lines, write_similarity
+    from grader.similarity.run import check_class
+
+    lang = resolve_language(lang)
+    if out.resolve().is_relative_to(submissions.resolve()):
+        raise UsageError(f"--out {out} lies inside {submissions}; choose an output folder outside the submissions")
+    out.mkdir(parents=True, exist_ok=True)
+    graded = read_results(results) if results is not None else None
+    report = check_class(submissions=submissions, assignment=assignment, results=graded, fixtures=fixtures, out=out,
+                         progress=StageBar(), top=top or TOP_PAIRS, lang=lang)
+    write_similarity(report, out=out, lang=lang)
+    for line in summary_lines(report, out=out, lang=lang):
+        click.echo(line)

@@ -1,0 +1,87 @@
+"""An exercise is one folder: everything the grader knows of it lives in ``grader/assignments/<name>/``.
+
+Outside that folder at most one file of the package names the exercise, and
+the exercises are found by their folders (no table to edit).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+import pytest
+
+from conftest import PROJECT
+from grader.errors import ContentError
+from grader.grading.assignment import ASSIGNMENTS, discover, read_spec
+
+PACKAGE = PROJECT / "grader"
+BINARY = (".pyc", ".npz", ".png", ".whl", ".zip")
+
+
+def reference_pattern(name: str) -> re.Pattern:
+    """How a file names an exercise (not a function that shares its name): a path or module of it, a
+    quoted name, ``--assignment NAME`` or ``NAME.py``."""
+    return re.compile(rf"(?<!\w)(?:exercises|solutions|assignments)[/.]{name}\b|--assignment[ =]{name}\b"
+                      rf"|[\"']{name}[\"']|\b{name}\.(?:py|ipynb)\b")
+
+
+@functools.cache
+def text_files(root: Path) -> tuple[tuple[Path, str], ...]:
+    return tuple((path, path.read_text(encoding="utf-8", errors="replace")) for path in sorted(root.rglob("*"))
+                 if path.is_file() and "__pycache__" not in path.parts and path.suffix not in BINARY)
+
+
+def files_naming(name: str, root: Path = PACKAGE) -> list[str]:
+    """The package's text files outside the exercise's own folder that name it."""
+    own = root / "assignments" / name
+    pattern = reference_pattern(name)
+    return [path.relative_to(root).as_posix() for path, text in text_files(root)
+            if own not in path.parents and pattern.search(text)]
+
+
+@pytest.mark.parametrize("name", sorted(ASSIGNMENTS))
+def test_outside_its_folder_at_most_one_file_names_the_exercise(name):
+    assert len(files_naming(name)) <= 1, files_naming(name)
+
+
+def test_the_count_sees_each_way_of_naming_an_exercise(tmp_path):
+    (tmp_path / "assignments" / "kv_cache").mkdir(parents=True)
+    (tmp_path / "assignments" / "kv_cache" / "cases.py").write_text('ASSIGNMENT = "kv_cache"\n')  # its own: fine
+    ways = {"a.py": 'get_assignment("kv_cache")', "b.toml": "run `mha check --assignment kv_cache`",
+            "c.md": "edit exercises/kv_cache.py", "d.py": "import grader.assignments.kv_cache.cases",
+            "e.toml": "the file kv_cache.py"}
+    for file, text in ways.items():
+        (tmp_path / file).write_text(text + "\n")
+    (tmp_path / "f.py").write_text("def kv_cache_update(): ...  # a kv_cache, the idea\n")  # not the exercise
+    assert files_naming("kv_cache", tmp_path) == sorted(ways)
+
+
+def test_exercises_are_found_by_their_folders(tmp_path):
+    for name, position in (("second", 2), ("first", 1), ("_template", 0)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "exercise.toml").write_text(
+            f'schema_version = 1\nposition = {position}\nfunctions = ["f", "g"]\nunlockable = ["g"]\n')
+    (tmp_path / "notes").mkdir()  # a folder without a spec is no exercise
+    found = discover(tmp_path)
+    assert list(found) == ["first", "second"]  # curriculum order; templates (_name) are never exercises
+    assert found["first"].functions == ("f", "g") and found["first"].unlockable == ("g",)
+    assert set(ASSIGNMENTS) == {path.parent.name for path in (PACKAGE / "assignments").glob("[!_]*/exercise.toml")}
+
+
+def test_a_spec_that_names_an_ungraded_function_says_where(tmp_path):
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "exercise.toml").write_text(
+        'schema_version = 1\nposition = 1\nfunctions = ["f"]\n[drill]\nfunctions = ["h"]\n')
+    with pytest.raises(ContentError, match=r"broken/exercise.toml: 'drill.functions' names h"):
+        read_spec(tmp_path / "broken")
+
+
+@pytest.mark.parametrize("name", sorted(ASSIGNMENTS))
+def test_each_folder_holds_the_parts_of_an_exercise(name):
+    folder = PACKAGE / "assignments" / name
+    parts = {"exercise.toml", "cases.py", "checks.toml", "misconceptions.toml", "public", "hidden", "mutants",
+             "public_cases.npz"}
+    assert parts <= {path.name for path in folder.iterdir()}, name
+    assert (PROJECT / "exercises" / f"{name}.py").is_file() and (PROJECT / "solutions" / f"{name}.py").is_file()
