@@ -257,7 +257,7 @@ def test_a_notebook_whose_cells_hold_values_of_the_wrong_types_is_refused_with_a
 
 
 def test_the_size_limit_of_discovery_is_the_one_of_the_reader():
-    from grader.opening import MAX_SOURCE_BYTES
+    from grader.files import MAX_SOURCE_BYTES
     from grader.sandbox.source import MAX_SOURCE_BYTES as READER_LIMIT
 
     assert MAX_SOURCE_BYTES == READER_LIMIT == 2 << 20  # docs/grading-rules.md: 2 MiB

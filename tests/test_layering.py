@@ -53,7 +53,7 @@ LAYERS = (
     ("grader.sandbox", "grader.stubs", "grader.tinymodel"),
     ("grader.content",),
     ("grader.errors", "grader.paths", "grader.i18n", "grader.seeding", "grader.results", "grader.files",
-     "grader.tally", "grader.opening"),
+     "grader.tally"),
 )
 
 

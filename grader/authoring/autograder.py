@@ -78,6 +78,7 @@ def grade_upload(*, root: Path, without: tuple[str, ...] = ()) -> dict:
     from grader.grading.grade import grade_submission
     from grader.render.gradescope import gradescope_results, summary_of
     from grader.content.messages import Message
+    from grader.render.text_safety import clean_name
     from grader.results import load_failure
     from grader.sandbox.client import start_server
     from grader.seeding import student_seed
@@ -90,7 +91,8 @@ def grade_upload(*, root: Path, without: tuple[str, ...] = ()) -> dict:
         student = student_of(root / "submission_metadata.json")
         found = submission_in_folder("submission", root / "submission", assignment=config.assignment)
         graded_file = None
-        source = found.refusal or entry_source(path=found.path, found=found.found)
+        source = found.refusal or entry_source(path=found.path, found=found.found,
+                                                     name=clean_name(found.path.name))
         if isinstance(source, Message):
             from grader.batch.lanes import full_marks
 

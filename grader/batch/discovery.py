@@ -36,7 +36,7 @@ from pathlib import Path
 from grader.content.messages import Message
 from grader.entries.entry import (SUFFIXES, Submission, answers_at, checked_file, choose_for, file_entry, folder_entry,
                                   is_skipped, shown_below, with_answers)
-from grader.opening import Found
+from grader.files import Found
 from grader.practice import ANSWERS_SUFFIX, is_answers_file
 from grader.render.text_safety import REPLACEMENT, clean_name
 

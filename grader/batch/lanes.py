@@ -53,7 +53,7 @@ class Finished:
 def grade_task(task: Task) -> dict:
     """What a lane does with one task: grade the submission, return the result as a dict.
 
-    The file is read once, from what discovery found (``grader.opening.read_found``): a file replaced,
+    The file is read once, from what discovery found (``grader.files.read_found``): a file replaced,
     or a folder swapped for a link since, is refused the same way as at discovery, never graded.
     """
     from grader.grading.calibration import Calibration
@@ -85,13 +85,14 @@ def grade_task(task: Task) -> dict:
 def _source_of(task: Task):
     """The submission's cells, read from what discovery found; or the Message saying why there are none."""
     from grader.grading.submitted import entry_source
+    from grader.render.text_safety import clean_name
 
-    return entry_source(path=task.path, found=task.found)
+    return entry_source(path=task.path, found=task.found, name=clean_name(os.path.basename(task.path)))
 
 
 def _answers_of(answers):
     """The quiz answers handed in (``grader.practice.homework.HandedAnswers``), read like a submission."""
-    from grader.opening import MAX_ANSWERS_BYTES, EntryError, Found, read_found
+    from grader.files import MAX_ANSWERS_BYTES, EntryError, Found, read_found
     from grader.practice.homework import HandedAnswers
     from grader.render.text_safety import clean_name
 

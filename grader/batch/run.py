@@ -131,7 +131,7 @@ def grade_class(*, run: GradingRun, progress: Progress | None = None,
 
 def _without_quiz(entry: Submission) -> Submission:
     """``entry`` in a run that grades no quiz: its answers file changes no score, and its feedback says so."""
-    from grader.opening import Found
+    from grader.files import Found
     from grader.practice.homework import unassigned_note
 
     if entry.answers is None:

@@ -30,7 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
-from grader.opening import MAX_SOURCE_BYTES, EntryError, read_capped
+from grader.files import MAX_SOURCE_BYTES, EntryError, read_capped
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ file is refused, and so is a file over the size limit. Folders are walked
 without recursion, at most ``MAX_DEPTH`` levels deep and
 ``MAX_FOLDER_ENTRIES`` entries in all: past either, that one student gets an
 error saying so. Each file is recorded with its identity
-(``grader.opening.Found``), so what is graded is what was found here,
+(``grader.files.Found``), so what is graded is what was found here,
 or nothing.
 """
 
@@ -31,7 +31,7 @@ from pathlib import Path
 
 from grader.content.messages import Message
 from grader.entries.choosing import Choice, choose_graded
-from grader.opening import MAX_ANSWERS_BYTES, MAX_SOURCE_BYTES, Found, found_at, size_params
+from grader.files import MAX_ANSWERS_BYTES, MAX_SOURCE_BYTES, Found, found_at, size_params
 from grader.practice import is_answers_file
 from grader.render.text_safety import clean_name
 

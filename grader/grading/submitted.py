@@ -1,10 +1,10 @@
-"""A submission's code from the bytes the grader read itself (``grader.opening``), never from a path again.
+"""A submission's code from the bytes the grader read itself (``grader.files``), never from a path again.
 
 ``submitted_source`` is ``grader.sandbox.source.read_submission`` after the
 read: the same refusals (empty, binary, not UTF-8, not a notebook), and a
 notebook nested too deeply for the JSON parser, or whose cells hold values of
 the wrong types, is a clear refusal too, not the grader's failure.
-``entry_source`` reads what discovery found (``grader.opening.read_found``)
+``entry_source`` reads what discovery found (``grader.files.read_found``)
 and returns its cells, or the Message saying why there are none: what the
 lanes of ``mha grade``, ``mha check``, the Gradescope bundle and ``mha
 similarity`` read.
@@ -15,8 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from grader.content.messages import Message
-from grader.opening import MAX_SOURCE_BYTES, EntryError, Found, read_capped, read_found
-from grader.render.text_safety import clean_name
+from grader.files import MAX_SOURCE_BYTES, EntryError, Found, read_capped, read_found
 from grader.sandbox.source import Cell, SubmissionError, SubmissionSource, notebook_source, read_submission
 
 
@@ -59,10 +58,9 @@ def submitted_source(data: bytes, *, name: str) -> SubmissionSource:
     return SubmissionSource(cells=(Cell(text, name, name),), mode="module", display_name=name)
 
 
-def entry_source(*, path: Path, found: Found | None) -> SubmissionSource | Message:
+def entry_source(*, path: Path, found: Found | None, name: str) -> SubmissionSource | Message:
     """The cells of the submission discovery found (``found``; else the file at ``path``, read as carefully),
-    or the Message saying why there are none."""
-    name = clean_name(Path(path).name)
+    or the Message saying why there are none; ``name`` is how messages call the file (cleaned by the caller)."""
     try:
         data = (read_found(found, limit=MAX_SOURCE_BYTES) if found is not None
                 else read_capped(Path(path), limit=MAX_SOURCE_BYTES))

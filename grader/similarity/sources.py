@@ -16,8 +16,8 @@ from pathlib import Path
 from grader.batch.discovery import discover_submissions
 from grader.errors import UsageError
 from grader.content.messages import Message
-from grader.grading.submitted import entry_source
-from grader.grading.submitted import read_submission_file
+from grader.grading.submitted import entry_source, read_submission_file
+from grader.render.text_safety import clean_name
 from grader.sandbox.source import SubmissionError
 
 
@@ -60,7 +60,8 @@ def read_class(submissions: Path, *, assignment: str, lang: str = "en") -> tuple
         if entry.refusal is not None or entry.path is None:
             skipped.append(Skipped(entry.student, entry.refusal.render(lang) if entry.refusal else "no file"))
             continue
-        source = entry_source(path=entry.path, found=entry.found)  # read once, as discovery found it
+        # read once, as discovery found it
+        source = entry_source(path=entry.path, found=entry.found, name=clean_name(entry.path.name))
         if isinstance(source, Message):
             skipped.append(Skipped(entry.student, source.render(lang)))
             continue

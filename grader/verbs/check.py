@@ -66,10 +66,11 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
 
     from grader.entries.entry import with_entry
     from grader.grading.submitted import entry_source
+    from grader.render.text_safety import clean_name
     from grader.content.messages import Message
 
     shown = str(entry.path)
-    source = entry_source(path=entry.path, found=entry.found)
+    source = entry_source(path=entry.path, found=entry.found, name=clean_name(entry.path.name))
     if isinstance(source, Message):
         from grader.grading.grade import plan_checks
         from grader.results import load_failure
