@@ -77,8 +77,9 @@ def gradescope_results(result: dict, *, feedback: str = "") -> dict:
     """One student's Gradescope autograder ``results.json``.
 
     Public checks are ``visible``; hidden ones ``after_published`` (students see
-    them once grades are published). ``output`` is the check's explanation,
-    cleaned and shown as plain text (``output_format: text``), so nothing a
+    them once grades are published). ``output`` is the check's explanation and
+    its case (for a public check, the rows of expected against returned values
+    the terminal shows), cleaned and shown as plain text (``output_format: text``), so nothing a
     student wrote is run as HTML or Markdown. The overall ``output`` is the
     feedback page, Markdown whose student text ``render_markdown`` made inert.
     """
@@ -92,7 +93,9 @@ def gradescope_results(result: dict, *, feedback: str = "") -> dict:
             "score": test["score"],
             "max_score": test["max_score"],
             "status": "passed" if test["outcome"] == "passed" else "failed",
-            "output": clean_text((test.get("message") or "") + mistake),
+            # the case after the explanation: sizes, and for a public check the expected-against-returned rows
+            "output": clean_text("\n\n".join(part for part in ((test.get("message") or "") + mistake,
+                                                                test.get("case") or "") if part)),
             "output_format": "text",
             "visibility": "after_published" if test.get("visibility") == "hidden" else "visible",
         })
