@@ -71,6 +71,7 @@ LAYERS = (
     ("grader", "grader.cli", "grader.verbs", "grader.notebook", "grader.pytest_plugin"),  # entry points
     ("grader.authoring", "grader.similarity"),
     ("grader.batch", "grader.viz"),
+    ("grader.entries",),  # a student's entry: the file graded, read as found (mha check, mha grade, Gradescope)
     ("grader.practice", "grader.tinymodel"),  # the tiny model computes with the core exercise's blocks
     ("grader.assignments",),  # one folder per exercise; its suites are loaded by the runner by name
     ("grader.grading", "grader.render"),

@@ -23,6 +23,8 @@ class Message:
     params: dict = field(default_factory=dict)
 
     def render(self, lang: str) -> str:
+        if any(isinstance(value, Message) for value in self.params.values()):
+            return render_parts((self.to_data(),), lang)  # a message inside another, in the same language
         return render(self.key, self.params, lang)
 
     def to_data(self) -> dict:

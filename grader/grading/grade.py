@@ -22,6 +22,7 @@ from grader.seeding import derived_seed, student_seed
 from grader.grading.settling import CONSTRUCTOR
 from grader.grading.student import StudentCode, construction_of, construction_request, request_of
 from grader.paths import DEFAULT_ASSIGNMENT, solution_path
+from grader.grading.submitted import read_submission_file
 from grader.sandbox.source import SubmissionError, SubmissionSource, read_submission
 
 VISIBILITIES = {"public": ("public",), "all": ("public", "hidden"), "hidden": ("hidden",)}
@@ -54,7 +55,7 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
                                                    functions=functions, student=student, seed=seed)
     common = dict(student=student, max_score=max_score, assignment=assignment)
     try:
-        source = source if source is not None else read_submission(Path(path))
+        source = source if source is not None else read_submission_file(Path(path))
     except SubmissionError as bad:
         parts = parts_of(bad.message)
         return load_failure(error=render_parts(parts, lang), error_messages=parts, **common)

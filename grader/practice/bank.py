@@ -291,21 +291,48 @@ def _shuffled_not_identity(count: int, rng: np.random.Generator) -> list[int]:
 
 
 def choose_questions(*, bank: Bank, count: int, seed: int, topics: Iterable[str] = (),
-                     levels: Iterable[str] = (), only: Sequence[str] | None = None) -> list[PosedQuestion]:
+                     levels: Iterable[str] = (), only: Sequence[str] | None = None,
+                     balanced: bool = False) -> list[PosedQuestion]:
     """Pose ``count`` questions drawn with ``seed``.
 
     ``only`` (question ids, e.g. due cards or linked questions) keeps its order;
     otherwise questions are sampled from the topics and levels asked for.
+    ``balanced``: as many questions of each level whatever the seed (``level_quotas``),
+    so sheets worth points per level are all worth the same.
     """
     rng = np.random.default_rng(seed)
     if only is not None:
         pool = [bank.get(question_id) for question_id in only]
         pool = [q for q in pool if _matches(q, set(topics), set(levels))][:count]
+    elif balanced:
+        candidates = bank.select(topics=topics, levels=levels)
+        pool = []
+        for level, quota in level_quotas(candidates, count).items():
+            of_level = [question for question in candidates if question.level == level]
+            pool += [of_level[int(index)] for index in rng.permutation(len(of_level))[:quota]]
+        pool = [pool[int(index)] for index in rng.permutation(len(pool))]
     else:
         candidates = bank.select(topics=topics, levels=levels)
         picked = rng.permutation(len(candidates))[:count]
         pool = [candidates[int(index)] for index in picked]
     return [question.pose(rng) for question in pool]
+
+
+def level_quotas(candidates: Sequence[Question], count: int) -> dict[str, int]:
+    """How many of ``count`` questions each level gets: its share of ``candidates`` (largest remainders),
+    the same for every seed."""
+    sizes: dict[str, int] = {}
+    for question in candidates:
+        sizes[question.level] = sizes.get(question.level, 0) + 1
+    total = sum(sizes.values())
+    count = min(count, total)
+    if not total:
+        return {}
+    exact = {level: count * size / total for level, size in sorted(sizes.items())}
+    quotas = {level: int(share) for level, share in exact.items()}
+    for level in sorted(exact, key=lambda level: (quotas[level] - exact[level], level))[:count - sum(quotas.values())]:
+        quotas[level] += 1
+    return quotas
 
 
 def _matches(question: Question, topics: set[str], levels: set[str]) -> bool:

@@ -136,7 +136,8 @@ def make_sheet(*, student: str, count: int = 10, topics: Sequence[str] = (),
     if not student.strip():
         raise UsageError("a sheet needs a student id, e.g. `mha quiz --sheet alice --out alice.md`")
     seed = student_seed(student, key=key, purpose=SHEET_PURPOSE)
-    questions = choose_questions(bank=default_bank(), count=count, seed=seed, topics=topics, levels=levels)
+    questions = choose_questions(bank=default_bank(), count=count, seed=seed, topics=topics, levels=levels,
+                                 balanced=True)  # every sheet of a run worth the same points
     if not questions:
         raise UsageError(f"no question matches topics {list(topics)} and levels {list(levels)}")
     return Sheet(student, seed, count, tuple(topics), tuple(levels), tuple(questions))
@@ -188,8 +189,18 @@ def read_answers(path: Path) -> dict:
     and may be missing; grading uses only ``answers``.
     """
     try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"{path}: cannot read the answers ({error}); keep each answer in quotes") from None
+    return parse_answers(text, name=str(path))
+
+
+def parse_answers(text: str, *, name: str) -> dict:
+    """``read_answers`` of an answers file's text, already read (``name`` is how errors call the file)."""
+    path = name
+    try:
+        data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError) as error:
         raise UsageError(f"{path}: cannot read the answers ({error}); keep each answer in quotes") from None
     if data.get("schema_version") != ANSWERS_SCHEMA_VERSION:
         raise UsageError(f"{path}: schema_version must be {ANSWERS_SCHEMA_VERSION}")

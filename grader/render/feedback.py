@@ -123,9 +123,19 @@ def adjustment_lines(result: SubmissionResult, lang: str) -> list[str]:
     return lines
 
 
+def graded_line(result: SubmissionResult, lang: str) -> str:
+    """Which file was graded, and which of the student's other candidates were set aside."""
+    line = say("graded_file", lang, file=result.file)
+    if result.set_aside:
+        line += " " + say("set_aside", lang, files=", ".join(result.set_aside))
+    return line
+
+
 def render_markdown(result: SubmissionResult, *, lang: str) -> str:
     lines = [f"# {say('title', lang, assignment=_ours(result.assignment), student=_md(result.student))}", "",
              f"**{say('score', lang, score=result.score, max_score=result.max_score)}**", ""]
+    if result.file:
+        lines += [_md(graded_line(result, lang)), ""]
     if result.adjustments:
         lines += [f"## {say('adjustments_heading', lang)}", ""] + [
             f"- {_md(line)}" for line in adjustment_lines(result, lang)] + [
@@ -173,6 +183,8 @@ def render_html(result: SubmissionResult, *, lang: str) -> str:
     body = [f"<h1>{e(title)}</h1>",
             f"<p class=score>{e(say('score', lang, score=result.score, max_score=result.max_score))}</p>",
             f"<div class=meter><span style='width:{100 * share:.1f}%'></span></div>"]
+    if result.file:
+        body.append(f"<p class=file>{e(graded_line(result, lang))}</p>")
     if result.adjustments:
         body.append(f"<h2>{e(say('adjustments_heading', lang))}</h2><ul>"
                     + "".join(f"<li>{e(line)}</li>" for line in adjustment_lines(result, lang)) + "</ul>"

@@ -51,7 +51,8 @@ class LineProgress:
 
     def advance(self, result: dict) -> None:
         self.count += 1
-        click.echo(f"[{self.count}/{self.total}] {clean_line(result['student'])}: {_short(result, self.lang)}")
+        graded = f" ({clean_line(result['file'])})" if result.get("file") else ""
+        click.echo(f"[{self.count}/{self.total}] {clean_line(result['student'])}{graded}: {_short(result, self.lang)}")
 
     def end(self) -> None:
         pass
@@ -160,6 +161,11 @@ def print_summary(summary, *, formats=(), merged: bool = False, lang: str = "en"
         click.echo(say("error_row", student=clean_line(student), reason=_cut(lines[0], 160) if lines else ""))
     for student, functions in tally.timed_out[:10]:
         click.echo(say("timeout_row", student=clean_line(student), functions=", ".join(functions)))
+    if tally.set_aside:
+        click.echo(say("set_aside", students=count("student", len(tally.set_aside))))
+        for student, graded, others in tally.set_aside[:10]:
+            click.echo(say("set_aside_row", student=clean_line(student), file=clean_line(graded),
+                           others=", ".join(clean_line(name) for name in others)))
     if tally.adjusted:
         finals = [row.final for row in tally.roster if row.status == "graded"]
         mean = say("adjusted_mean", mean=f"{sum(finals) / len(finals):.2f}", max_score=f"{tally.max_score:g}") \

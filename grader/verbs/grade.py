@@ -40,7 +40,8 @@ from grader.verbs.options import (adjust_option, assignment_option, format_optio
                    "a number, or per level such as basic=1,intermediate=2,advanced=3 (default 1).")
 @click.option("--quiz-count", type=click.IntRange(min=1), default=None, metavar="N",
               help="Questions per quiz sheet, as given to `mha quiz --sheet --count` (default 10). "
-                   "Any --quiz-* option gives every student a sheet; without an answers file it scores 0.")
+                   "Any --quiz-* option assigns the quiz: every student has a sheet, worth the same, and one "
+                   "without an answers file scores 0 of it. Without one, answers files change no score.")
 @click.option("--quiz-topic", "quiz_topics", multiple=True, metavar="TOPIC",
               help="A topic of the sheets, as given to `mha quiz --sheet --topic` (repeatable).")
 @click.option("--quiz-level", "quiz_levels", multiple=True, type=click.Choice(QUIZ_LEVELS),
