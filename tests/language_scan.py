@@ -35,7 +35,7 @@ TERMS = {
     "nvidia", "pytorch", "jax", "ubuntu", "debian", "windows", "macos", "linux", "colab", "jupyterhub", "scatter", "tqdm", "rich", "click", "cuda", "slurm", "npz",
     # names of quantities in formulas
     "gamma", "tau", "phi", "pos", "acc", "score", "block", "log", "sin", "cos", "theta", "alpha", "beta", "sigma",
-    "eps", "epsilon", "lambda", "top", "cdf", "even", "odd", "hugging", "face", "roformer", "neox",
+    "eps", "epsilon", "lambda", "top", "cdf", "metadata", "source", "cells", "outputs", "nbformat", "even", "odd", "hugging", "face", "roformer", "neox",
 }
 # English terms a Chinese text may give once in brackets after its Chinese name: 教师强制（teacher forcing）.
 GLOSSES = ("teacher forcing", "inverted dropout", "pre-norm", "post-norm", "all-reduce", "base", "stub", "tie",

@@ -219,6 +219,8 @@ def _unlocked(functions: tuple[str, ...], lang: str, *, quiet_stdout: bool) -> t
     """
     import sys
 
+    from grader.content.messages import render
+
     import numpy as np
 
     from grader.practice.prompts import ArrowKeyPrompter, PlainPrompter
