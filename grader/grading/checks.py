@@ -344,7 +344,7 @@ def generic_failure(case: Case, got) -> CheckFailure:
     structure_mistake = case.structure_mistake if case.names_mistakes else None
     if isinstance(expected, tuple):
         if not isinstance(got, tuple) or len(got) != len(expected):
-            return CheckFailure(Message("wrong_tuple", {"what": what, "count": len(expected), "got": _describe(got)}),
+            return CheckFailure(Message("wrong_tuple", {"what": what, "count": len(expected), "got": describe(got)}),
                                 misconception=structure_mistake or "wrong-type", function=case.function)
         for position, (got_item, expected_item) in enumerate(zip(got, expected)):
             if not same_value(got_item, expected_item):
@@ -359,7 +359,7 @@ def generic_failure(case: Case, got) -> CheckFailure:
 
 def _compare_array(case: Case, got, expected: np.ndarray, what: str, legend: str) -> CheckFailure:
     if not isinstance(got, np.ndarray):
-        return CheckFailure(Message("wrong_type", {"what": what, "got": _describe(got)}), misconception="wrong-type",
+        return CheckFailure(Message("wrong_type", {"what": what, "got": describe(got)}), misconception="wrong-type",
                             function=case.function)
     if got.shape != expected.shape:
         return CheckFailure(Message("wrong_shape", {"what": what, "got": got.shape, "expected": expected.shape,
@@ -419,7 +419,7 @@ def _what(case: Case) -> str:
     return case.call_text or f"{case.function}(...)"
 
 
-def _describe(value) -> str:
+def describe(value) -> str:
     if isinstance(value, ForeignObject):
         return value.description
     if isinstance(value, tuple):

@@ -3,8 +3,8 @@
 import numpy as np
 
 from grader.grading.marker import mha
-from grader.grading.checks import (CheckFailure, did_not_return, expect_unchanged, expect_value, expect_values,
-                                   failure_from_error, failure_from_value, is_missing)
+from grader.grading.checks import (CheckFailure, describe, did_not_return, expect_unchanged, expect_value,
+                                   expect_values, failure_from_error, failure_from_value, is_missing)
 from grader.content.messages import Message
 from grader.grading.case import same_value
 
@@ -76,7 +76,10 @@ def test_combine_heads_undoes_split_heads(student, cases):
     if outcome.error is not None:
         raise failure_from_error("combine_heads", outcome)
     back = outcome.value
-    difference = np.abs(back - x).max() if isinstance(back, np.ndarray) and back.shape == x.shape else np.inf
+    if not isinstance(back, np.ndarray):  # e.g. a value too large for a reply, or not an array at all
+        raise CheckFailure(Message("wrong_type", {"what": "combine_heads(x)", "got": describe(back)}),
+                           misconception="wrong-type")
+    difference = np.abs(back - x).max() if back.shape == x.shape else np.inf
     if not difference < 1e-6:
         raise CheckFailure(Message("not_inverse", {"difference": f"{difference:.3g}"}),
                            misconception="numeric-mismatch")
