@@ -58,6 +58,7 @@ class Drill:
     graded: tuple[str, ...] | None  # functions the submit grades; None: all of them
     hints: bool = False  # whether the workspace holds the hints
     attempts: int = 0  # submits so far
+    assignment: str = DEFAULT_ASSIGNMENT  # the exercise the module belongs to
 
 
 @dataclass(frozen=True)
@@ -141,7 +142,8 @@ def start_drill(*, function: str | None, workspace: Path, time_limit_minutes: fl
     workspace.mkdir(parents=True, exist_ok=True)
     path = (workspace / f"{assignment}.py").resolve()
     path.write_text(source, encoding="utf-8")
-    drill = Drill(function, str(path), time.time() if now is None else now, time_limit_minutes, graded, hints)
+    drill = Drill(function, str(path), time.time() if now is None else now, time_limit_minutes, graded, hints,
+                  assignment=assignment)
     write_document(CURRENT_FILE, {"drill": asdict(drill)})
     return drill
 
@@ -154,7 +156,7 @@ def current_drill() -> Drill | None:
     graded = raw.get("graded")
     return Drill(raw["function"], raw["path"], float(raw["started"]), raw.get("time_limit_minutes"),
                  tuple(graded) if graded is not None else None, bool(raw.get("hints", False)),
-                 int(raw.get("attempts", 0)))
+                 int(raw.get("attempts", 0)), raw.get("assignment", DEFAULT_ASSIGNMENT))
 
 
 def submit_drill(*, now: float | None = None, lang: str = "en",
@@ -171,7 +173,7 @@ def submit_drill(*, now: float | None = None, lang: str = "en",
     finished = time.time() if now is None else now
     if grade is None:
         from grader.grading.grade import grade_submission as grade
-    result = grade(path=Path(drill.path), functions=drill.graded, lang=lang)
+    result = grade(path=Path(drill.path), assignment=drill.assignment, functions=drill.graded, lang=lang)
     seconds = round(finished - drill.started, 1)
     limit = drill.time_limit_minutes
     overtime = limit is not None and seconds > limit * 60
