@@ -33,6 +33,7 @@ from grader.grading.settling import Ledger
 from grader.grading.student import settled_outcome
 from grader.render.terminal import CheckSpinner
 from grader.sandbox.client import CallError, CallOutcome, Limits, Sandbox, start_server
+from grader.sandbox.endings import CRASH, STOPPED, TIMEOUT
 from grader.sandbox.source import Cell, SubmissionSource
 
 HANGS = FIXTURES / "hangs"
@@ -147,7 +148,7 @@ def ran(*reached, value=1.0):
 
 
 def hung(*reached, limit=0.5):
-    return CallOutcome(error=CallError("Timeout", f"{limit:g}"), timed_out=True, reached=reached, seconds=limit)
+    return CallOutcome(error=CallError("Timeout", f"{limit:g}"), ended=TIMEOUT, reached=reached, seconds=limit)
 
 
 def test_a_function_that_hung_is_settled_without_another_call():
@@ -171,8 +172,8 @@ def test_a_function_that_hung_is_settled_without_another_call():
 def test_a_caller_stopped_on_entering_a_hung_function_is_settled_with_it_as_root():
     ledger = Ledger()
     ledger.record("softmax", hung("softmax"), limit=0.5)
-    stopped = CallOutcome(error=CallError("Stopped", "softmax"), reached=("scaled_dot_product_attention", "softmax"),
-                          seconds=0.001)
+    stopped = CallOutcome(error=CallError("Stopped", "softmax"), ended=STOPPED, stopped_at="softmax",
+                          reached=("scaled_dot_product_attention", "softmax"), seconds=0.001)
     outcome, stop = ledger.record("scaled_dot_product_attention", stopped, limit=0.5)
     assert outcome is None and stop.function == "softmax"  # settled with softmax's timeout
     assert settled_outcome(stop).timed_out and settled_outcome(stop).error.message == "0.5"
@@ -218,8 +219,8 @@ def test_running_out_of_the_submission_budget_stops_no_function():
 
 def test_a_crash_settles_like_a_hang_with_its_reason():
     ledger = Ledger()
-    died = CallOutcome(error=CallError("WorkerGone", "the worker exited with status 3"), reached=("split_heads",),
-                       seconds=0.01)
+    died = CallOutcome(error=CallError("WorkerGone", "the worker exited with status 3"), ended=CRASH,
+                       reached=("split_heads",), seconds=0.01)
     _, stop = ledger.record("split_heads", died)
     assert stop.kind == "crash" and settled_outcome(ledger.settled("split_heads")).error.type == "WorkerGone"
     assert ledger.stop_on() == {"split_heads"}  # a caller is stopped before it takes the worker down again

@@ -418,26 +418,32 @@ def fake_proc(tmp_path: Path, cgroup: str, mountinfo: str) -> str:
     return str(proc)
 
 
-def test_cgroup_v2_is_used_only_where_the_graders_cgroup_hands_memory_and_pids_down(tmp_path):
+def test_cgroup_v2_is_used_only_where_the_graders_cgroup_hands_the_controllers_down(tmp_path):
     from grader.sandbox.worker import cgroups
 
     mount = tmp_path / "unified"
     (mount / "grader.slice").mkdir(parents=True)
     line = f"30 25 0:26 / {mount} rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n"
     proc = fake_proc(tmp_path, "0::/grader.slice\n", line)
-    (mount / "grader.slice" / "cgroup.subtree_control").write_text("cpu io\n")
+    (mount / "grader.slice" / "cgroup.subtree_control").write_text("io\n")
     refused = cgroups.discover(proc)
     assert not refused.hierarchies
-    assert "does not hand memory" in refused.missing and "does not hand pids" in refused.missing
+    assert all(f"does not hand {name}" in refused.missing for name in ("memory", "pids", "cpu"))
+    (mount / "grader.slice" / "cgroup.subtree_control").write_text("cpu io\n")
+    cpu_only = cgroups.discover(proc)  # a CPU share alone; the watchdog counts memory
+    assert cpu_only.provides("cpu") and not cpu_only.provides("memory") and "does not hand memory" in cpu_only.missing
     (mount / "grader.slice" / "cgroup.subtree_control").write_text("cpu io memory pids\n")
     delegated = cgroups.discover(proc)
-    assert delegated.hierarchies == (cgroups.Hierarchy(2, str(mount / "grader.slice"), ("memory", "pids")),)
-    assert delegated.describe() == "cgroup per worker (v2 memory+pids)"
+    assert delegated.hierarchies == (cgroups.Hierarchy(2, str(mount / "grader.slice"), ("memory", "pids", "cpu")),)
+    assert delegated.describe() == "cgroup per worker (v2 memory+pids+cpu)"
     worker = cgroups.WorkerCgroup(delegated, "mha-worker-test")
-    worker.limit({"memory_mb": 100, "max_processes": 7})
     folder = mount / "grader.slice" / "mha-worker-test"
+    for name in ("memory.max", "pids.max", "cpu.weight", "cpu.max"):  # files a real cgroup has from the start
+        (folder / name).write_text("")
+    worker.limit({"memory_mb": 100, "max_processes": 7})
     assert (folder / "memory.max").read_text() == str(100 << 20) and (folder / "pids.max").read_text() == "7"
-    for name in ("memory.max", "pids.max"):  # a real cgroup's files go with it; these are plain ones
+    assert (folder / "cpu.weight").read_text() == "100" and (folder / "cpu.max").read_text() == "100000 100000"
+    for name in ("memory.max", "pids.max", "cpu.weight", "cpu.max"):  # a real cgroup's files go with it
         (folder / name).unlink()
     assert worker.remove() and not folder.exists()
 
@@ -445,16 +451,20 @@ def test_cgroup_v2_is_used_only_where_the_graders_cgroup_hands_memory_and_pids_d
 def test_cgroup_v1_hierarchies_are_found_by_controller(tmp_path):
     from grader.sandbox.worker import cgroups
 
-    memory, pids = tmp_path / "memory", tmp_path / "pids"
+    memory, pids, cpu, cpuacct = (tmp_path / name for name in ("memory", "pids", "cpu", "cpuacct"))
     (memory / "jobs" / "grader").mkdir(parents=True)
-    pids.mkdir()
+    for folder in (pids, cpu, cpuacct):
+        folder.mkdir()
+    # cpuacct's options hold "cpu" as a part of a word: only the cpu hierarchy is the cpu controller's
     mountinfo = (f"35 25 0:30 / {memory} rw - cgroup cgroup rw,memory\n"
-                 f"36 25 0:31 / {pids} rw - cgroup cgroup rw,pids\n")
-    proc = fake_proc(tmp_path, "4:memory:/jobs/grader\n8:pids:/\n0::/\n", mountinfo)
+                 f"36 25 0:31 / {pids} rw - cgroup cgroup rw,pids\n"
+                 f"37 25 0:32 / {cpuacct} rw - cgroup cgroup rw,cpuacct\n"
+                 f"38 25 0:33 / {cpu} rw - cgroup cgroup rw,cpu\n")
+    proc = fake_proc(tmp_path, "4:memory:/jobs/grader\n8:pids:/\n2:cpuacct:/\n1:cpu:/\n0::/\n", mountinfo)
     found = cgroups.discover(proc)
     assert found.hierarchies == (cgroups.Hierarchy(1, str(memory / "jobs" / "grader"), ("memory",)),
-                                 cgroups.Hierarchy(1, str(pids), ("pids",)))
-    assert found.provides("memory") and found.provides("pids") and not found.missing
+                                 cgroups.Hierarchy(1, str(pids), ("pids",)), cgroups.Hierarchy(1, str(cpu), ("cpu",)))
+    assert found.provides("memory") and found.provides("pids") and found.provides("cpu") and not found.missing
 
 
 # ---- workers made ahead: each still for one submission ----------------------------------------------------

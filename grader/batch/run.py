@@ -198,8 +198,10 @@ def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, run: GradingRu
     # the reference's own time on this machine, once for the run: every lane holds calls to the same limits
     calibration = run_calibration(assignment=run.assignment, server=server, limits=limits, scale=run.timeout_scale)
     course_key = seeding.course_key()  # read once here; lanes get it with each task (never written to disk)
-    pool = LanePool(max(1, min(run.jobs or default_jobs(), len(todo) + len(suspects))), runner,
-                    assignment=run.assignment)
+    jobs = run.jobs or default_jobs()
+    if server is not None and server.info.get("workers_apart") is False:
+        jobs = 1  # nothing keeps workers graded at once from signalling each other (the isolation says so)
+    pool = LanePool(max(1, min(jobs, len(todo) + len(suspects))), runner, assignment=run.assignment)
     attempts: dict[str, int] = {}
     waiting: dict[str, Submission] = {}  # in a lane now
     alone: str | None = None  # a suspect is graded with nothing else in flight

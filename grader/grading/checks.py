@@ -24,6 +24,7 @@ from grader.grading import showing
 from grader.grading.case import Case, Raised, same_value
 from grader.grading.findings import Finding, companion_rule, explain, overflow_kind
 from grader.sandbox.codec import ForeignObject
+from grader.sandbox.endings import DID_NOT_RETURN, TIMEOUT
 
 if TYPE_CHECKING:  # annotations only: diagnosis needs the sandbox's data, never the sandbox
     from grader.grading.student import StudentCode
@@ -127,18 +128,29 @@ def _same_structure(got, expected) -> bool:
     return True
 
 
+def did_not_return(outcome: CallOutcome) -> bool:
+    """The call hung or ended its worker, as the trusted side saw it (never as an exception's name says)."""
+    return outcome.ended in DID_NOT_RETURN
+
+
+def is_missing(outcome: CallOutcome) -> bool:
+    """The worker found no such function or class to call (its own word, which only this submission's
+    feedback depends on)."""
+    return outcome.error is not None and outcome.error.kind == "missing-name"
+
+
 def failure_from_error(function: str, outcome: CallOutcome, case: Case | None = None, *,
                        student: StudentCode | None = None) -> CheckFailure:
     """Explain an exception raised by (or instead of) the student's call."""
     error: CallError = outcome.error
     reached = tuple(outcome.reached)
-    if error.type == "Timeout":
+    if outcome.ended == TIMEOUT:  # only the trusted side names a hang: a student's class "Timeout" is theirs
         return CheckFailure(Message("timeout", {"function": function, "limit": _limit(error)}),
                             misconception="timeout", outcome="timeout", function=function, reached=reached)
-    if error.type in ("WorkerGone", "LoadError", "BadReply", "UnencodableResult", "Protocol"):
+    if outcome.ended is not None or error.kind in ("unencodable", "protocol"):
         return CheckFailure(Message("worker_gone", {"function": function, "reason": error.message}),
                             misconception="error", outcome="error", function=function, reached=reached)
-    if error.type == "MissingName":
+    if error.kind == "missing-name":
         return CheckFailure(Message("missing_name", {"name": error.message.strip("'\"")}),
                             misconception="not-implemented", outcome="error", function=function, reached=reached)
     if error.type == "AttributeError" and error.line is None and case is not None and case.class_name \

@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from grader.content.messages import CheckName, Message
+from grader.sandbox.endings import CRASH, TIMEOUT
 
 CONSTRUCTOR = "__init__"
 
@@ -84,11 +85,13 @@ class Ledger:
         if outcome.stopped_at is not None:  # it entered a function that hangs
             stop = self.stopped.get(outcome.stopped_at) or Stop(
                 outcome.stopped_at, "timeout", limit,
-                outcome=replace(outcome, error=replace(error, type="Timeout", message=f"{limit:g}"), timed_out=True))
+                outcome=replace(outcome, error=replace(error, type="Timeout", message=f"{limit:g}"), ended=TIMEOUT,
+                                stopped_at=None))
             self.stopped.setdefault(function, stop)
             return None, stop
-        hung = error is not None and error.type == "Timeout" and outcome.seconds is not None and budget_left > 0
-        crashed = error is not None and error.type == "WorkerGone" and outcome.seconds is not None
+        # what the trusted side saw (a deadline it enforced, the worker's end), never the name of an exception
+        hung = outcome.ended == TIMEOUT and outcome.seconds is not None and budget_left > 0
+        crashed = outcome.ended == CRASH and outcome.seconds is not None
         if not (hung or crashed):
             if outcome.seconds is not None:  # it ran and came back (a value, or an exception of its own)
                 self.returned.update((function, *reached))

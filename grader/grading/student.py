@@ -14,7 +14,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Callable
 
+import numpy as np
+
 from grader.grading.case import Case
+from grader.sandbox.codec import ForeignObject
 from grader.grading.settling import CONSTRUCTOR, Ledger, Stop
 
 if TYPE_CHECKING:  # annotations only: the proxy is handed an open sandbox
@@ -22,6 +25,12 @@ if TYPE_CHECKING:  # annotations only: the proxy is handed an open sandbox
 
 
 PRINTED_LIMIT = 2000  # bytes of one call's printed output kept
+# A reply may hold REPLY_FACTOR times the bytes of the value the check expects (float128 of the right shape is
+# twice float64; a wrong shape a few times larger still shows what it is), plus its inputs sent back and some
+# room; a call with no expected value, REPLY_FACTOR times its inputs. Anything larger is described, not sent.
+REPLY_FACTOR = 16
+REPLY_ROOM = 1 << 16
+KEPT_BYTES = 64 << 20  # of arrays the trusted side keeps of one submission's outcomes, in all
 
 
 class StudentCode:
@@ -39,12 +48,14 @@ class StudentCode:
         self._cache: dict[str, tuple[CallOutcome, Stop | None]] = {}
         self._printed: dict[str, str] = {}  # case id -> what its call printed
         self._check_printed: list[str] | None = None  # what the calls of the running check printed
+        self.kept = 0  # bytes of arrays in the outcomes kept (cached) for this submission, within KEPT_BYTES
 
     def invoke(self, case: Case) -> CallOutcome:
         """The student's value for ``case`` (cached by case id)."""
         if case.id not in self._cache:
-            (outcome, stop), printed = self._made(case.function, request_of(case), construction_of(case))
-            self._cache[case.id], self._printed[case.id] = (outcome, stop), printed
+            (outcome, stop), printed = self._made(case.function, request_of(case), construction_of(case),
+                                                  reply_limit=reply_limit_of(case))
+            self._cache[case.id], self._printed[case.id] = (self._kept(outcome), stop), printed
         outcome, stop = self._cache[case.id]
         self.ledger.meet(stop)
         self._heard(self._printed.get(case.id, ""))
@@ -62,14 +73,15 @@ class StudentCode:
         the ledger is kept, and the calls are made again one by one, so each
         check shows what its own call printed.
         """
-        plan: list[tuple[str, str, tuple, tuple | None]] = []  # (key, function, request, construction)
+        plan: list[tuple[str, str, tuple, tuple | None, int]] = []  # (key, function, request, construction, limit)
         built: set = set()
         for case in cases:
             construction = construction_of(case)
             if construction is not None and construction not in built:
                 built.add(construction)
-                plan.append((f"build:{construction}", CONSTRUCTOR, construction_request(*construction), construction))
-            plan.append((case.id, case.function, request_of(case), construction))
+                plan.append((f"build:{construction}", CONSTRUCTOR, construction_request(*construction), construction,
+                             REPLY_ROOM))
+            plan.append((case.id, case.function, request_of(case), construction, reply_limit_of(case)))
         while True:
             todo = [item for item in plan
                     if item[0] not in self._cache and self.ledger.settled(item[1], item[3]) is None]
@@ -82,18 +94,19 @@ class StudentCode:
                     before.append(self._output_size())  # the worker is the one the batch goes to by now
                 if self.on_call is not None:
                     self.on_call(todo[index][1])
-            outcomes = self.sandbox.call_batch([request for _, _, request, _ in todo],
-                                               timeouts=[self.limit(function) for _, function, _, _ in todo],
-                                               stop_on=self.ledger.stop_on(), on_start=on_start)
+            outcomes = self.sandbox.call_batch([item[2] for item in todo],
+                                               timeouts=[self.limit(item[1]) for item in todo],
+                                               stop_on=self.ledger.stop_on(), on_start=on_start,
+                                               reply_limits=[item[4] for item in todo])
             if outcomes is None:
                 return
             printed = bool(before) and self._output_size() != before[0]
-            for (key, function, _, construction), outcome in zip(todo, outcomes):
+            for (key, function, _, construction, _), outcome in zip(todo, outcomes):
                 if outcome is None:
                     break
                 learned = self._learn(function, outcome, construction)
                 if not printed or learned[1] is not None:  # a stop is kept: it is not made again
-                    self._cache[key] = learned
+                    self._cache[key] = (self._kept(learned[0]), learned[1])
             if printed:
                 return
 
@@ -125,19 +138,22 @@ class StudentCode:
     def call(self, function: str, *args, like: Case | None = None, **kwargs) -> CallOutcome:
         """Call ``function`` on new inputs: a module function, or a method of a fresh
         instance built and set up the way ``like``'s instance is."""
+        limit = REPLY_FACTOR * nbytes((args, kwargs)) + REPLY_ROOM
         if like is not None and like.class_name is not None:
             target = {"class": like.class_name, "init": list(like.init or ()), "attributes": like.weights or {},
                       "method": function}
-            return self._deliver(*self._made(function, (target, args, kwargs), construction_of(like)))
-        return self._deliver(*self._made(function, ({"function": function}, args, kwargs), None))
+            return self._deliver(*self._made(function, (target, args, kwargs), construction_of(like),
+                                             reply_limit=limit))
+        return self._deliver(*self._made(function, ({"function": function}, args, kwargs), None, reply_limit=limit))
 
     def construct(self, class_name: str, *init) -> CallOutcome:
         """Only build ``class_name(*init)``."""
         construction = (class_name, tuple(init))
-        return self._deliver(*self._made(CONSTRUCTOR, construction_request(*construction), construction))
+        return self._deliver(*self._made(CONSTRUCTOR, construction_request(*construction), construction,
+                                         reply_limit=REPLY_ROOM))
 
-    def _made(self, function: str, request: tuple,
-              construction: tuple | None) -> tuple[tuple[CallOutcome, Stop | None], str]:
+    def _made(self, function: str, request: tuple, construction: tuple | None, *,
+              reply_limit: int | None = None) -> tuple[tuple[CallOutcome, Stop | None], str]:
         """The call's outcome and stop, made unless the ledger settles it, and what it printed."""
         stop = self.ledger.settled(function, construction)
         if stop is not None:
@@ -146,7 +162,8 @@ class StudentCode:
             self.on_call(function)
         target, args, kwargs = request
         before = self._output_size()
-        outcome = self.sandbox.run(target, args, kwargs, timeout=self.limit(function), stop_on=self.ledger.stop_on())
+        outcome = self.sandbox.run(target, args, kwargs, timeout=self.limit(function), stop_on=self.ledger.stop_on(),
+                                   reply_limit=reply_limit)
         after = self._output_size()
         since = getattr(self.sandbox, "output_since", None)
         # nothing printed, or a fresh worker (whose output is not this call's alone): nothing to show
@@ -158,6 +175,15 @@ class StudentCode:
                                          budget_left=self.sandbox.budget_left)
         return (given if given is not None else settled_outcome(stop)), stop
 
+    def _kept(self, outcome: CallOutcome) -> CallOutcome:
+        """The outcome as it is kept for later checks of its case: whole while the submission's outcomes stay
+        within ``KEPT_BYTES``, else with its arrays described instead (graded as values of the wrong type)."""
+        size = nbytes((outcome.value, outcome.args_after))
+        if self.kept + size <= KEPT_BYTES:
+            self.kept += size
+            return outcome
+        return replace(outcome, value=_described(outcome.value), args_after=_described(outcome.args_after))
+
     def _deliver(self, made: tuple[CallOutcome, Stop | None], printed: str) -> CallOutcome:
         outcome, stop = made
         self.ledger.meet(stop)
@@ -168,6 +194,35 @@ class StudentCode:
 def settled_outcome(stop: Stop) -> CallOutcome:
     """What a call settled by ``stop`` returns, without being made: the timeout or the crash it had."""
     return replace(stop.outcome, value=None, args_after=(), reached=(), seconds=None)
+
+
+def nbytes(value) -> int:
+    """Bytes of the arrays in a value (tuples, lists and dicts of them)."""
+    if isinstance(value, np.ndarray):
+        return value.nbytes
+    if isinstance(value, (tuple, list)):
+        return sum(nbytes(item) for item in value)
+    if isinstance(value, dict):
+        return sum(nbytes(item) for item in value.values())
+    return 0
+
+
+def reply_limit_of(case: Case) -> int:
+    """The most bytes of arrays the reply to ``case``'s call may hold, sized from the value it expects."""
+    inputs = nbytes((case.args, case.kwargs, case.calls))
+    expected = nbytes(case.expected)
+    return (REPLY_FACTOR * expected + inputs if expected else REPLY_FACTOR * inputs) + REPLY_ROOM
+
+
+def _described(value):
+    if isinstance(value, np.ndarray):
+        return ForeignObject(f"array of shape {value.shape}, {value.nbytes:,} bytes: more than the grader keeps "
+                             "of one submission")
+    if isinstance(value, tuple):
+        return tuple(_described(item) for item in value)
+    if isinstance(value, list):
+        return [_described(item) for item in value]
+    return value
 
 
 def construction_of(case: Case) -> tuple | None:

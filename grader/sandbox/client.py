@@ -17,22 +17,26 @@ pay that once for a whole class.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from grader.sandbox.codec import BadReply, decode_reply, encode_request
+from grader.sandbox.endings import CRASH, ENDINGS, REFUSED, STOPPED, TIMEOUT, UNAVAILABLE
 from grader.sandbox.isolation import SandboxWarning, describe_isolation
 from grader.sandbox.link import (ForkServer, ForkServerError, WorkerGone, WorkerLink, close_later, reserve,
                                  settle_closing, take_reserved)
 from grader.sandbox.source import SubmissionSource, read_submission
 from grader.sandbox.worker import protocol
 
-__all__ = ["CallError", "CallOutcome", "ForkServer", "ForkServerError", "Limits", "LoadReport", "Sandbox",
+__all__ = ["CRASH", "ENDINGS", "REFUSED", "STOPPED", "TIMEOUT", "UNAVAILABLE", "CallError", "CallOutcome", "ForkServer", "ForkServerError", "Limits", "LoadReport", "Sandbox",
            "SandboxWarning", "WorkerGone", "describe_isolation", "start_server"]
 
 
+WORKER_KINDS = ("missing-name", "unencodable", "protocol")  # ``CallError.kind``
 MAX_NAMES = 100  # names of entered functions kept per call
 MAX_CELL_ERRORS = 20  # errors of notebook cells reported per submission
 STUDENT_PACKAGES = ("scipy",)  # besides NumPy, where installed: e.g. scipy.special.softmax in a correct variant
@@ -67,6 +71,10 @@ class CallError:
     function: str | None = None
     file: str | None = None
     cell: str | None = None
+    # what the worker said of a failure that is its own, not an exception of the student's: "missing-name" (no
+    # such function), "unencodable" (the value could not be sent back), "protocol". Untrusted: a worker that lies
+    # about it only words its own submission's feedback differently.
+    kind: str | None = None
 
     def location(self) -> str:
         place = f"line {self.line}" if self.line else ""
@@ -77,12 +85,20 @@ class CallError:
 
 @dataclass(frozen=True)
 class CallOutcome:
-    """What one call returned, as plain data."""
+    """What one call returned, as plain data.
+
+    ``error`` with ``ended`` None is the student's own exception, whatever its
+    type is called (a class named ``Timeout`` is still only the student's).
+    ``ended`` is set by this side alone, from what it saw: a deadline it
+    enforced, the worker's end, a reply it refused, a stop it made. Nothing
+    the worker sends can set it.
+    """
 
     value: object = None
     error: CallError | None = None
     args_after: tuple = ()
-    timed_out: bool = False
+    ended: str | None = None  # one of ENDINGS, or None: the call came back (a value or the student's exception)
+    stopped_at: str | None = None  # with ``ended == STOPPED``: the function whose entry stopped it
     peak_memory: int | None = None  # bytes the call allocated at its peak, when it was measured
     # The submission's own top-level functions and methods the call entered, in first-entry order, as the
     # worker recorded them (for a call that hung or crashed: those entered before it ended); empty when
@@ -91,9 +107,8 @@ class CallOutcome:
     seconds: float | None = None  # wall clock from sending the call (or the end of the one before) to its reply
 
     @property
-    def stopped_at(self) -> str | None:
-        """The function whose entry stopped the call (``Sandbox.run(..., stop_on=...)``), if one did."""
-        return self.error.message if self.error is not None and self.error.type == "Stopped" else None
+    def timed_out(self) -> bool:
+        return self.ended == TIMEOUT
 
     @property
     def ok(self) -> bool:
@@ -104,6 +119,7 @@ class CallOutcome:
 class LoadReport:
     ok: bool
     error: CallError | None = None
+    ended: str | None = None  # as ``CallOutcome.ended``: set when loading did not come back (None: it did)
     names: tuple[str, ...] = ()
     cell_errors: tuple[CallError, ...] = ()
     notes: tuple[str, ...] = field(default_factory=tuple)
@@ -113,11 +129,18 @@ def start_server(*, hidden=(), packages=STUDENT_PACKAGES, without=(), spares: in
     """A fork server for many submissions; ``hidden`` folders (e.g. the output folder) are masked too.
 
     Student code may import the standard library, NumPy and ``packages``.
-    ``without`` ("landlock", "namespaces", "cgroups", "spares") leaves a layer
-    out, to check the fallbacks. ``spares``: workers kept made ahead of
+    ``without`` ("landlock", "namespaces", "cgroups", "uid-pool", "spares")
+    leaves a layer out, to check the fallbacks (``MHA_SANDBOX_WITHOUT`` adds to it). ``spares``: workers kept made ahead of
     requests, each for one request (e.g. the number of submissions graded at once).
     """
+    without = (*without, *layers_left_out())
     return ForkServer.start(hidden=(*default_hidden(), *hidden), packages=packages, without=without, spares=spares)
+
+
+def layers_left_out() -> tuple[str, ...]:
+    """Layers the instructor leaves out of every server of this process: ``MHA_SANDBOX_WITHOUT`` (names
+    separated by commas), to see or test a fallback through the real commands on a machine that has all."""
+    return tuple(name.strip() for name in os.environ.get("MHA_SANDBOX_WITHOUT", "").split(",") if name.strip())
 
 
 def hideable(folder: Path) -> bool:
@@ -151,12 +174,14 @@ class Sandbox:
         self.server = ForkServer.attach(server, {}) if isinstance(server, str) else server
         self._own_server: ForkServer | None = None
         self.worker: WorkerLink | None = None
-        self.scratch: Path | None = None  # the last worker's folder here (kept until close, for its output)
+        self.scratch: Path | None = None  # the last worker's folder here (kept until close)
+        self._printer: WorkerLink | None = None  # the last worker, whose output this side reads by descriptor
         self.worker_folder = ""  # the folder the worker itself works in (in its own tree: not the one above)
         self.restarts = -1
         self.spent = 0.0
         self.load_report: LoadReport | None = None
         self.isolation = "not started"
+        self.apart = True  # whether workers alive at once cannot signal each other (the worker's hello says)
         self.startup_seconds = 0.0  # what the last worker cost to get, up to its hello
         self.phases: tuple[tuple[str, float], ...] = ()  # (step, seconds after the request) of the last worker
         self._entered: list[str] = []  # names the current call announced as it entered them
@@ -202,15 +227,18 @@ class Sandbox:
         return self._call({"function": function}, args, kwargs, measure_peak_memory=True)
 
     def run(self, target: dict, args: tuple = (), kwargs: dict | None = None, *, timeout: float | None = None,
-            stop_on: frozenset = frozenset()) -> CallOutcome:
+            stop_on: frozenset = frozenset(), reply_limit: int | None = None) -> CallOutcome:
         """One call described as a request target (see ``grader.grading.student.request_of``).
 
         ``timeout``: this call's own limit in seconds (default ``call_timeout``).
         ``stop_on``: names of the submission's functions that must not run: a
         call that enters one is stopped there and then (its error is
         ``Stopped``, its message the name), without waiting for its deadline.
+        ``reply_limit``: the most bytes of arrays its reply may hold (default
+        ``max_reply_mb``): the worker describes a larger value instead of
+        sending it, and a worker that sends more anyway is ended.
         """
-        return self._call(target, args, kwargs or {}, timeout=timeout, stop_on=stop_on)
+        return self._call(target, args, kwargs or {}, timeout=timeout, stop_on=stop_on, reply_limit=reply_limit)
 
     @property
     def budget_left(self) -> float:
@@ -218,7 +246,8 @@ class Sandbox:
         return self.limits.submission_timeout - self.spent
 
     def call_batch(self, calls: list[tuple[dict, tuple, dict]], *, timeouts: list[float] | None = None,
-                   stop_on: frozenset = frozenset(), on_start=None) -> list[CallOutcome | None] | None:
+                   stop_on: frozenset = frozenset(), on_start=None,
+                   reply_limits: list[int] | None = None) -> list[CallOutcome | None] | None:
         """Several independent calls ``(target, args, kwargs)`` in one exchange with the worker.
 
         The worker sends each call's reply as soon as it is ready, and each call
@@ -228,16 +257,19 @@ class Sandbox:
         crashed or entered a function of ``stop_on`` (see ``run``); that one's
         outcome says what happened, and the worker is gone (the next call gets
         a fresh one). Returns None when no call could be made at all.
-        ``on_start(i)`` is told when call ``i`` begins.
+        ``on_start(i)`` is told when call ``i`` begins. ``reply_limits[i]``: as
+        ``run``'s ``reply_limit``, for call ``i``.
         """
         if not calls or not self._ready():
             return None
         timeouts = list(timeouts) if timeouts is not None else [self.limits.call_timeout] * len(calls)
+        limits = [self._reply_limit(limit) for limit in (reply_limits or [None] * len(calls))]
         blobs: list[bytes] = []
         sent: dict[int, int] = {}
         # entries are announced as they happen only when one may stop a call: otherwise each reply says them
         header = {"op": "batch", "stream": True, "names": bool(stop_on),
-                  "calls": [self._request(target, args, kwargs, blobs, sent) for target, args, kwargs in calls]}
+                  "calls": [self._request(target, args, kwargs, blobs, sent, limit)
+                            for (target, args, kwargs), limit in zip(calls, limits)]}
         outcomes: list[CallOutcome | None] = [None] * len(calls)
         started = begun = time.monotonic()
         budget_end = started + self.budget_left
@@ -249,15 +281,15 @@ class Sandbox:
             self.worker.send(protocol.frame(header, blobs), min(started + timeouts[0], budget_end))
             begun = time.monotonic()
             while index < len(calls):
-                reply, reply_blobs = self._receive(min(begun + timeouts[index], budget_end), stop_on)
+                reply, reply_blobs = self._receive(min(begun + timeouts[index], budget_end), stop_on, limits[index])
                 if reply.get("op") != "item" or reply.get("index") != index:
                     raise WorkerGone("the worker broke the protocol (a reply that is not the next call's)")
                 now = time.monotonic()
-                outcomes[index] = replace(self._outcome(reply, reply_blobs), seconds=now - begun)
+                outcomes[index] = replace(self._outcome(reply, reply_blobs, limits[index]), seconds=now - begun)
                 index, begun, self._entered = index + 1, now, []
                 if index < len(calls) and on_start is not None:
                     on_start(index)
-            final, _ = self._receive(min(begun + self.limits.call_timeout, budget_end), frozenset())
+            final, _ = self._receive(min(begun + self.limits.call_timeout, budget_end), frozenset(), 0)
             if final.get("ok") is not True or final.get("count") != len(calls):
                 raise WorkerGone("the worker broke the protocol (no end to the batch)")
         except _Stopped as stopped:
@@ -281,64 +313,76 @@ class Sandbox:
         return True
 
     @staticmethod
-    def _request(target: dict, args: tuple, kwargs: dict, blobs: list[bytes], sent: dict | None = None) -> dict:
-        return {"op": "call", "target": encode_request(target, blobs, sent),
-                "args": encode_request(list(args), blobs, sent), "kwargs": encode_request(kwargs, blobs, sent)}
+    def _request(target: dict, args: tuple, kwargs: dict, blobs: list[bytes], sent: dict | None = None,
+                 reply_limit: int | None = None) -> dict:
+        request = {"op": "call", "target": encode_request(target, blobs, sent),
+                   "args": encode_request(list(args), blobs, sent), "kwargs": encode_request(kwargs, blobs, sent)}
+        if reply_limit is not None:
+            request["reply_limit"] = reply_limit
+        return request
+
+    def _reply_limit(self, wanted: int | None) -> int:
+        """Bytes of arrays one reply may hold: the caller's bound, never more than ``max_reply_mb``."""
+        most = self.limits.max_reply_mb << 20
+        return most if wanted is None else max(0, min(int(wanted), most))
 
     def _call(self, target: dict, args: tuple, kwargs: dict, *, measure_peak_memory: bool = False,
-              timeout: float | None = None, stop_on: frozenset = frozenset()) -> CallOutcome:
+              timeout: float | None = None, stop_on: frozenset = frozenset(),
+              reply_limit: int | None = None) -> CallOutcome:
         timeout = self.limits.call_timeout if timeout is None else timeout
         if self.load_report is None or not self.load_report.ok:
-            return CallOutcome(error=CallError("LoadError", "the submission could not be loaded"))
+            return CallOutcome(error=CallError("LoadError", "the submission could not be loaded"), ended=UNAVAILABLE)
         if self.budget_left <= 0:
             return self._timed_out(None)
         if self.worker is None:
             if self.restarts >= self.limits.max_restarts:
-                return CallOutcome(error=CallError("WorkerGone", "the worker was stopped too often; no more calls"))
+                return CallOutcome(error=CallError("WorkerGone", "the worker was stopped too often; no more calls"),
+                                   ended=UNAVAILABLE)
             restarted = self._start()
             if not restarted.ok:
-                if restarted.error.type == "Timeout":
+                if restarted.ended == TIMEOUT:
                     return self._timed_out(None)
                 return CallOutcome(error=CallError("WorkerGone", f"the worker could not be restarted: "
-                                                                 f"{restarted.error.message}"))
+                                                                 f"{restarted.error.message}"), ended=UNAVAILABLE)
         blobs: list[bytes] = []
-        header = self._request(target, args, kwargs, blobs)
+        limit = self._reply_limit(reply_limit)
+        header = self._request(target, args, kwargs, blobs, reply_limit=limit)
         if measure_peak_memory:
             header["measure_peak_memory"] = True
         started = time.monotonic()
         within_budget = timeout <= self.budget_left
         try:
-            reply, reply_blobs = self._exchange(header, blobs, timeout=timeout, stop_on=stop_on)
+            reply, reply_blobs = self._exchange(header, blobs, timeout=timeout, stop_on=stop_on, reply_limit=limit)
         except _Stopped as stopped:
             self._kill()
             return self._stopped(stopped.name, time.monotonic() - started)
         except WorkerGone as gone:
             self._kill()
             return replace(self._gone(gone, timeout if within_budget else None), seconds=time.monotonic() - started)
-        return replace(self._outcome(reply, reply_blobs), seconds=time.monotonic() - started)
+        return replace(self._outcome(reply, reply_blobs, limit), seconds=time.monotonic() - started)
 
     def _gone(self, gone: WorkerGone, limit: float | None) -> CallOutcome:
         """The outcome of a call whose worker overran ``limit`` (None: the submission's budget) or died."""
         if gone.timed_out:
             return self._timed_out(limit)
-        return CallOutcome(error=CallError("WorkerGone", str(gone)), reached=tuple(self._entered))
+        return CallOutcome(error=CallError("WorkerGone", str(gone)), ended=CRASH, reached=tuple(self._entered))
 
     def _stopped(self, name: str, seconds: float) -> CallOutcome:
-        return CallOutcome(error=CallError("Stopped", name), reached=tuple(self._entered), seconds=seconds)
+        return CallOutcome(error=CallError("Stopped", name), ended=STOPPED, stopped_at=name,
+                           reached=tuple(self._entered), seconds=seconds)
 
-    def _outcome(self, reply: dict, reply_blobs: list[bytes]) -> CallOutcome:
+    def _outcome(self, reply: dict, reply_blobs: list[bytes], limit: int) -> CallOutcome:
         """The checked outcome of one call's reply."""
         if not isinstance(reply, dict):
-            return CallOutcome(error=CallError("BadReply", "the worker sent a malformed reply"))
+            return CallOutcome(error=CallError("BadReply", "the worker sent a malformed reply"), ended=REFUSED)
         reached = _names(reply.get("reached"))
         if not reply.get("ok"):
             return CallOutcome(error=_call_error(reply.get("error")), reached=reached)
-        limit = self.limits.max_reply_mb << 20
         try:
             value = decode_reply(reply.get("value"), reply_blobs, limit)
             after = decode_reply({"__tuple__": reply.get("args_after", [])}, reply_blobs, limit)
         except (BadReply, RecursionError) as bad:
-            return CallOutcome(error=CallError("BadReply", str(bad)[:300]), reached=reached)
+            return CallOutcome(error=CallError("BadReply", str(bad)[:300]), ended=REFUSED, reached=reached)
         peak = reply.get("peak_memory")
         return CallOutcome(value=value, args_after=after, peak_memory=peak if type(peak) is int else None,
                            reached=reached)
@@ -346,7 +390,7 @@ class Sandbox:
     def _timed_out(self, limit: float | None) -> CallOutcome:
         """A timeout, naming the limit that ended it (the message is the limit in seconds; None: the budget's)."""
         limit = self.limits.submission_timeout if limit is None or self.budget_left <= 0 else limit
-        return CallOutcome(error=CallError("Timeout", f"{limit:g}"), timed_out=True, reached=tuple(self._entered))
+        return CallOutcome(error=CallError("Timeout", f"{limit:g}"), ended=TIMEOUT, reached=tuple(self._entered))
 
     # ---- process management ------------------------------------------------------
     def _start(self) -> LoadReport:
@@ -354,8 +398,9 @@ class Sandbox:
         self.restarts += 1
         started = time.monotonic()
         limit = self.limits.max_reply_mb << 20
-        load = protocol.frame({"op": "load", "mode": self.source.mode, "reply_limit": limit,
-                               "cells": [cell.__dict__ for cell in self.source.cells]})
+        cells = json.dumps([[cell.filename, cell.label] for cell in self.source.cells]).encode()
+        sources = [cell.source.encode("utf-8", "surrogatepass") for cell in self.source.cells]
+        load = protocol.frame({"op": "load", "mode": self.source.mode, "reply_limit": limit}, [cells, *sources])
         for attempt in range(2):
             reserved = False
             try:  # the load is sent at once: the worker reads it right after its hello, one round trip fewer
@@ -367,14 +412,17 @@ class Sandbox:
                 self._kill()
                 if not (reserved and attempt == 0):  # a reserved worker that died meanwhile: ask for a new one
                     return LoadReport(ok=False, error=CallError("SandboxError",
-                                                                f"no confined worker could be started: {failed}"))
+                                                                f"no confined worker could be started: {failed}"),
+                                      ended=UNAVAILABLE)
         if hello.get("op") != "hello" or not hello.get("ok"):
             self._kill()
             reason = str(hello.get("error", "the worker did not report its confinement"))[:500]
-            return LoadReport(ok=False, error=CallError("SandboxError", f"the worker refused to start: {reason}"))
+            return LoadReport(ok=False, error=CallError("SandboxError", f"the worker refused to start: {reason}"),
+                              ended=UNAVAILABLE)
         said_hello = time.monotonic()
         self.startup_seconds = said_hello - started
         self.isolation = describe_isolation(hello)
+        self.apart = hello.get("workers_apart") is not False  # else the next worker starts once this one is gone
         self.worker_folder = str(hello.get("cwd", ""))[:300]
         self.phases = _phases(started, self.worker.marks, hello.get("phases"), ("hello", said_hello))
         try:
@@ -385,7 +433,8 @@ class Sandbox:
             self._kill()
             reason = ("loading took too long (code at the top level of the file runs forever?)" if gone.timed_out
                       else str(gone))
-            return LoadReport(ok=False, error=CallError("Timeout" if gone.timed_out else "WorkerGone", reason))
+            return LoadReport(ok=False, error=CallError("Timeout" if gone.timed_out else "WorkerGone", reason),
+                              ended=TIMEOUT if gone.timed_out else CRASH)
         finally:
             self.spent += time.monotonic() - said_hello
         self.phases += (("loaded", time.monotonic() - started),)
@@ -410,16 +459,18 @@ class Sandbox:
         settle_closing(wait=False)  # workers of submissions graded before, whose keepers have reported
         if self.scratch is not None:  # a restart: the previous worker's files go
             shutil.rmtree(self.scratch, ignore_errors=True)
+        if self._printer is not None:
+            self._printer.close_output()
         server, limits = self.server or self._own_server, asdict(self.limits)
         self.worker = take_reserved(server, limits) if self.server is not None else None
         reserved = self.worker is not None
         if self.worker is None:
             self.worker = WorkerLink.spawn(server, limits, timeout=self.limits.start_timeout)
-        self.scratch = self.worker.scratch
+        self.scratch, self._printer = self.worker.scratch, self.worker
         return reserved
 
-    def _exchange(self, header: dict, blobs: list[bytes], *, timeout: float,
-                  stop_on: frozenset = frozenset()) -> tuple[dict, list[bytes]]:
+    def _exchange(self, header: dict, blobs: list[bytes], *, timeout: float, stop_on: frozenset = frozenset(),
+                  reply_limit: int) -> tuple[dict, list[bytes]]:
         remaining_budget = self.budget_left
         if remaining_budget <= 0:
             raise WorkerGone(f"the submission used up its {self.limits.submission_timeout:g} s in total", timed_out=True)
@@ -428,15 +479,15 @@ class Sandbox:
         self._entered = []
         try:
             self.worker.send(protocol.frame(header, blobs), deadline)
-            return self._receive(deadline, stop_on)
+            return self._receive(deadline, stop_on, reply_limit)
         finally:
             self.spent += time.monotonic() - started
 
-    def _receive(self, deadline: float, stop_on: frozenset) -> tuple[dict, list[bytes]]:
+    def _receive(self, deadline: float, stop_on: frozenset, limit: int) -> tuple[dict, list[bytes]]:
         """The next reply, noting the functions the call announces as it enters them; raises ``_Stopped``
         as soon as it enters one of ``stop_on``."""
         while True:
-            reply, reply_blobs = self.worker.receive(deadline, self.limits.max_reply_mb << 20)
+            reply, reply_blobs = self.worker.receive(deadline, limit)
             if reply.get("op") != "entered":
                 took = reply.get("worker_seconds")
                 self.worker_seconds += took if type(took) is float and 0 <= took < 3600 else 0.0
@@ -453,34 +504,40 @@ class Sandbox:
 
     def output_size(self) -> int:
         """How many bytes the current worker's student code has printed so far (0 after a restart)."""
-        try:
-            return (self.scratch / "output.txt").stat().st_size if self.scratch is not None else 0
-        except OSError:
-            return 0
+        return self._printer.output_size() if self._printer is not None else 0
 
     def output_since(self, offset: int, limit: int = 4000) -> str:
-        """What the student's code printed after byte ``offset`` of the current worker's output (its start)."""
-        if self.scratch is None or not (self.scratch / "output.txt").is_file():
+        """What the student's code printed after byte ``offset`` of the current worker's output (its start).
+
+        Read from the descriptor this side opened before the worker existed, never by the file's name: a
+        worker that works in the same folder may swap the name for a link to any file."""
+        if self._printer is None:
             return ""
-        with open(self.scratch / "output.txt", "rb") as handle:
-            handle.seek(offset)
-            return handle.read(limit).decode("utf-8", "replace")
+        return self._printer.output(offset, limit).decode("utf-8", "replace")
 
     def _kill(self) -> None:
         """Kill the worker and everything it started; wait until its keeper says they are gone."""
         worker, self.worker = self.worker, None
         if worker is not None:
-            asked = time.monotonic()
-            worker.kill(timeout=self.limits.start_timeout)
-            self.ending = tuple((name, at - asked) for name, at in [*worker.ending, ("reported", time.monotonic())])
+            self._kill_now(worker)
+
+    def _kill_now(self, worker: WorkerLink) -> None:
+        asked = time.monotonic()
+        worker.kill(timeout=self.limits.start_timeout)
+        self.ending = tuple((name, at - asked) for name, at in [*worker.ending, ("reported", time.monotonic())])
 
     def close(self) -> None:
         worker, self.worker = self.worker, None
+        if worker is not None and not self.apart:  # nothing else keeps the next worker from this one's reach
+            self._kill_now(worker)
+            worker = None
         if worker is not None:  # the submission is done: its worker's end is settled later (close_later)
             close_later(worker, self.scratch)
         elif self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
-        self.scratch = None
+        if self._printer is not None and self._printer is not worker:  # a worker ended later closes its own
+            self._printer.close_output()
+        self.scratch, self._printer = None, None
         if self._own_server is not None:
             self._own_server.stop()
             self._own_server = None
@@ -529,8 +586,9 @@ def _call_error(data) -> CallError:
         return str(value)[:limit] if value is not None else ""
 
     line = data.get("line")
+    kind = data.get("kind")
     return CallError(
-        type=text("type", 100) or "Error", message=text("message"),
+        kind=kind if kind in WORKER_KINDS else None, type=text("type", 100) or "Error", message=text("message"),
         line=line if type(line) is int else None, source_line=text("source_line", 200),
         function=text("function", 100) or None, file=text("file", 300) or None, cell=text("cell", 100) or None,
     )

@@ -37,7 +37,7 @@ def describe_isolation(hello: dict) -> str:
     if hello.get("session"):
         parts.append("new session")
     uid = hello.get("uid")
-    parts.append("uid nobody" if uid == NOBODY else f"uid {uid}")
+    parts.append("uid nobody" if uid == NOBODY else f"a uid of its own ({uid})" if hello.get("own_uid") else f"uid {uid}")
     scratch = str(hello.get("scratch", "folder"))[:60]
     parts.append(f"scratch {scratch}, scrubbed environment")
     missing = []
@@ -52,6 +52,13 @@ def describe_isolation(hello: dict) -> str:
         reason = str(hello.get("cgroup_missing") or "none could be made")[:200]
         missing.append(f"no cgroup per worker ({reason}): the keeper sums the memory of the worker's processes "
                        "every 50 ms, and processes are counted per user")
+    elif "cpu_share" in hello and not hello.get("cpu_share"):
+        reason = str(hello.get("cgroup_missing") or "no cpu controller")[:200]
+        missing.append(f"no CPU share per worker ({reason}): each of a worker's processes competes for the CPU "
+                       "on its own, and one that starts many slows the others")
+    if hello.get("workers_apart") is False:
+        missing.append("no pid namespace, no Landlock signal scoping and no uid of its own: workers graded at "
+                       "once could signal each other, so they are graded one at a time")
     if "ipc" not in namespaces:
         missing.append("no IPC namespace: workers graded at once share System V IPC and POSIX message queues")
     if not hello.get("tree") and "unix" not in str(hello.get("landlock")):

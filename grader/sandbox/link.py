@@ -32,7 +32,8 @@ SERVER_SCRIPT = Path(__file__).resolve().parent / "worker" / "forkserver.py"
 REQUEST_LIMIT = 1 << 16
 F_SETPIPE_SZ, PIPE_SIZE = 1031, 1 << 20
 
-STATUS_WAIT = 0.25  # seconds to wait for a worker that broke the protocol to report its own exit
+STATUS_WAIT = 1.0  # seconds to wait for the keeper to report how a worker that stopped answering ended (a tree
+# that held gigabytes takes a moment to be reaped)
 WORKER_LIMITS = ("memory_mb", "cpu_seconds", "max_processes", "file_size_mb", "open_files", "scratch_mb")
 
 
@@ -190,16 +191,19 @@ class WorkerLink:
         self.received = bytearray()  # read from the worker but not yet taken: the start of the next message
         self.marks: list[tuple[str, float]] = []  # when the steps on this side ended (time.monotonic)
         self.ending: list[tuple[str, float]] = []  # when the keeper killed, reaped, cleaned up (its report)
+        self.printed: int | None = None  # this side's own descriptor of the worker's output file (read only)
 
     @classmethod
     def spawn(cls, server: ForkServer, limits: dict, *, timeout: float) -> WorkerLink:
         """A fresh worker in a fresh scratch folder; ``limits`` holds the fields of ``Limits``."""
         marks = [("asked", time.monotonic())]
         scratch = Path(os.path.realpath(tempfile.mkdtemp(prefix="mha-worker-")))
-        output = os.open(scratch / "output.txt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        output = os.open(scratch / "output.txt", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        # what the worker prints is read back only through this descriptor, opened before any worker exists:
+        # the name is the worker's to swap (without a mount namespace it works in this very folder)
+        printed = os.open(scratch / "output.txt", os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         if os.geteuid() == 0:  # the worker runs as nobody and must own its folder
             os.chown(scratch, NOBODY, NOBODY)
-            os.chown(scratch / "output.txt", NOBODY, NOBODY)
         to_worker_read, to_worker_write = os.pipe2(os.O_CLOEXEC)
         from_worker_read, from_worker_write = os.pipe2(os.O_CLOEXEC)
         for fd in (to_worker_write, from_worker_write):
@@ -211,7 +215,7 @@ class WorkerLink:
             connection, pid = server.spawn(request, [to_worker_read, from_worker_write, output], timeout=timeout,
                                            wait=False)
         except ForkServerError:
-            for fd in (to_worker_write, from_worker_read):
+            for fd in (to_worker_write, from_worker_read, printed):
                 os.close(fd)
             shutil.rmtree(scratch, ignore_errors=True)
             raise
@@ -220,6 +224,7 @@ class WorkerLink:
                 os.close(fd)
         os.set_blocking(to_worker_write, False)
         link = cls(scratch, connection, pid, to_worker_write, from_worker_read)
+        link.printed = printed
         link.marks = marks + [("request sent", time.monotonic())]
         link.limits = request["limits"]
         return link
@@ -346,7 +351,27 @@ class WorkerLink:
             except OSError:
                 pass
 
+    def output_size(self) -> int:
+        """Bytes the worker has printed so far, from this side's own descriptor (never the file's name)."""
+        try:
+            return os.fstat(self.printed).st_size if self.printed is not None else 0
+        except OSError:
+            return 0
+
+    def output(self, offset: int, limit: int) -> bytes:
+        """Up to ``limit`` bytes the worker printed, from byte ``offset``."""
+        try:
+            return os.pread(self.printed, max(0, limit), max(0, offset)) if self.printed is not None else b""
+        except OSError:
+            return b""
+
+    def close_output(self) -> None:
+        printed, self.printed = self.printed, None
+        if printed is not None:
+            os.close(printed)
+
     def remove_scratch(self) -> None:
+        self.close_output()
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
@@ -431,6 +456,7 @@ def settle_closing(*, wait: bool = True, timeout: float = 10.0) -> None:
     for position, (owner, link, scratch) in enumerate(pending):
         if wait or link.reported() or len(pending) - position > CLOSING_HELD:
             link.finish(timeout=timeout)
+            link.close_output()
             if scratch is not None:
                 shutil.rmtree(scratch, ignore_errors=True)
         else:

@@ -10,18 +10,24 @@ that the fork server did not make is ever written to.
 
 Where none can be made (not root, a v2 cgroup that does not delegate the
 controllers), the keeper runs a ``Watchdog`` instead: every 50 ms it sums the
-resident memory of the worker's processes and kills them all when the sum is
-over the limit; ``RLIMIT_NPROC`` stands in for the process count.
+memory of the worker's processes (their anonymous and shared resident pages,
+the pages of every memory-backed file they hold open: memfd, tmpfs, ramfs,
+each file once, since a file written and never mapped is resident in no
+process; and, in the worker's own IPC namespace, its System V shared memory
+segments, which outlive every mapping) and kills them all when the sum is over the limit;
+``RLIMIT_NPROC`` stands in for the process count.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import stat
 import time
 from dataclasses import dataclass
 
-CONTROLLERS = ("memory", "pids")
+CONTROLLERS = ("memory", "pids", "cpu")
+CPU_PERIOD = 100_000  # microseconds: each worker may run for one such period per period (one core), no more
 WATCH_INTERVAL = 0.05  # seconds between two looks of the watchdog
 
 
@@ -61,7 +67,7 @@ def discover(proc: str = "/proc/self") -> Setup:
     hierarchies, reasons = [], []
     for controller in CONTROLLERS:
         v1 = [(path, point) for _, names, path in memberships if controller in names.split(",")
-              for point, kind, options in mounts if kind == "cgroup" and controller in options]
+              for point, kind, options in mounts if kind == "cgroup" and controller in options.split(",")]
         if v1:
             hierarchies.append(Hierarchy(1, _join(v1[0][1], v1[0][0]), (controller,)))
             continue
@@ -136,7 +142,8 @@ class WorkerCgroup:
             raise
 
     def limit(self, limits: dict) -> None:
-        """Set a request's ``memory_mb`` and ``max_processes`` (before any student code runs)."""
+        """Set a request's ``memory_mb`` and ``max_processes``, and the worker's CPU share (before any student
+        code runs)."""
         for hierarchy, folder in self.folders:
             _limit(hierarchy, folder, limits)
 
@@ -192,10 +199,17 @@ def _limit(hierarchy: Hierarchy, folder: str, limits: dict) -> None:
         settings += [("memory.max", memory), ("memory.swap.max", 0), ("memory.oom.group", 1)]
     if "pids" in hierarchy.controllers:
         settings.append(("pids.max", processes))
+    # The same weight as any other worker whatever number of processes or sessions it makes (128 setsid
+    # children each got a share of their own without it), and at most one core.
+    if "cpu" in hierarchy.controllers and hierarchy.version == 1:
+        settings += [("cpu.shares", 1024), ("cpu.cfs_period_us", CPU_PERIOD), ("cpu.cfs_quota_us", CPU_PERIOD)]
+    elif "cpu" in hierarchy.controllers:
+        settings += [("cpu.weight", 100), ("cpu.max", f"{CPU_PERIOD} {CPU_PERIOD}")]
     for name, value in settings:
         path = os.path.join(folder, name)
-        if name in ("memory.memsw.limit_in_bytes", "memory.swap.max", "memory.oom.group") and not os.path.exists(path):
-            continue  # a kernel without swap accounting, or without grouped OOM kills
+        if name in ("memory.memsw.limit_in_bytes", "memory.swap.max", "memory.oom.group", "cpu.cfs_quota_us",
+                    "cpu.cfs_period_us", "cpu.max") and not os.path.exists(path):
+            continue  # a kernel without swap accounting, grouped OOM kills, or CPU bandwidth control
         with open(path, "w") as setting:
             setting.write(str(value))
 
@@ -203,17 +217,26 @@ def _limit(hierarchy: Hierarchy, folder: str, limits: dict) -> None:
 class Watchdog:
     """The fallback for memory: the summed resident memory of this keeper's descendants, looked at on demand."""
 
-    def __init__(self, memory_mb: int | None, scratch: str | None = None, scratch_mb: int | None = None):
-        """``memory_mb`` None: memory has a cgroup; ``scratch`` None: the scratch folder is a bounded tmpfs."""
+    def __init__(self, memory_mb: int | None, scratch: str | None = None, scratch_mb: int | None = None,
+                 own_ipc: bool = False):
+        """``memory_mb`` None: memory has a cgroup; ``scratch`` None: the scratch folder is a bounded tmpfs;
+        ``own_ipc``: the keeper is in the worker's own IPC namespace, so every System V shared memory
+        segment it sees is the worker's (kept after every process detached, resident in none)."""
+        self.own_ipc = own_ipc
         self.limit = memory_mb << 20 if memory_mb is not None else None
         self.scratch, self.scratch_limit = scratch, (scratch_mb or 0) << 20
         self.looks = 0
+        self.memory_devices = memory_devices() if memory_mb is not None else frozenset()
 
     def over(self) -> str | None:
         """Why the worker's tree must be killed now, or None."""
         self.looks += 1
         if self.limit is not None:
-            used = sum(_resident(pid) for pid in _descendants(os.getpid()))
+            processes, files = _descendants(os.getpid()), {}
+            used = sum(_resident(pid) for pid in processes)
+            for pid in processes:
+                files.update(_memory_files(pid, self.memory_devices))
+            used += sum(files.values()) + (shared_segments() if self.own_ipc else 0)
             if used > self.limit:
                 return f"its processes held {used >> 20} MiB together, over the {self.limit >> 20} MiB limit"
         if self.scratch and self.looks % 4 == 0:
@@ -249,6 +272,64 @@ def _resident(pid: int) -> int:
     except (OSError, ValueError, IndexError):
         pass
     return total
+
+
+MEMORY_FILE_SYSTEMS = ("tmpfs", "ramfs", "hugetlbfs", "devtmpfs")
+
+
+def memory_devices(mountinfo: str = "/proc/self/mountinfo") -> frozenset[int]:
+    """Device numbers of the mounted file systems whose files are memory (tmpfs and the like)."""
+    found = set()
+    try:
+        with open(mountinfo) as listing:
+            for line in listing:
+                fields, _, after = line.partition(" - ")
+                parts = fields.split()
+                if len(parts) > 2 and after.split()[:1] and after.split()[0] in MEMORY_FILE_SYSTEMS:
+                    major, _, minor = parts[2].partition(":")
+                    found.add(os.makedev(int(major), int(minor)))
+    except (OSError, ValueError):
+        pass
+    return frozenset(found)
+
+
+def shared_segments(listing: str = "/proc/sysvipc/shm") -> int:
+    """Resident bytes of the System V shared memory segments of this process's IPC namespace."""
+    total = 0
+    try:
+        with open(listing) as lines:
+            header = next(lines).split()
+            column = header.index("rss")
+            for line in lines:
+                fields = line.split()
+                if len(fields) > column:
+                    total += int(fields[column])
+    except (OSError, ValueError, StopIteration):
+        pass
+    return total
+
+
+def _memory_files(pid: int, devices: frozenset[int]) -> dict[tuple[int, int], int]:
+    """(device, inode) -> bytes of each memory-backed regular file ``pid`` holds open: a memfd (its name says
+    so, its device is the kernel's own), or a file on a memory file system; written pages, not its length."""
+    held = {}
+    folder = f"/proc/{pid}/fd"
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return held
+    for name in names:
+        path = f"{folder}/{name}"
+        try:
+            info = os.stat(path)  # the open file itself (the link in /proc leads to it, even unlinked)
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            if info.st_dev not in devices and not os.readlink(path).startswith("/memfd:"):
+                continue
+        except OSError:
+            continue
+        held[(info.st_dev, info.st_ino)] = info.st_blocks * 512
+    return held
 
 
 def folder_size(folder: str, limit: int, most_entries: int = 20000) -> int:

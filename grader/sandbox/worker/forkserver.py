@@ -36,6 +36,9 @@ PACKAGE = "mha_worker"
 REQUEST_LIMIT = 1 << 16
 LIMITS = ("memory_mb", "cpu_seconds", "max_processes", "file_size_mb", "open_files", "scratch_mb")
 DEFAULT_SCRATCH_MB = 64  # what a spare's scratch tmpfs holds until its request says otherwise
+# Where neither a pid namespace nor Landlock's signal scoping keeps workers apart, each worker alive at once
+# gets a uid of its own from this range (as root), so no worker can signal or trace another.
+UID_POOL_BASE, UID_POOL_SIZE = 0x6D680000, 1024
 
 
 def _load(name: str):
@@ -101,15 +104,25 @@ def serve(address: str, numpy_dir: str, scratch_root: str, hidden: list[str], pa
                           **{name: folder for name, folder in policy.packages}}}
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # keepers are reaped by the kernel
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # what keeps workers graded at once from signalling each other: a pid namespace each, Landlock's scoping
+    # (ABI 6), or, as root, a uid each; without any, the grader must grade one at a time (``workers_apart``)
+    scoped = context["landlock_abi"] >= 6
+    pool = as_root and not namespaces and not scoped and "uid-pool" not in without
+    context["uid_pool"] = pool
+    context["workers_apart"] = namespaces or scoped or pool
+    context["apart_by"] = ("pid namespaces" if namespaces else "Landlock signal scoping" if scoped else
+                           "a uid per worker" if pool else "")
     keepers = Keepers(listener, context, 0 if "spares" in without else spares)
     keepers.refill()
     ready = {"pid": os.getpid(), "root": as_root, "uid": context["uid"], "landlock_abi": context["landlock_abi"],
              "tree": tree is not None, "cgroups": cgroup_setup.describe(), "warnings": warnings,
-             "spares": keepers.count}
+             "spares": keepers.count, "workers_apart": context["workers_apart"], "apart_by": context["apart_by"]}
     sys.stdout.write(json.dumps(ready) + "\n")
     sys.stdout.flush()
     while True:
-        readable, _, _ = select.select([listener, sys.stdin], [], [])
+        readable, _, _ = select.select([listener, sys.stdin, *keepers.holding], [], [])
+        for control in [control for control in keepers.holding if control in readable]:
+            keepers.release(control)  # that keeper has ended, with everything its worker started
         if sys.stdin in readable and not os.read(sys.stdin.fileno(), 4096):
             keepers.close()
             if tree is not None:
@@ -133,19 +146,38 @@ class Keepers:
     def __init__(self, listener: socket.socket, context: dict, count: int):
         self.listener, self.context, self.count = listener, context, count
         self.ready: list[socket.socket] = []  # the server's ends of the spares' control sockets
+        self.holding: dict[socket.socket, int] = {}  # control of a keeper at work -> the uid its worker has
+        self.free_uids = list(range(UID_POOL_BASE, UID_POOL_BASE + UID_POOL_SIZE))
 
-    def hand(self, request: bytes, fds: list[int]) -> None:
-        """Give a request to a spare (or, if none is ready or alive, to a fresh keeper)."""
+    def hand(self, request: dict, fds: list[int]) -> None:
+        """Give a request to a spare (or, if none is ready or alive, to a fresh keeper); with a uid pool, the
+        worker's uid, held until that keeper ends."""
+        uid = None
+        if self.context.get("uid_pool"):
+            if not self.free_uids:
+                raise ValueError(f"all {UID_POOL_SIZE} uids for workers are in use")
+            uid = self.free_uids.pop(0)
+            request = dict(request, uid=uid)
         while True:
             control = self.ready.pop(0) if self.ready else self._start()
             try:
-                socket.send_fds(control, [request], fds)
+                socket.send_fds(control, [json.dumps(request).encode()], fds)
+                if uid is not None:  # its end (when the keeper exits) frees the uid
+                    self.holding[control] = uid
+                    control = None
                 return
             except OSError:
                 if not self.ready:
+                    if uid is not None:
+                        self.free_uids.append(uid)
                     raise
             finally:
-                control.close()
+                if control is not None:
+                    control.close()
+
+    def release(self, control: socket.socket) -> None:
+        self.free_uids.append(self.holding.pop(control))
+        control.close()
 
     def refill(self) -> None:
         while len(self.ready) < self.count:
@@ -161,7 +193,7 @@ class Keepers:
         pid = os.fork()
         if pid == 0:
             server_end.close()
-            for control in self.ready:  # other spares' ends: only the server may hold them
+            for control in [*self.ready, *self.holding]:  # other keepers' ends: only the server may hold them
                 control.close()
             _load("keeper").run(keeper_end, self.listener, self.context)  # never returns
         keeper_end.close()
@@ -194,7 +226,8 @@ def _handle(connection: socket.socket, keepers: Keepers, context: dict) -> None:
         limits = request["limits"]
         if not all(type(limits.get(name)) is int and limits[name] > 0 for name in LIMITS):
             raise ValueError(f"a request needs the limits {', '.join(LIMITS)} as positive whole numbers")
-        keepers.hand(json.dumps(request).encode(), [*fds, connection.fileno()])
+        request.pop("uid", None)  # only the server gives a uid
+        keepers.hand(request, [*fds, connection.fileno()])
     except (ValueError, KeyError, TypeError, AttributeError) as bad:
         connection.send(json.dumps({"error": str(bad)}).encode())
     finally:

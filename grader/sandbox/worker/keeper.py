@@ -123,7 +123,11 @@ def _serve(assignment, worker: int, channel: socket.socket, context: dict, plan:
     watchdog = None
     if memory_watched or plan["scratch"] is None:  # what no cgroup or tmpfs bounds, the keeper watches
         watchdog = cgroups.Watchdog(limits["memory_mb"] if memory_watched else None,
-                                    request["scratch"] if plan["scratch"] is None else None, limits["scratch_mb"])
+                                    request["scratch"] if plan["scratch"] is None else None, limits["scratch_mb"],
+                                    own_ipc="ipc" in plan["namespaces"])
+    if request.get("uid") is not None:  # a uid of its own: it must own its folder (the host's, no tree here)
+        os.chown(os.path.basename(request["scratch"]), request["uid"], request["uid"], dir_fd=client_folder,
+                 follow_symlinks=False)
     marks.append(("assigned", time.monotonic()))
     started = {"request": request, "marks": marks, "memory_watched": memory_watched}
     try:
@@ -254,7 +258,7 @@ def _finish(request: dict, context: dict, plan: dict, enforced, memory_watched: 
     for number in (signal.SIGINT, signal.SIGTERM, signal.SIGCHLD):
         signal.signal(number, signal.SIG_DFL)
     if enforced is None:
-        enforced = _lock_down(context, scratch, marks)
+        enforced = _lock_down(context, scratch, marks, request.get("uid"))
     sys.path[:] = context["policy"].sys_path
     if context["policy"].packages:
         sys.meta_path.append(confinement.PackageFinder(context["policy"].packages))
@@ -262,13 +266,14 @@ def _finish(request: dict, context: dict, plan: dict, enforced, memory_watched: 
     return _hello(context, plan, request, enforced, memory_watched, marks)
 
 
-def _lock_down(context: dict, scratch: str, marks: list):
-    """Landlock (read the grant, write ``scratch``), then uid ``nobody`` (as root) and the parent-death signal."""
+def _lock_down(context: dict, scratch: str, marks: list, uid: int | None = None):
+    """Landlock (read the grant, write ``scratch``), then uid ``nobody`` (as root; ``uid``: the one the server
+    gave this worker alone) and the parent-death signal."""
     enforced = context["landlock"].restrict_self(readable=context["readable"], writable=[scratch],
                                                  abi=context["landlock_abi"])
     marks.append(("landlock", time.monotonic()))
     if context["uid"] is not None:
-        context["confinement"].drop_privileges(context["uid"])
+        context["confinement"].drop_privileges(uid if uid is not None else context["uid"])
         marks.append(("uid change", time.monotonic()))
     context["confinement"].set_parent_death_signal()  # after the uid change, which clears it
     return enforced
@@ -282,6 +287,8 @@ def _hello(context: dict, plan: dict, request: dict, enforced, memory_watched: b
             "rlimits": sorted(limits), "warnings": plan["warnings"], "tree": plan["scratch"] is not None,
             "grants": context["grants"], "cgroup": setup.describe() if plan["cgroup"] is not None else "",
             "memory_watched": memory_watched, "cgroup_missing": setup.missing, "cwd": os.getcwd(),
+            "cpu_share": plan["cgroup"] is not None and setup.provides("cpu"), "own_uid": request.get("uid") is not None,
+            "workers_apart": context.get("workers_apart", True),
             "scratch": (f"tmpfs of {limits['scratch_mb']} MiB" if plan["scratch"] is not None
                         else f"host folder, watched ({limits['scratch_mb']} MiB)"),
             "phases": [[name, at] for name, at in marks]}

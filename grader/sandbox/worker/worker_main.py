@@ -13,6 +13,7 @@ anything that is not plain data ``{"__object__": "<description>"}``.
 
 import builtins
 import contextlib
+import json
 import linecache
 import os
 import sys
@@ -26,6 +27,8 @@ from . import arrays, protocol, recording
 MESSAGE_LIMIT = protocol.MESSAGE_LIMIT
 
 TEXT_LIMIT = 2000
+NPY_HEADER = 256  # room for one array's .npy header beside its data, in a reply's bound
+CELL_ERRORS = 20  # errors of notebook cells described in the load's reply; the rest are counted
 clock = time.perf_counter  # bound before student code runs
 
 
@@ -38,7 +41,7 @@ def encode(value, blobs, codec, limit=MESSAGE_LIMIT):
     if type(value) is codec.ndarray:
         if value.dtype.kind not in "biuf":
             return {"__object__": f"array of dtype {value.dtype}"}
-        if value.nbytes + sum(len(blob) for blob in blobs) > limit:
+        if value.nbytes + NPY_HEADER + sum(len(blob) for blob in blobs) > limit:
             return {"__object__": f"array of shape {value.shape}, {value.nbytes:,} bytes: more than a reply may hold"}
         blobs.append(codec.encode(value))
         return {"__array__": len(blobs) - 1}
@@ -96,13 +99,14 @@ def describe_error(error, filenames):
         message = str(error)
     except Exception:  # a hostile __str__
         message = "<unprintable message>"
-    return {
-        "type": type(error).__name__,
+    where_file = where.filename if where is not None else getattr(error, "filename", None)
+    return {  # each part bounded: a reply's header is capped, and every name here may be the student's
+        "type": str(type(error).__name__)[:100],
         "message": message[:TEXT_LIMIT],
-        "line": line,
-        "source_line": text[:200],
-        "function": function,
-        "file": where.filename if where is not None else getattr(error, "filename", None),
+        "line": line if type(line) is int else None,
+        "source_line": str(text)[:200],
+        "function": str(function)[:100] if function is not None else None,
+        "file": str(where_file)[:300] if where_file is not None else None,
     }
 
 
@@ -170,11 +174,16 @@ class Worker:
         announce, fd, write = self._announcements, self.stream, os.write
         return lambda name: write(fd, announce[name])  # bound before student code runs
 
-    def load(self, request):
+    def load(self, request, blobs=()):
+        """Run the submission's cells. Their sources come as blobs (UTF-8), not in the header: the header
+        is capped, the submission's documented size is not its to decide. Blob 0 lists each cell's
+        ``[filename, label]``; blob ``i + 1`` is cell ``i``'s source."""
         namespace = self.module.__dict__
         self.reply_limit = min(int(request.get("reply_limit", MESSAGE_LIMIT)), MESSAGE_LIMIT)
-        cell_errors = []
-        for cell in request["cells"]:
+        cell_errors, more_errors = [], 0
+        cells = [{"filename": filename, "label": label, "source": blobs[index + 1].decode("utf-8", "surrogatepass")}
+                 for index, (filename, label) in enumerate(json.loads(blobs[0].decode("utf-8")))]
+        for cell in cells:
             self.filenames.add(cell["filename"])
             # tracebacks read lines from here: the submission's own file is out of the worker's reach
             linecache.cache[cell["filename"]] = (len(cell["source"]), None, cell["source"].splitlines(True),
@@ -192,10 +201,14 @@ class Worker:
                 described["cell"] = cell.get("label")
                 if request.get("mode") == "module":
                     return {"ok": False, "error": described}
-                cell_errors.append(described)
+                if len(cell_errors) < CELL_ERRORS:
+                    described["message"] = described["message"][:300]
+                    cell_errors.append(described)
+                else:
+                    more_errors += 1
         self._instrument()
-        names = sorted(name for name in namespace if not name.startswith("__"))[:500]
-        return {"ok": True, "names": names, "cell_errors": cell_errors}
+        names = sorted(name[:100] for name in namespace if not name.startswith("__"))[:500]
+        return {"ok": True, "names": names, "cell_errors": cell_errors, "more_cell_errors": more_errors}
 
     def _instrument(self):
         """Wrap the submission's functions and methods as loading left them (a hostile class may refuse)."""
@@ -242,15 +255,20 @@ class Worker:
             value = tuple(value)
         if error is not None:
             if isinstance(error, KeyError) and not error.__traceback__.tb_next.tb_next:
-                missing = {"type": "MissingName", "message": str(error)[:200]}
+                missing = {"kind": "missing-name", "type": "MissingName", "message": str(error)[:200]}
                 return {"ok": False, "error": missing, "reached": reached}, []
             return {"ok": False, "error": describe_error(error, self.filenames), "reached": reached}, []
         out_blobs = []
+        limit = self.reply_limit
+        asked = request.get("reply_limit")
+        if type(asked) is int and 0 <= asked < limit:  # the trusted side's bound for this call's reply
+            limit = asked
         try:
-            encoded = encode(value, out_blobs, codec, self.reply_limit)
-            after = [encode(arg, out_blobs, codec, self.reply_limit) for arg in args]
+            encoded = encode(value, out_blobs, codec, limit)
+            after = [encode(arg, out_blobs, codec, limit) for arg in args]
         except BaseException as error:  # noqa: BLE001 - a hostile object may fail to encode
-            return {"ok": False, "error": {"type": "UnencodableResult", "message": repr(type(error))},
+            return {"ok": False, "error": {"kind": "unencodable", "type": "UnencodableResult",
+                                                  "message": repr(type(error))},
                     "reached": reached}, []
         reply = {"ok": True, "value": encoded, "args_after": after, "reached": reached}
         if measure:
@@ -338,7 +356,7 @@ def serve(read_fd, write_fd, numpy, hello=None):
         started = clock()
         operation = header.get("op")
         if operation == "load":
-            reply, reply_blobs = worker.load(header), []
+            reply, reply_blobs = worker.load(header, blobs), []
         elif operation == "call":
             reply, reply_blobs = worker.call(header, blobs, stream_names=True)
         elif operation == "batch":
@@ -346,7 +364,8 @@ def serve(read_fd, write_fd, numpy, hello=None):
         elif operation == "ping":
             reply, reply_blobs = {"ok": True}, []
         else:
-            reply, reply_blobs = {"ok": False, "error": {"type": "Protocol", "message": str(operation)}}, []
+            reply, reply_blobs = {"ok": False, "error": {"kind": "protocol", "type": "Protocol",
+                                                              "message": str(operation)}}, []
         sys.stdout.flush()
         reply["worker_seconds"] = clock() - started  # how long the worker itself took: the rest was the trip
         protocol.write_message(outgoing, reply, reply_blobs)

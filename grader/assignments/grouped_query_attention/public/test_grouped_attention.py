@@ -2,7 +2,7 @@
 
 import pytest
 
-from grader.grading.checks import CheckFailure, expect_value, failure_from_error
+from grader.grading.checks import CheckFailure, did_not_return, expect_value, failure_from_error, is_missing
 from grader.content.messages import Message
 
 pytestmark = pytest.mark.mha(visibility="public")
@@ -24,11 +24,11 @@ def test_constructor_rejects_query_heads_the_kv_heads_do_not_divide(student, cas
             _unless_still_the_stub(student, cases)
             raise CheckFailure(Message("kv_heads_not_rejected", {"heads": heads, "kv_heads": kv_heads}),
                                misconception="gqa-no-divisibility-check")
-        if outcome.error.type in ("Timeout", "WorkerGone", "MissingName"):
+        if did_not_return(outcome) or is_missing(outcome):
             raise failure_from_error("__init__", outcome)
     outcome = student.sandbox.call_method(CLASS, init=(24, 6, 2))
     if outcome.error is not None:
-        if outcome.error.type in ("Timeout", "WorkerGone", "MissingName", "NotImplementedError"):
+        if did_not_return(outcome) or is_missing(outcome) or outcome.error.type == "NotImplementedError":
             raise failure_from_error("__init__", outcome)
         raise CheckFailure(Message("raised", {"function": f"{CLASS}(24, 6, 2)", "type": outcome.error.type,
                                               "message": outcome.error.message, "location": ""}),

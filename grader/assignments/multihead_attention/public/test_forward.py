@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from grader.grading.checks import CheckFailure, expect_unchanged, expect_value, expect_values, failure_from_error, failure_from_value
+from grader.grading.checks import (CheckFailure, did_not_return, expect_unchanged, expect_value, expect_values,
+                                   failure_from_error, failure_from_value, is_missing)
 from grader.content.messages import Message
 
 pytestmark = pytest.mark.mha(visibility="public")
@@ -21,11 +22,11 @@ def test_constructor_rejects_a_width_the_heads_do_not_divide(student, cases):
                                    misconception="not-implemented")
             raise CheckFailure(Message("not_rejected", {"d_model": d_model, "num_heads": heads}),
                                misconception="mha-no-divisibility-check")
-        if outcome.error.type in ("Timeout", "WorkerGone"):
+        if did_not_return(outcome):
             raise failure_from_error("__init__", outcome)
     outcome = student.construct("MultiHeadAttention", 12, 3)
     if outcome.error is not None:
-        if outcome.error.type in ("Timeout", "WorkerGone", "MissingName"):
+        if did_not_return(outcome) or is_missing(outcome):
             raise failure_from_error("__init__", outcome)
         raise CheckFailure(Message("rejected_valid", {"d_model": 12, "num_heads": 3, "type": outcome.error.type,
                                                       "message": outcome.error.message}), misconception="error",
