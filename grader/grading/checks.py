@@ -212,7 +212,7 @@ def _matching_twins(case: Case, got, student: StudentCode | None) -> list[tuple[
     """
     hints = getattr(student, "twin_hints", None)
     hinted = hints.get(case.function) if hints is not None else None
-    if hinted and case.twins is None:
+    if hinted and not case.twins_ready:
         found = [(misconception, label) for misconception, label, value in case.twins_among(hinted)
                  if not isinstance(value, Raised) and same_value(got, value)]
         if found:
