@@ -17,7 +17,6 @@ or its time limit runs out; every submit is recorded.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -28,15 +27,12 @@ import numpy as np
 from grader.errors import UsageError
 from grader.grading.assignment import StandIn, get_assignment
 from grader.paths import DEFAULT_ASSIGNMENT, exercise_path, solution_path
-from grader.stubs import BEGIN, END, generate_stub
+from grader.stubs import BEGIN, DEF, END, HINT, STUB_HINT, generate_stub
 from grader.practice.user_data import data_dir, read_document, write_document
 
 ALL = "all"  # the whole module from scratch
 CURRENT_FILE = "drill-current.json"
 HISTORY_FILE = "drill-history.json"
-_DEF = re.compile(r"^\s*def\s+(\w+)\s*\(")
-_HINT = re.compile(r"#\s*HINT\((en|zh)\):")
-_STUB_HINT = re.compile(r"^\s*# (Hint: |提示：)")
 
 
 def drills(assignment: str = DEFAULT_ASSIGNMENT) -> tuple[str, ...]:
@@ -100,7 +96,7 @@ def drill_source(function: str, *, assignment: str = DEFAULT_ASSIGNMENT,
         kept = _keep_solutions_except(reference.read_text(encoding="utf-8"), function, stand_in=stand_in)
         source, graded = generate_stub(kept, origin=str(reference)), (function,)
     if not hints:
-        source = "".join(line for line in source.splitlines(keepends=True) if not _STUB_HINT.match(line))
+        source = "".join(line for line in source.splitlines(keepends=True) if not STUB_HINT.match(line))
     return source, graded
 
 
@@ -112,7 +108,7 @@ def _keep_solutions_except(source: str, function: str, *, stand_in: StandIn | No
     inverse, body = (stand_in.inverse, stand_in.body) if stand_in is not None else (None, ())
     kept, current, inside_other = [], None, False
     for line in source.splitlines():
-        match = _DEF.match(line)
+        match = DEF.match(line)
         stripped = line.strip()
         if match and not inside_other:
             current = match.group(1)
@@ -125,7 +121,7 @@ def _keep_solutions_except(source: str, function: str, *, stand_in: StandIn | No
         if inside_other and stripped == END:
             inside_other = False
             continue
-        if inside_other and (_HINT.search(line) or current == inverse):
+        if inside_other and (HINT.search(line) or current == inverse):
             continue
         kept.append(line)
     return "\n".join(kept) + "\n"
