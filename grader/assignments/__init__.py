@@ -18,5 +18,5 @@ the solutions) stay with the instructor. Public checks therefore import only
 grading, content and foundation modules; hidden checks and ``cases.py`` may
 also use ``twinning`` and ``reference``.
 
-May import: grading, content, foundation (errors, paths, i18n, seeding, results).
+May import: grading, sandbox (the worker's call recorder), content, foundation.
 """
