@@ -159,3 +159,16 @@ def test_the_template_refuses_a_taken_or_unusable_name(tmp_path, capsys):
             main([name])
         assert stopped.value.code == 2 and why in capsys.readouterr().err
     assert not (PACKAGE / "assignments" / "Rotary-Embedding").exists()
+
+
+@pytest.mark.parametrize("name", sorted(ASSIGNMENTS))
+def test_each_probed_mistake_is_one_of_the_exercise_the_check_can_name(name):
+    """A check's ``probes`` (the mistakes it is written to reveal) are catalogued mistakes of its exercise."""
+    from grader.content.catalog import load_catalog
+    from grader.grading.runner import collect
+
+    exercise = ASSIGNMENTS[name]
+    own = load_catalog((exercise.folder / "misconceptions.toml",))  # the exercise's own catalog file
+    probes = {probe: test.name for test in collect(exercise, ("public", "hidden")) for probe in test.probes}
+    assert probes and set(probes) <= set(own), {probe: test for probe, test in probes.items() if probe not in own}
+    assert all(own[probe].function in exercise.functions for probe in probes)

@@ -28,7 +28,7 @@ from grader.errors import UsageError
 from grader.grading.assignment import StandIn, get_assignment
 from grader.paths import DEFAULT_ASSIGNMENT, exercise_path, solution_path
 from grader.stubs import BEGIN, DEF, END, HINT, STUB_HINT, generate_stub
-from grader.practice.user_data import data_dir, read_document, write_document
+from grader.practice.user_data import read_document, write_document
 
 ALL = "all"  # the whole module from scratch
 CURRENT_FILE = "drill-current.json"
@@ -200,7 +200,3 @@ def best_times(history: list[DrillRecord]) -> dict[str, float]:
         if record.status == "graded" and record.max_score and record.score == record.max_score:
             best[record.function] = min(best.get(record.function, record.seconds), record.seconds)
     return best
-
-
-def history_path() -> Path:
-    return data_dir() / HISTORY_FILE
