@@ -67,7 +67,30 @@ def root() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the CLI (click turns usage errors into exit status 2)."""
+    _printable_streams()
     root.main(args=argv, prog_name="mha")
+
+
+def _printable_streams() -> None:
+    """Text this stream's encoding cannot hold is written anyway: UTF-8 into pipes and files (Windows gives
+    them its ANSI code page, which has no ✓ and no Chinese), escaped on a terminal that is not UTF-8.
+    An encoding asked for with PYTHONIOENCODING is kept."""
+    import os
+    import sys
+
+    if os.environ.get("PYTHONIOENCODING"):
+        return
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+        if encoding == "utf8" or not hasattr(stream, "reconfigure"):
+            continue
+        try:
+            if stream.isatty():
+                stream.reconfigure(errors="backslashreplace")
+            else:
+                stream.reconfigure(encoding="utf-8", errors="backslashreplace")
+        except (OSError, ValueError):  # a stream that cannot change now keeps what it has
+            continue
 
 
 if __name__ == "__main__":

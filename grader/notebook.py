@@ -70,8 +70,13 @@ def check(*functions: str, lang: str | None = None, assignment: str = DEFAULT_AS
         return None  # a submission being graded: the grader runs its own checks
     from grader.render.notebook_html import result_to_html, say
 
+    from grader.sandbox.isolation import quiet_sandbox
+    from grader.sandbox.servers import chosen_isolation
+
     lang = resolve_language(lang)
-    result = grade_kernel(functions=functions, visibility="public", lang=lang, assignment=assignment)
+    with quiet_sandbox():  # the isolation is in ``report.result.isolation``, not in a warning above the report
+        result = grade_kernel(functions=functions, visibility="public", lang=lang, assignment=assignment,
+                              isolation=chosen_isolation())
     title = say("check_title", lang, functions=", ".join(functions) if functions else say("every_function", lang))
     return CheckReport(result, result_to_html(result, lang, title=title))
 
@@ -94,8 +99,9 @@ def autograde(*functions: str, visibility: str = "public", lang: str | None = No
     student = nbgrader_student()
     with contextlib.redirect_stderr(io.StringIO()), warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        # the student's own run of a test cell works wherever they are; grading (hidden checks) is sandboxed
         result = grade_kernel(functions=functions, visibility=visibility, lang=lang, assignment=assignment,
-                              student=student)
+                              student=student, isolation="auto" if visibility == "public" else "linux")
     title = say("check_title", lang, functions=", ".join(functions) if functions else say("every_function", lang))
     footer = say("cell_points" if visibility == "public" else "cell_points_hidden", lang,
                  score=result.score, max_score=result.max_score, student=student)
@@ -137,8 +143,9 @@ def show_heads(sentence: str | None = None, *, heads: int = 4, d_model: int = 16
 
 # ---- the code the student ran --------------------------------------------------------------
 def grade_kernel(*, functions: tuple[str, ...], visibility: str, lang: str, assignment: str = DEFAULT_ASSIGNMENT,
-                 student: str = "student") -> SubmissionResult:
-    """Grade the kernel's code in the worker; ``functions`` empty means all of them."""
+                 student: str = "student", isolation: str = "auto") -> SubmissionResult:
+    """Grade the kernel's code in the worker (``isolation``: ``grader.sandbox.servers``); ``functions`` empty
+    means all of them."""
     from grader.grading.assignment import get_assignment
     from grader.grading.grade import VISIBILITIES, grade_submission
     from grader.render.notebook_html import say
@@ -157,7 +164,7 @@ def grade_kernel(*, functions: tuple[str, ...], visibility: str, lang: str, assi
         return load_failure(student=student, error=say("no_code", lang), assignment=assignment,
                             max_score=float(sum(test.points for test in tests)))
     return grade_submission(source=source, assignment=assignment, visibility=visibility,
-                            functions=tuple(functions) or None, student=student, lang=lang)
+                            functions=tuple(functions) or None, student=student, lang=lang, isolation=isolation)
 
 
 def kernel_source() -> SubmissionSource:
@@ -224,7 +231,7 @@ def nbgrader_student() -> str:
 
 
 # The scripts a grading worker runs as __main__ (grader/sandbox/worker/worker_main.py, or its fork server).
-WORKER_SCRIPTS = frozenset({"worker_main.py", "forkserver.py"})
+WORKER_SCRIPTS = frozenset({"worker_main.py", "forkserver.py", "portable_main.py"})
 
 
 def _inside_worker() -> bool:

@@ -84,6 +84,26 @@ def test_grade_writes_every_output_and_exits_0_whatever_the_scores(small_class, 
     assert "attention-no-scale" in result.output and "error   cat" in result.output
 
 
+def test_feedback_pages_and_gradescope_show_the_public_fixtures_rows_as_the_terminal_does(small_class, tmp_path):
+    """A failing public check of a graded run shows the expected-against-returned rows of the shipped fixture
+    (what `mha check` shows the student); a hidden check shows none of its values."""
+    out = tmp_path / "out"
+    assert grade(small_class, "--out", out, "--format", "gradescope").exit_code == 0
+    check = CliRunner().invoke(root, ["check", str(small_class / "ben.py"), "--function",
+                                      "scaled_dot_product_attention"])
+    terminal_rows = [line.strip() for line in check.output.splitlines() if line.strip().startswith(("expected ", "yours "))]
+    assert terminal_rows, check.output
+    page = (out / "feedback" / "ben.md").read_text(encoding="utf-8")
+    html = (out / "feedback" / "ben.html").read_text(encoding="utf-8")
+    tests = json.loads((out / "gradescope" / "ben" / "results.json").read_text(encoding="utf-8"))["tests"]
+    public = next(test["output"] for test in tests if "attention values" in test["name"].lower())
+    for row in terminal_rows[:2]:
+        assert row in page and row in public, row
+        assert row.replace(">", "&gt;").split(" = ")[0] in html
+    hidden = [test["output"] for test in tests if test["visibility"] == "after_published" and test["status"] == "failed"]
+    assert hidden and not any("expected " in text or "yours " in text for text in hidden)
+
+
 def test_grading_again_gives_the_same_scores_and_hidden_inputs(small_class, tmp_path):
     assert grade(small_class, "--out", tmp_path / "first").exit_code == 0
     assert grade(small_class, "--out", tmp_path / "second", "--jobs", "1").exit_code == 0

@@ -79,12 +79,13 @@ def test_upstream_mistakes_are_each_named_once_with_forwards_own(tmp_path):
     assert weights.additional_misconceptions == ("attention-no-scale",)
 
 
-def test_a_downstream_check_never_contradicts_what_the_upstream_functions_own_checks_found(tmp_path):
-    # no scale, and V divided by sqrt(d_k): forward's output alone equals "scaling after the softmax"
+def test_the_scale_moved_past_the_softmax_is_one_mistake_of_attention_in_every_check(tmp_path):
+    # no scale on the scores, and V divided by sqrt(d_k): weights @ (V / sqrt(d_k)) is the output scaled after
+    # the softmax, one mistake (not a missing scale plus a wrong value product), and forward's checks say where
     source = _changed(SCORES, "    scores = Q @ np.swapaxes(K, -1, -2)")
     source = _changed("    out = weights @ V  # (B, H, T, d_k)", "    out = weights @ (V / np.sqrt(d_k))", source)
     result = graded(tmp_path, source)
-    assert result.misconceptions == ("attention-no-scale", "attention-wrong-value-product")
+    assert result.misconceptions == ("attention-scale-after-softmax",)
     cross = next(test for test in result.tests if test.name == "test_forward_values_for_cross_attention")
     assert cross.root_cause == "scaled_dot_product_attention" and "fix scaled_dot_product_attention" in cross.message
 
@@ -135,3 +136,77 @@ def _without_hints(init):
         init(self, *args, **kwargs)
         self.twin_hints = None
     return made
+
+
+# ---- mistakes written where no twin's function is entered, and mistakes that come in pairs ----------
+LIBRARY = mutants("multihead_attention") / "mistakes"
+
+
+def _library(tmp_path: Path, name: str):
+    return graded(tmp_path, (LIBRARY / f"{name}.py").read_text(encoding="utf-8"), name)
+
+
+def _failing(result, name: str):
+    return next(test for test in result.tests if test.name == name)
+
+
+def test_an_unshifted_exponential_inside_attention_is_attentions_and_forward_says_so(tmp_path):
+    result = _library(tmp_path, "attention_exp_inline_unshifted")
+    assert result.misconceptions == ("softmax-unstable",)
+    attention = _failing(result, "test_attention_is_stable_for_large_scores")
+    assert attention.misconception == "softmax-unstable" and attention.root_cause is None
+    forward = _failing(result, "test_forward_is_stable_for_large_scores")
+    assert forward.misconception == "softmax-unstable" and forward.root_cause == "scaled_dot_product_attention"
+    assert all(test.outcome == "passed" for test in result.tests if test.function == "softmax")
+
+
+def test_an_unshifted_exponential_inside_forward_is_forwards_own(tmp_path):
+    result = _library(tmp_path, "forward_inline_attention_unshifted")
+    assert result.misconceptions == ("softmax-unstable",)
+    forward = _failing(result, "test_forward_is_stable_for_large_scores")
+    assert forward.misconception == "softmax-unstable" and forward.root_cause is None
+    assert all(test.outcome == "passed" for test in result.tests if test.function != "forward")
+
+
+def test_the_keys_length_from_q_is_named_beside_a_softmax_axis_mistake(tmp_path):
+    result = _library(tmp_path, "kv_query_length_and_softmax_axis_zero")
+    assert result.misconceptions == ("mha-kv-uses-query-length", "softmax-wrong-axis")
+    assert _failing(result, "test_forward_values_for_cross_attention").misconception == "mha-kv-uses-query-length"
+
+
+def test_the_keys_length_from_q_is_named_beside_a_head_layout_mistake(tmp_path):
+    result = _library(tmp_path, "kv_query_length_and_split_axes")
+    assert result.misconceptions == ("mha-kv-uses-query-length", "split-heads-wrong-axes")
+
+
+def test_a_residual_and_a_layer_norm_inside_forward_are_both_named_by_their_evidence(tmp_path):
+    result = _library(tmp_path, "forward_add_and_norm")
+    assert result.misconceptions == ("mha-adds-layer-norm", "mha-adds-residual")
+    cross = _failing(result, "test_forward_values_for_cross_attention")
+    assert "plus the query input Q" in cross.message and "layer-normalised" in cross.message
+    assert all(test.outcome == "passed" for test in result.tests if test.function != "forward")
+
+
+def test_a_residual_on_top_of_another_mistake_is_named_with_it(tmp_path):
+    source = _changed("        out = self.combine_heads(heads) @ self.W_O  # (B, T, D)",
+                      "        out = self.combine_heads(heads) + Q  # (B, T, D)")
+    result = graded(tmp_path, source)
+    assert result.misconceptions == ("mha-adds-residual", "mha-no-output-projection")
+
+
+def test_a_broken_split_costs_combine_heads_nothing(tmp_path):
+    source = _changed("        x = x.reshape(batch, length, self.num_heads, self.d_k)  # (B, T, H, d_k)\n"
+                      "        return x.transpose(0, 2, 1, 3)  # (B, H, T, d_k)",
+                      "        return x.reshape(batch, self.num_heads, length, self.d_k)")
+    result = graded(tmp_path, source)
+    assert all(test.outcome == "passed" for test in result.tests if test.function == "combine_heads")
+    assert _failing(result, "test_split_heads_gives_each_head_a_contiguous_block").outcome == "failed"
+
+
+def test_a_broken_combine_still_fails_the_round_trip(tmp_path):
+    source = _changed("        x = x.transpose(0, 2, 1, 3)  # (B, T, H, d_k)\n"
+                      "        return x.reshape(batch, length, heads * d_k)  # (B, T, D)",
+                      "        return x.reshape(batch, length, heads * d_k)")
+    result = graded(tmp_path, source)
+    assert _failing(result, "test_combine_heads_undoes_split_heads").outcome == "failed"
+    assert result.misconceptions == ("combine-heads-no-transpose",)

@@ -122,8 +122,33 @@ def test_two_mistakes_in_one_line_are_both_named():
 
 def test_no_scale_and_a_scaled_value_product_are_both_named():
     case = PUBLIC["attention/cross"]
-    value = _attention(*case.args, scale=1.0, product=lambda w, V: w @ (V / 2.0))
+    value = _attention(*case.args, scale=1.0, product=lambda w, V: w @ (V / 3.0))  # 3: no sqrt(d_k) of any size
     assert _diagnosis(case, value) == ("attention-no-scale", {"attention-wrong-value-product"})
+
+
+def _weights_scaled_after_the_softmax(case, arrangement):
+    Q, K, V = case.args
+    weights = _softmax(Q @ arrangement(K)) / np.sqrt(Q.shape[-1])
+    return weights @ V, weights
+
+
+def test_weights_divided_after_the_softmax_are_one_mistake_not_a_wider_axis_set():
+    # B = 2 and d_k = 4: rows summing to 1/2 sum to 1 over (B, S), by the coincidence of the sizes; the rows all
+    # summing to one constant is the simpler explanation, and the only one that holds for every size
+    case = PUBLIC["attention/cross"]
+    B, H, S, d_k = case.args[1].shape
+    value = _weights_scaled_after_the_softmax(case, lambda K: K.reshape(B, H, d_k, S))
+    assert np.allclose(value[1].sum(axis=(0, 3)), 1.0)
+    assert _diagnosis(case, value) == ("attention-wrong-transpose", {"attention-scale-after-softmax"})
+
+
+def test_an_output_divided_after_the_softmax_of_float32_scores_is_the_scale_after_the_softmax():
+    case = PUBLIC["attention/cross"]
+    Q, K, V = (array.astype(np.float32) for array in case.args)
+    weights = _softmax(Q @ np.swapaxes(K, -1, -2))
+    value = (weights @ V / np.float32(np.sqrt(Q.shape[-1])), weights)
+    findings = explain(case, value)
+    assert [finding.misconception for finding in findings] == ["attention-scale-after-softmax"]
 
 
 def test_unscaled_scores_returned_as_weights_show_both_mistakes():
@@ -230,3 +255,73 @@ def test_the_size_one_cases_name_no_mistake():
     Q, K, V = case.args
     value = _attention(Q, K, V, axis=-2)
     assert failure_from_value(case, value).misconception in ("numeric-mismatch", "wrong-shape")
+
+
+# ---- the block's steps inside forward; overflow on large scores ------------------------------------------
+def _layer_output(case):
+    """The layer's own output for ``case`` (forward's expected value, without its weights)."""
+    return case.expected[0] if isinstance(case.expected, tuple) else case.expected
+
+
+@pytest.mark.parametrize("name", ["forward/cross", "forward/cross-weights"])
+def test_a_layer_norm_of_the_output_with_another_epsilon_is_named(name):
+    case = PUBLIC[name]
+    y = _layer_output(case).astype(np.float32)
+    out = (y - y.mean(-1, keepdims=True)) / (y.std(-1, keepdims=True) + np.float32(1e-3))
+    value = (out, case.expected[1]) if isinstance(case.expected, tuple) else out
+    assert _diagnosis(case, value) == ("mha-adds-layer-norm", set())
+
+
+def test_add_and_norm_names_the_residual_and_the_layer_norm():
+    case = PUBLIC["forward/cross"]
+    y = _layer_output(case) + case.args[0]
+    value = (y - y.mean(-1, keepdims=True)) / np.sqrt(y.var(-1, keepdims=True) + 1e-6)
+    assert _diagnosis(case, value) == ("mha-adds-residual", {"mha-adds-layer-norm"})
+
+
+def test_an_output_that_is_no_normalization_names_no_block_step():
+    case = PUBLIC["forward/cross"]
+    y = _layer_output(case)
+    assert explain(case, 2.0 * (y - y.mean(-1, keepdims=True))) == []
+
+
+def _float32_attention(case, softmax):
+    Q, K, V = (array.astype(np.float32) for array in case.args)
+    weights = softmax(Q @ np.swapaxes(K, -1, -2) / np.float32(np.sqrt(Q.shape[-1])))
+    return weights @ V, weights
+
+
+def test_float32_attention_that_never_shifts_overflows_as_unstable():
+    case = PUBLIC["attention/large-logits"]
+    with np.errstate(all="ignore"):
+        value = _float32_attention(case, lambda s: np.exp(s) / np.exp(s).sum(-1, keepdims=True))
+    assert failure_from_value(case, value).misconception == "softmax-unstable"
+
+
+def test_float32_attention_shifted_by_one_global_max_underflows_as_global_max():
+    case = PUBLIC["attention/large-logits"]
+    with np.errstate(all="ignore"):
+        value = _float32_attention(case, lambda s: np.exp(s - s.max()) / np.exp(s - s.max()).sum(-1, keepdims=True))
+    assert failure_from_value(case, value).misconception == "softmax-global-max"
+
+
+def test_zeros_divided_by_sums_over_the_batch_are_no_instability():
+    # shifted right, summed over the batch: one-hot rows give 0/0 where every batch entry underflowed, and the
+    # ordinary rows are wrong too, so the NaN is no overflow of an unshifted exponential
+    case = PUBLIC["attention/large-logits"]
+
+    def over_batch(s):
+        e = np.exp(s - s.max(-1, keepdims=True))
+        return e / e.sum(axis=0)
+    with np.errstate(all="ignore"):
+        value = _float32_attention(case, over_batch)
+    assert not np.isfinite(value[1]).all()
+    assert failure_from_value(case, value).misconception not in ("softmax-unstable", "softmax-global-max")
+
+
+def test_stability_inputs_are_never_square():
+    for cases in (PUBLIC, hidden_cases(7)):
+        for name, case in cases.items():
+            if "stability" in name or "large-logits" in name:
+                for argument in case.args:
+                    assert argument.ndim < 2 or argument.shape[-1] != argument.shape[-2], name

@@ -70,7 +70,7 @@ def grade_task(task: Task) -> dict:
         seed = student_seed(task.student, key=task.course_key) if task.course_key is not None else None
         result = grade_submission(path=task.path, student=task.student, assignment=run.assignment,
                                   visibility=run.visibility, limits=run.limits, lang=run.lang, server=task.server,
-                                  seed=seed, timeout_scale=run.timeout_scale,
+                                  seed=seed, timeout_scale=run.timeout_scale, isolation=run.isolation,
                                   calibration=Calibration.from_dict(task.calibration) if task.calibration else None)
     if run.quiz.required:
         from grader.practice.homework import with_quiz

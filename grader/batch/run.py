@@ -194,7 +194,8 @@ def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, run: GradingRu
     root = run.root
     limits = run.limits
     time_limit = limits.submission_timeout + 2 * limits.call_timeout + LANE_GRACE_SECONDS
-    server = _start_server(hidden=tuple(folder for folder in (root, journal.root.parent) if hideable(folder)))
+    server = _start_server(hidden=tuple(folder for folder in (root, journal.root.parent) if hideable(folder)),
+                           isolation=run.isolation)
     # the reference's own time on this machine, once for the run: every lane holds calls to the same limits
     calibration = run_calibration(assignment=run.assignment, server=server, limits=limits, scale=run.timeout_scale)
     course_key = seeding.course_key()  # read once here; lanes get it with each task (never written to disk)
@@ -248,7 +249,7 @@ def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, run: GradingRu
             server.stop()
 
 
-def _start_server(*, hidden: tuple[Path, ...]):
+def _start_server(*, hidden: tuple[Path, ...], isolation: str = "linux"):
     """One fork server for the whole run (NumPy imported once), hiding SUBMISSIONS and --out from workers.
 
     Where it cannot start, each submission gets a private one (slower, same isolation).
@@ -256,7 +257,7 @@ def _start_server(*, hidden: tuple[Path, ...]):
     from grader.sandbox.client import ForkServerError, start_server
 
     try:
-        return start_server(hidden=tuple(str(Path(folder).resolve()) for folder in hidden))
+        return start_server(hidden=tuple(str(Path(folder).resolve()) for folder in hidden), isolation=isolation)
     except ForkServerError:
         return None
 

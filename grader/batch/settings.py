@@ -35,6 +35,7 @@ class GradingRun:
     quiz: QuizPolicy = field(default_factory=QuizPolicy)
     adjustments: Path | None = None  # CSV of late penalties, manual points, extensions (grader.batch.adjustments)
     timeout_scale: float = 1.0  # the calibrated call limits are multiplied by this
+    isolation: str = "linux"  # "portable" only when asked (grader.sandbox.servers): it does not protect the grader
 
     @property
     def root(self) -> Path:

@@ -89,6 +89,11 @@ def from_times(times: dict[str, list[list[float]]], load_seconds: float, *, scal
     )
 
 
+def measured(key: tuple) -> bool:
+    """Whether this process has the calibration under ``key`` already (``for_run`` will not measure)."""
+    return key in _RUN
+
+
 def for_run(key: tuple, measure: Callable[[], Calibration]) -> Calibration:
     """This run's calibration under ``key``: ``measure()`` on first use, then kept for the process."""
     if key not in _RUN:

@@ -186,18 +186,20 @@ def draw_sizes(rng: np.random.Generator) -> Sizes:
 
 
 def stability_logits(rng: np.random.Generator) -> np.ndarray:
-    """Rows with +-1000 inside a row, maxima 1000+ apart, and spans over 1500.
+    """Rows with +-1000 inside a row, maxima 1000+ apart, and spans over 1500: (5, 6), never square.
 
     An unstable softmax overflows, a global-max one underflows to 0/0 in the
     rows far below the top, and a mean-centred one overflows in the row whose
-    maximum lies far above its mean.
+    maximum lies far above its mean. With as many rows as columns a row max
+    taken without keepdims would broadcast silently against the wrong axis
+    and overflow there; with 5 rows of 6 it raises instead, and says so.
     """
     rows = np.array([
-        [1000.0, 999.0, -1000.0, 0.5, 998.0],
-        [-1200.0, -1201.5, -1199.0, -1300.0, -1250.0],
-        [800.0, -750.0, 10.0, 799.5, -1.0],
-        [900.0, -700.0, -650.0, -720.0, -690.0],  # far above its mean: a mean-centred softmax overflows
-        [0.3, -0.2, 0.1, 0.0, -0.4],
+        [1000.0, 999.0, -1000.0, 0.5, 998.0, -999.0],
+        [-1200.0, -1201.5, -1199.0, -1300.0, -1250.0, -1198.0],
+        [800.0, -750.0, 10.0, 799.5, -1.0, -700.0],
+        [900.0, -700.0, -650.0, -720.0, -690.0, -710.0],  # far above its mean: a mean-centred softmax overflows
+        [0.3, -0.2, 0.1, 0.0, -0.4, 0.2],
     ])
     return rows + rng.uniform(-0.5, 0.5, rows.shape)
 

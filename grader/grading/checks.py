@@ -48,6 +48,11 @@ class CheckFailure(AssertionError):
         self.function = function  # the function checked
         self.reached = reached  # the student's functions the failing call entered (worker's record)
         self.detail = detail  # the concrete case: sizes, expected against got
+        # the other functions the failing call entered: one of them may hold a mistake charged to this one
+        # (the call never entered the function the mistake belongs to, so some function it did enter does that
+        # work itself); the runner moves it there when that function's own checks find the same mistake
+        self.homes: tuple = ()
+        self.case: Case | None = None  # the case whose call failed, when one did
 
 
     def _finding_parts(self) -> list[Message]:
@@ -78,10 +83,13 @@ def expect_value(student: StudentCode, case: Case):
 
 
 def expect_values(student: StudentCode, cases) -> None:
-    """Every case must be right; of several failures the best explained one is raised.
+    """Every case must be right; of several failures the best explained one is raised, with the mistakes
+    the others name and it does not.
 
     A check over several inputs fails on the first wrong one, but another one
-    may show the mistake more clearly (a catalogued id rather than an exception).
+    may show the mistake more clearly (a catalogued id rather than an exception),
+    and two inputs may show two different mistakes (a row max without keepdims
+    raises on a matrix, and the same code overflows on a single row).
     """
     failures = []
     for case in cases:
@@ -90,7 +98,17 @@ def expect_values(student: StudentCode, cases) -> None:
         except CheckFailure as failure:
             failures.append(failure)
     if failures:
-        raise min(failures, key=_unexplained)
+        best = min(failures, key=_unexplained)
+        # a mistake another reading of the same values gives (a twin that matched too) is no further mistake
+        named = {part.misconception for part in (best, *best.others, *best.alternatives)}
+        further = []
+        for failure in failures:
+            readings = {failure.misconception, *(part.misconception for part in failure.alternatives)}
+            if failure is not best and not _unexplained(failure) and not readings & named:
+                named.add(failure.misconception)
+                further.append(failure)
+        best.others = (*best.others, *further)
+        raise best
 
 
 def _unexplained(failure: CheckFailure) -> int:
@@ -168,20 +186,27 @@ def failure_from_error(function: str, outcome: CallOutcome, case: Case | None = 
                                 "location": _location(error)})
     detail = tuple(Message(*text) for text in (showing.input_sizes(case),) if text) if case else ()
     named = case is not None and case.names_mistakes
-    matches = [(misconception, label) for misconception, label, value in (case.known_twins() if named else ())
-               if isinstance(value, Raised) and value.type == error.type and value.message == error.message]
+    raised_here = Raised(error.type, error.message)
+    matches = _matching_twins(case, raised_here, student) if named else []
     if matches:
         failure = _best([_diagnosed(case, misconception, label, raised, reached) for misconception, label in matches],
                         case)
     else:
-        findings = _companion_findings(case, student, raised=True) if named else []
+        findings = _companion_findings(case, student, raised_here) if named else []
         if findings:
             failure = _from_findings(case, findings, reached, first=Message("raised_sentence", raised.params))
         else:
             failure = CheckFailure(raised, misconception=_by_rules(case, error, reached, function) if named or case
                                    is None else "error", outcome="error", function=function)
-    failure.reached, failure.detail = reached, detail
+    failure.reached, failure.detail, failure.case = reached, detail, case
+    _set_homes(failure, case.function if case is not None else function, reached)
     return failure
+
+
+def _set_homes(failure: CheckFailure, function: str, reached: tuple) -> None:
+    homes = tuple(name for name in reached if name != _short(function))
+    for part in (failure, *failure.alternatives, *failure.others):
+        part.homes = homes
 
 
 def failure_from_value(case: Case, got, *, student: StudentCode | None = None, reached: tuple = ()) -> CheckFailure:
@@ -194,18 +219,21 @@ def failure_from_value(case: Case, got, *, student: StudentCode | None = None, r
     if matches:
         failure = _best(matches, case)
     else:
-        findings = (_companion_findings(case, student) or explain(case, got)) if case.names_mistakes else []
+        findings = (_companion_findings(case, student, got) or explain(case, got)) if case.names_mistakes else []
         failure = _from_findings(case, findings, reached) if findings else generic_failure(case, got)
     failure.function, failure.reached = case.function, reached
     failure.detail = tuple(Message(*text) for text in showing.value_detail(case, got))
+    failure.case = case
+    _set_homes(failure, case.function, reached)
     return failure
 
 
 def _matching_twins(case: Case, got, student: StudentCode | None) -> list[tuple[str, str]]:
-    """``(misconception, label)`` of the twins whose value is ``got``.
+    """``(misconception, label)`` of the twins whose value is ``got`` (or that raise as ``got``, a ``Raised``, does).
 
     A mistake shows the same way on every input, so the twins that matched
-    this submission's earlier failure of the same function are run first:
+    this submission's earlier failure of the same function are run first
+    (also when that failure raised):
     when one of them matches here too, the others (dozens of runs of the
     reference) are not run. Otherwise every twin is, and what matches becomes
     the function's hint.
@@ -214,14 +242,21 @@ def _matching_twins(case: Case, got, student: StudentCode | None) -> list[tuple[
     hinted = hints.get(case.function) if hints is not None else None
     if hinted and not case.twins_ready:
         found = [(misconception, label) for misconception, label, value in case.twins_among(hinted)
-                 if not isinstance(value, Raised) and same_value(got, value)]
+                 if _same_outcome(got, value)]
         if found:
             return found
-    found = [(misconception, label) for misconception, label, value in case.known_twins()
-             if not isinstance(value, Raised) and same_value(got, value)]
+    found = [(misconception, label) for misconception, label, value in case.known_twins() if _same_outcome(got, value)]
     if hints is not None and found:
         hints[case.function] = frozenset(found)
     return found
+
+
+def _hinted_twins(case: Case, got, student: StudentCode | None) -> list[tuple[str, str]]:
+    """Of the twins this submission's function already matched, those whose value is ``got`` here."""
+    hints = getattr(student, "twin_hints", None)
+    hinted = hints.get(case.function) if hints is not None else None
+    return [(misconception, label) for misconception, label, value in case.twins_among(hinted)
+            if _same_outcome(got, value)] if hinted else []
 
 
 def _best(matches: list[CheckFailure], case: Case) -> CheckFailure:
@@ -255,31 +290,49 @@ def _from_findings(case: Case, findings: list[Finding], reached: tuple, *,
     return primary
 
 
-def _companion_findings(case: Case, student: StudentCode | None, *, raised: bool = False) -> list[Finding]:
+def _companion_findings(case: Case, student: StudentCode | None, here) -> list[Finding]:
     """Right on the same call with as many keys as queries (S = T), wrong here: the keys' length comes from Q.
 
-    A call that raises here and returns there counts too when the value returned there is right, or
-    wrong only by another mistake that has nothing to do with the lengths (two mistakes in one forward).
+    ``here`` is what the student's call gave on ``case`` (its value, or ``Raised``). The companion may be
+    wrong too, by another mistake: when a twin gives exactly the companion's outcome there but not the
+    student's here, that mistake alone does not explain this case, and the rest is the lengths (two
+    mistakes, each named). Without such a twin, a call that raises here and returns there counts when the
+    value returned there shows a mistake that has nothing to do with the lengths.
     """
     companion = case.companion_case
     rule = companion_rule(case) if companion is not None else None
     if rule is None or student is None:
         return []
     outcome = student.invoke(companion)
-    if outcome.error is not None:
+    there = Raised(outcome.error.type, outcome.error.message) if outcome.error is not None else outcome.value
+    if outcome.error is not None and outcome.error.type in ("Timeout", "WorkerGone", "MissingName"):
         return []
-    if not same_value(outcome.value, companion.expected):
-        if not raised:
+    if not same_value(there, companion.expected):
+        # a raise here is the common sign of the lengths: every twin is tried on the companion then; a wrong
+        # value here, only the twins this function already matched (no run of the others on their account)
+        explaining = set(_matching_twins(companion, there, student) if isinstance(here, Raised)
+                         else _hinted_twins(companion, there, student))
+        if explaining:
+            differing = {(misconception, label): value for misconception, label, value in case.twins_among(explaining)}
+            if any(_same_outcome(here, differing.get(key, case.expected)) for key in explaining):
+                return []  # that mistake gives this case's value too: nothing is left for the lengths
+        elif not isinstance(here, Raised) or isinstance(there, Raised):
             return []
-        named = {misconception for misconception, _, value in companion.known_twins()
-                 if not isinstance(value, Raised) and same_value(outcome.value, value)}
-        named |= {finding.misconception for finding in explain(companion, outcome.value)}
-        if not named or named & rule.length_like:
-            return []
+        else:
+            named = {finding.misconception for finding in explain(companion, there)}
+            if not named or named & rule.length_like:
+                return []
     evidence = ("sig_query_length", {"what": _what(case), "T": companion.args[0].shape[-2],
                                      "S": case.args[1].shape[-2]})
     upstream = ((rule.misconception, rule.upstream[case.function]),) if case.function in rule.upstream else ()
     return [Finding(rule.misconception, case.function, evidence, alternatives=upstream)]
+
+
+def _same_outcome(got, value) -> bool:
+    """The same value, or the same exception (type and message)."""
+    if isinstance(got, Raised) or isinstance(value, Raised):
+        return isinstance(got, Raised) and isinstance(value, Raised) and got == value
+    return same_value(got, value)
 
 
 def generic_failure(case: Case, got) -> CheckFailure:
@@ -312,7 +365,9 @@ def _compare_array(case: Case, got, expected: np.ndarray, what: str, legend: str
                             function=case.function)
     got64 = got.astype(np.float64)
     if not np.isfinite(got64).all() and np.isfinite(expected).all():
-        misconception = overflow_kind(case.args[0], got64, case.overflow_ids) \
+        logits = (case.evidence or {}).get("logits", case.args[0])  # the scores, where the case knows them
+        misconception = overflow_kind(np.asarray(logits, dtype=np.float64), got64, case.overflow_ids,
+                                       expected) \
             if case.overflow_ids and case.names_mistakes else "numeric-mismatch"
         return CheckFailure(Message("non_finite", {"what": what}), misconception=misconception, function=case.function)
     difference = np.abs(np.nan_to_num(got64 - expected, nan=np.inf))

@@ -85,26 +85,53 @@ def companion_rule(case: Case) -> CompanionRule | None:
     return getattr(module, "COMPANION", None) if module is not None else None
 
 
-def overflow_kind(x: np.ndarray, got: np.ndarray, ids: tuple[str, str]) -> str:
+def overflow_kind(x: np.ndarray, got: np.ndarray, ids: tuple[str, str], expected: np.ndarray | None = None) -> str:
     """Tell an unstable softmax from a global-max one by which rows broke.
 
-    ``ids`` names the two mistakes (no shift, one global shift) for this case.
+    ``x`` holds the logits (rows along its last axis); ``got`` a value whose
+    rows are those rows (a softmax, attention's weights or output), or merge
+    them over one axis (forward's output merges the heads' rows of one
+    position): such a merged row is broken when any of its rows is. ``ids``
+    names the two mistakes (no shift, one global shift) for this case.
 
     Used when no twin matches exactly (float32 arithmetic over- and underflows
     at other thresholds than the float64 twins). With one global shift the row
     holding the largest logit is fine and every row far below it underflows
     to 0/0; without a shift, or with a shift by the row mean, some row
     overflows while the rows far below the top stay finite or break anyway.
+    Either mistake leaves the rows it cannot break right: when ``expected``
+    is given, a row with moderate logits (or near the top) that comes back
+    finite but wrong shows another mistake, and neither is named.
     """
-    rows_in, rows_out = x.reshape(-1, x.shape[-1]), got.reshape(-1, x.shape[-1])
-    finite_max = np.where(np.isfinite(rows_in), rows_in, -np.inf).max(axis=-1)
+    finite_max = np.where(np.isfinite(x), x, -np.inf).max(axis=-1)  # one per row of logits
+    broken = ~np.isfinite(got).all(axis=-1) if got.ndim else np.array(not np.isfinite(got))
+    if broken.shape != finite_max.shape:
+        merged = [axis for axis in range(finite_max.ndim)
+                  if finite_max.shape[:axis] + finite_max.shape[axis + 1:] == broken.shape]
+        if not merged:
+            return "numeric-mismatch"
+        finite_max = finite_max.max(axis=merged[0])  # a merged row's max: the largest of its rows'
+    rows_shape = broken.shape
+    finite_max, broken = finite_max.reshape(-1), broken.reshape(-1)
     if not np.isfinite(finite_max).any() or np.abs(finite_max[np.isfinite(finite_max)]).max() <= 80:
         return "numeric-mismatch"
-    broken = ~np.isfinite(rows_out).all(axis=-1)
     top = finite_max.max()
     certain = finite_max < top - 750  # exp underflows to 0 here in float64 and float32 alike
     possible = finite_max < top - 87  # ... and here in float32
-    if not broken[int(np.argmax(finite_max))] and certain.any() and broken[certain].all() \
-            and not (broken & ~possible).any():
-        return ids[1]
-    return ids[0]
+    shifted_once = not broken[int(np.argmax(finite_max))] and certain.any() and broken[certain].all() \
+        and not (broken & ~possible).any()
+    safe = ~possible if shifted_once else np.abs(finite_max) <= 80  # rows the mistake leaves alone
+    if expected is not None and not _right_rows(got, expected, rows_shape, safe & ~broken):
+        return "numeric-mismatch"
+    return ids[1] if shifted_once else ids[0]
+
+
+def _right_rows(got: np.ndarray, expected: np.ndarray, rows_shape: tuple, chosen: np.ndarray) -> bool:
+    """The rows of ``got`` picked by ``chosen`` (a flat mask over ``rows_shape``) equal ``expected``'s."""
+    if not chosen.any() or got.shape != expected.shape:
+        return True
+    width = got.shape[-1] if got.ndim else 1
+    rows_got, rows_expected = got.reshape(-1, width)[chosen], np.asarray(expected).reshape(-1, width)[chosen]
+    from grader.grading.case import same_value  # the case module's tolerance; imported late (it has no rules)
+
+    return same_value(rows_got.astype(np.float64), rows_expected.astype(np.float64))

@@ -30,7 +30,8 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
                      functions: tuple[str, ...] | None = None, student: str | None = None,
                      seed: int | None = None, limits: Limits | None = None, lang: str = "en",
                      server: ForkServer | str | None = None, calibration: Calibration | None = None,
-                     timeout_scale: float = 1.0, on_function: Callable[[str], None] | None = None) -> SubmissionResult:
+                     timeout_scale: float = 1.0, on_function: Callable[[str], None] | None = None,
+                     isolation: str = "linux") -> SubmissionResult:
     """Grade the submission at ``path`` (or an already read ``source``).
 
     ``visibility`` is ``public`` (the student's own check), ``hidden`` or
@@ -40,6 +41,8 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
     ``calibration``: the run's call limits (``grader.grading.calibration``);
     by default measured once per process, scaled by ``timeout_scale``.
     ``on_function(name)`` is told which function is being checked or called.
+    ``isolation`` (``grader.sandbox.servers.ISOLATIONS``) chooses the private
+    server's worker when no ``server`` is given: ``auto`` for a student's check.
     """
     started = time.monotonic()
     student = student or (Path(path).stem if path is not None else "student")
@@ -53,8 +56,10 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
         return load_failure(error=render_parts(parts, lang), error_messages=parts, **common)
     own_server = None
     if server is None:  # one private fork server for the calibration and the submission
-        try:
-            server = own_server = start_server()
+        calibrating_here = (calibration is None and solution_path(assignment) is not None
+                            and not calibrating.measured((assignment, timeout_scale)))
+        try:  # a worker made ahead for each: the portable one takes a NumPy import to make
+            server = own_server = start_server(isolation=isolation, spares=2 if calibrating_here else 1)
         except ForkServerError:
             pass  # Sandbox.open says why, as the submission's error
     try:
@@ -63,16 +68,18 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
                 if server is not None else _uncalibrated(limits or Limits(), timeout_scale)
         return _grade_loaded(source, exercise=exercise, tests=tests, visibility=visibility, seed=seed,
                              limits=_with_load_limit(limits or Limits(), calibration), lang=lang, server=server,
-                             calibration=calibration, on_function=on_function, started=started, common=common)
+                             calibration=calibration, on_function=on_function, started=started, common=common,
+                             isolation=isolation)
     finally:
         if own_server is not None:
             own_server.stop()
 
 
 def _grade_loaded(source: SubmissionSource, *, exercise, tests, visibility: str, seed, limits: Limits, lang: str,
-                  server, calibration: Calibration, on_function, started: float, common: dict) -> SubmissionResult:
+                  server, calibration: Calibration, on_function, started: float, common: dict,
+                  isolation: str = "linux") -> SubmissionResult:
     # a module imported inside a function is imported while loading, under the load limit, not on the first call
-    with Sandbox.open(source=with_early_imports(source), limits=limits, server=server) as box:
+    with Sandbox.open(source=with_early_imports(source), limits=limits, server=server, isolation=isolation) as box:
         report = box.load_report
         isolation = f"{box.isolation}; {calibration.note(lang)}"
         if not report.ok:
@@ -113,6 +120,8 @@ def run_checks(box, *, exercise, tests, visibility: str, seed: int | None, lang:
         # In a graded run nothing shipped to students is worth a point: public checks get drawn inputs too.
         fixtures["public"]["cases"] = (exercise.drawn_public_cases(derived_seed(seed, "public")) if uses_hidden
                                        else exercise.public_cases())
+        if uses_hidden:  # what a failing public check shows: the rows of the fixture the student's check shows
+            fixtures["public"]["shipped"] = exercise.public_cases()
     if uses_hidden:
         fixtures["hidden"] = {"student": student, "cases": exercise.build_hidden_cases(seed), "seed": seed}
     graded = {test.function for test in tests}

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from grader.grading.assignment import Assignment
+from grader.grading import showing
 from grader.grading.checks import CheckFailure
 from grader.grading.marker import read_marker
 from grader.content.messages import Message, parts_of, render_parts
@@ -87,6 +88,9 @@ def run_tests(tests: list[SuiteTest], *, fixtures: dict[str, dict], assignment: 
                 misconception="error", outcome="error")))
         if listening:
             printed[len(outcomes) - 1] = student.end_check()
+    shipped = fixtures.get("public", {}).get("shipped")
+    if shipped:
+        _show_shipped_values(outcomes, shipped, student)
     failed = {test.function for test, failure in outcomes if failure is not None}
     order = {name: position for position, name in enumerate(assignment.functions)}
     chosen = {id(failure): _confirmed(failure, failed - {test.function, "__init__"}, order)
@@ -95,6 +99,28 @@ def run_tests(tests: list[SuiteTest], *, fixtures: dict[str, dict], assignment: 
     return [dataclasses.replace(_result(test, failure, chosen.get(id(failure)), failed, own, order, lang),
                                 output=_truncated(printed.get(position, "")))
             for position, (test, failure) in enumerate(outcomes)]
+
+
+def _show_shipped_values(outcomes, shipped: dict, student) -> None:
+    """A failing public check of a graded run shows the expected-against-returned rows of the public fixture
+    its case stands for, the ones ``mha check`` shows the student (those values are shipped to students
+    already), when the student's code fails there too; the drawn inputs' values stay unseen. The fixtures'
+    calls are made in one exchange, for the failing checks only."""
+    pending = []
+    for test, failure in outcomes:
+        case = getattr(failure, "case", None) if test.visibility == "public" else None
+        if case is not None and not case.shows_values and case.id in shipped:
+            pending.append((failure, dataclasses.replace(shipped[case.id], id=f"shipped:{case.id}")))
+    if not pending:
+        return
+    student.prefetch([fixture for _, fixture in pending])
+    for failure, fixture in pending:
+        outcome = student.invoke(fixture)
+        if outcome.error is not None:
+            continue
+        detail = showing.value_detail(fixture, outcome.value)
+        if any(key == "case_first_difference" for key, _ in detail):
+            failure.detail = tuple(Message(*text) for text in detail)
 
 
 def _settled(failure: CheckFailure, test: SuiteTest, student) -> CheckFailure:
@@ -147,6 +173,7 @@ def _result(test: SuiteTest, failure: CheckFailure | None, chosen: CheckFailure 
     kept, messages, root, upstream = [], [], None, None
     for part in parts_of_finding:
         cause = part.root_cause if part.root_cause and part.root_cause != test.function else None
+        cause = cause or _home(part, own, order)
         if cause and own.get(cause) and part.misconception not in own[cause]:
             # the values point at a mistake in ``cause`` that its own checks do not find: trust those
             upstream = upstream or cause
@@ -175,6 +202,14 @@ def _result(test: SuiteTest, failure: CheckFailure | None, chosen: CheckFailure 
         visibility=test.visibility, root_cause=root if root and root != test.function else None,
         additional_misconceptions=additional, case=render_parts(case, lang), case_messages=case,
     )
+
+
+def _home(part: CheckFailure, own: dict[str, set[str]], order: dict) -> str | None:
+    """The function, among those the failing call entered, whose own checks find this very mistake in its own
+    code: where a mistake charged to the checked function really is (attention that exponentiates its scores
+    unshifted, seen through forward). The furthest upstream first; None when there is none."""
+    homes = [name for name in getattr(part, "homes", ()) if part.misconception in own.get(name, ())]
+    return min(homes, key=lambda name: order.get(name, 99)) if homes else None
 
 
 def _joined(messages, separator: str) -> list:

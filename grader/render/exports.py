@@ -14,7 +14,7 @@ from typing import IO
 from xml.sax.saxutils import escape, quoteattr
 
 from grader.results import final_score
-from grader.render.text_safety import clean_line, clean_text, csv_cell, needs_quotes
+from grader.render.text_safety import clean_text, csv_cell, needs_quotes
 
 # ``score`` is the final score (after adjustments), what a gradebook imports; ``raw_score`` the checks' own
 CSV_COLUMNS = ("student", "score", "max_score", "status", "misconceptions", "raw_score", "adjustments")

@@ -2,8 +2,10 @@
 
 A renderer: it reads a result dict (the JSON contract of DESIGN.md) and
 computes no score. Each check becomes a test named by its title, numbered
-``<function>.<check>``, with the check's message and the diagnosis of the
-mistake (title, explanation, hint) as its output, in Markdown or HTML.
+``<function>.<check>``, with the check's message, its case (sizes, and for a
+public check the expected-against-returned rows the terminal shows) and the
+diagnosis of the mistake (title, explanation, hint) as its output, in
+Markdown or HTML.
 Public checks are ``visible``; hidden ones get ``hidden_visibility``
 (``after_published`` unless told), so their results, and with them the total,
 reach students only when the instructor allows. Text a student controls
@@ -18,7 +20,7 @@ import html
 from grader.results import final_score
 from grader.content.catalog import load_catalog
 from grader.content.loader import load_bilingual
-from grader.content.messages import check_title
+from grader.content.messages import check_title, render_parts
 from grader.i18n import pick
 from grader.paths import CONTENT_DIR
 from grader.render.text_safety import html_text, markdown_code_block, markdown_inline
@@ -104,7 +106,11 @@ def _output(test: dict, *, lang: str, output_format: str) -> str:
     """The check's message, then the diagnosis: what the mistake is, why it is wrong, a hint."""
     if test["outcome"] == "passed":
         return ""
-    parts = [_text(test.get("message") or "", output_format)]
+    message = render_parts(test["messages"], lang) if test.get("messages") else test.get("message") or ""
+    parts = [_text(message, output_format)]
+    case = render_parts(test["case_messages"], lang) if test.get("case_messages") else test.get("case") or ""
+    if case:  # sizes, and for a public check expected against returned: the rows the terminal shows
+        parts.append(_block(case, output_format))
     entry = load_catalog().get(test.get("misconception") or "")
     if entry is not None:
         title, why, hint = (entry.text(key, lang) for key in ("title", "explanation", "hint"))

@@ -29,6 +29,8 @@ from grader.sandbox.endings import CRASH, ENDINGS, REFUSED, STOPPED, TIMEOUT, UN
 from grader.sandbox.isolation import SandboxWarning, describe_isolation
 from grader.sandbox.link import (ForkServer, ForkServerError, WorkerGone, WorkerLink, close_later, reserve,
                                  settle_closing, take_reserved)
+from grader.sandbox.portable import PortableServer
+from grader.sandbox.servers import attach_server
 from grader.sandbox.source import SubmissionSource, read_submission
 from grader.sandbox.worker import protocol
 
@@ -125,16 +127,23 @@ class LoadReport:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-def start_server(*, hidden=(), packages=STUDENT_PACKAGES, without=(), spares: int = 1) -> ForkServer:
+def start_server(*, hidden=(), packages=STUDENT_PACKAGES, without=(), spares: int = 1,
+                 isolation: str = "linux") -> ForkServer | PortableServer:
     """A fork server for many submissions; ``hidden`` folders (e.g. the output folder) are masked too.
 
     Student code may import the standard library, NumPy and ``packages``.
-    ``without`` ("landlock", "namespaces", "cgroups", "uid-pool", "spares")
-    leaves a layer out, to check the fallbacks (``MHA_SANDBOX_WITHOUT`` adds to it). ``spares``: workers kept made ahead of
-    requests, each for one request (e.g. the number of submissions graded at once).
+    ``without`` ("landlock", "namespaces", "cgroups", "uid-pool", "spares";
+    portable: "rlimit_as") leaves a layer out, to check the fallbacks
+    (``MHA_SANDBOX_WITHOUT`` adds to it). ``spares``: workers kept made ahead of
+    requests, each for one request (e.g. the number of submissions graded at
+    once). ``isolation`` (``grader.sandbox.servers``): ``linux``, ``portable``,
+    or ``auto`` (the portable worker where the Linux sandbox cannot run).
     """
+    from grader.sandbox.servers import open_server
+
     without = (*without, *layers_left_out())
-    return ForkServer.start(hidden=(*default_hidden(), *hidden), packages=packages, without=without, spares=spares)
+    return open_server(isolation=isolation, hidden=(*default_hidden(), *hidden), packages=packages, without=without,
+                       spares=spares, limits=asdict(Limits()))
 
 
 def layers_left_out() -> tuple[str, ...]:
@@ -168,11 +177,13 @@ def default_hidden() -> tuple[str, ...]:
 class Sandbox:
     """A loaded submission in a worker process. Use ``Sandbox.open`` as a context manager."""
 
-    def __init__(self, source: SubmissionSource, limits: Limits, server: ForkServer | str | None = None):
+    def __init__(self, source: SubmissionSource, limits: Limits, server: ForkServer | str | None = None,
+                 isolation: str = "linux"):
         self.source = source
+        self.isolation_wanted = isolation  # of the private server, when no ``server`` is given
         self.limits = limits
-        self.server = ForkServer.attach(server, {}) if isinstance(server, str) else server
-        self._own_server: ForkServer | None = None
+        self.server = attach_server(server) if isinstance(server, str) else server
+        self._own_server: ForkServer | PortableServer | None = None
         self.worker: WorkerLink | None = None
         self.scratch: Path | None = None  # the last worker's folder here (kept until close)
         self._printer: WorkerLink | None = None  # the last worker, whose output this side reads by descriptor
@@ -191,9 +202,15 @@ class Sandbox:
 
     @classmethod
     def open(cls, *, path: Path | None = None, source: SubmissionSource | None = None,
-             limits: Limits | None = None, server: ForkServer | str | None = None) -> Sandbox:
-        """Load a submission in a fresh confined worker; ``server`` is a shared ForkServer (or its address)."""
-        box = cls(source if source is not None else read_submission(Path(path)), limits or Limits(), server)
+             limits: Limits | None = None, server: ForkServer | str | None = None,
+             isolation: str = "linux") -> Sandbox:
+        """Load a submission in a fresh confined worker; ``server`` is a shared ForkServer (or its address).
+
+        Without ``server``, a private one of ``isolation`` (``grader.sandbox.servers``): ``auto`` for a
+        student's own tools, which run where the Linux sandbox cannot.
+        """
+        box = cls(source if source is not None else read_submission(Path(path)), limits or Limits(), server,
+                  isolation)
         box.load_report = box._start()
         return box
 
@@ -455,7 +472,7 @@ class Sandbox:
     def _spawn(self) -> bool:
         """A new worker (its hello not yet read); True when it is one reserved while the last was graded."""
         if self.server is None and self._own_server is None:
-            self._own_server = start_server()
+            self._own_server = start_server(isolation=self.isolation_wanted)
         settle_closing(wait=False)  # workers of submissions graded before, whose keepers have reported
         if self.scratch is not None:  # a restart: the previous worker's files go
             shutil.rmtree(self.scratch, ignore_errors=True)
@@ -464,7 +481,9 @@ class Sandbox:
         server, limits = self.server or self._own_server, asdict(self.limits)
         self.worker = take_reserved(server, limits) if self.server is not None else None
         reserved = self.worker is not None
-        if self.worker is None:
+        if isinstance(server, PortableServer):  # the worker link is an interface: the portable one is another
+            self.worker = server.spawn_link(limits, timeout=self.limits.start_timeout)
+        elif self.worker is None:
             self.worker = WorkerLink.spawn(server, limits, timeout=self.limits.start_timeout)
         self.scratch, self._printer = self.worker.scratch, self.worker
         return reserved

@@ -12,7 +12,6 @@ stops reading, stops writing or writes too much ends as ``WorkerGone``.
 from __future__ import annotations
 
 import atexit
-import fcntl
 import json
 import os
 import select
@@ -288,16 +287,8 @@ class WorkerLink:
 
     def receive(self, deadline: float, limit: int) -> tuple[dict, list[bytes]]:
         """One message of at most ``limit`` bytes of blobs, by ``deadline``."""
-        reader = _DeadlineReader(self.from_worker, deadline, limit, self.received)
-        try:
-            message = protocol.read_message(reader, limit=limit)
-        except WorkerGone:
-            raise
-        except (OSError, EOFError, ValueError, TypeError, RecursionError) as broken:
-            raise WorkerGone(self.death_reason(broken)) from None
-        if message is None or not isinstance(message[0], dict):
-            raise WorkerGone(self.death_reason(None))
-        return message
+        return read_framed(_DeadlineReader(self.from_worker, deadline, limit, self.received), limit,
+                           self.death_reason)
 
     def death_reason(self, error: Exception | None) -> str:
         """Why the worker stopped answering; waits briefly for its own exit status."""
@@ -375,9 +366,25 @@ class WorkerLink:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
+def read_framed(reader, limit: int, death_reason) -> tuple[dict, list[bytes]]:
+    """One message through ``reader`` (which gives up at a deadline); a broken one is ``WorkerGone`` with
+    ``death_reason(error)``. Every worker link reads its replies through this."""
+    try:
+        message = protocol.read_message(reader, limit=limit)
+    except WorkerGone:
+        raise
+    except (OSError, EOFError, ValueError, TypeError, RecursionError) as broken:
+        raise WorkerGone(death_reason(broken)) from None
+    if message is None or not isinstance(message[0], dict):
+        raise WorkerGone(death_reason(None))
+    return message
+
+
 def _widen(fd: int) -> None:
     """Let a pipe hold a whole batch of calls or replies (a few hundred KiB): each 64 KiB more that would
     not fit costs both processes a wake-up."""
+    import fcntl  # POSIX only: imported where used, so the module loads on every platform
+
     try:
         fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE)
     except OSError:  # above this machine's /proc/sys/fs/pipe-max-size: keep the default

@@ -11,7 +11,7 @@ import click
 from grader.grading.assignment import get_assignment
 from grader.errors import ChecksFailed, UsageError
 from grader.i18n import resolve_language
-from grader.verbs.options import assignment_option, json_option, lang_option, timeout_scale_option
+from grader.verbs.options import assignment_option, json_option, lang_option, timeout_scale_option, verbose_option
 from grader.paths import DEFAULT_ASSIGNMENT, exercise_path
 
 
@@ -23,12 +23,17 @@ from grader.paths import DEFAULT_ASSIGNMENT, exercise_path
 @click.option("--unlock", is_flag=True,
               help="Before a function's checks run for the first time, answer a question about what it must return.")
 @click.option("--failed", "failed_only", is_flag=True, help="Show only the checks that fail.")
+@click.option("--isolation", type=click.Choice(("auto", "linux", "portable")), default=None,
+              help="How your code is run: the Linux sandbox, a portable child process (Windows, macOS, containers), "
+                   "or auto, the Linux sandbox where it runs (default: auto, or $MHA_ISOLATION).")
+@verbose_option
 @timeout_scale_option
 @json_option
 @lang_option
 @assignment_option
 def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock: bool, failed_only: bool,
-            timeout_scale: float, as_json: bool, lang: str | None, assignment: str) -> None:
+            isolation: str | None, verbose: bool, timeout_scale: float, as_json: bool, lang: str | None,
+            assignment: str) -> None:
     """Check FILE (default: exercises/<assignment>.py) and explain every failure.
 
     Without --assignment, the exercise is the one FILE is named after, or else the one whose functions
@@ -39,7 +44,14 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
     from grader.grading.grade import grade_submission
     from grader.content.messages import render
 
+    from grader.sandbox.isolation import quiet_sandbox
+    from grader.sandbox.servers import chosen_isolation
+
     lang = resolve_language(lang)
+    try:
+        isolation = chosen_isolation(isolation)
+    except ValueError as bad:
+        raise UsageError(str(bad)) from None
     given = click.get_current_context().get_parameter_source("assignment") != click.core.ParameterSource.DEFAULT
     if file is not None and file.exists() and not given:
         assignment = assignment_of(file)
@@ -61,10 +73,10 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
             notice = render("report_no_hidden", {}, lang)
     from grader.render.terminal import CheckSpinner
 
-    with CheckSpinner(file=str(file), lang=lang) as spinner:  # a hanging check is never a blank screen
+    with CheckSpinner(file=str(file), lang=lang) as spinner, quiet_sandbox():  # never a blank screen
         result = grade_submission(path=file, assignment=assignment, visibility=visibility,
                                   functions=functions or None, lang=lang, timeout_scale=timeout_scale,
-                                  on_function=spinner.update)
+                                  on_function=spinner.update, isolation=isolation)
     if as_json:
         from grader.render.text_safety import clean_strings
 
@@ -76,6 +88,8 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
         if notice:
             click.echo(notice)
         print_result(result, file=str(file), lang=lang, linked_question=linked_question, failed_only=failed_only)
+        if verbose:
+            click.echo(render("report_isolation", {"isolation": result.isolation}, lang))
     if not result.passed:
         raise ChecksFailed()
 

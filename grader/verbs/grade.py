@@ -50,6 +50,10 @@ from grader.verbs.options import (adjust_option, assignment_option, format_optio
 @click.option("--quiz-due", type=click.DateTime(), default=None, metavar="WHEN",
               help="Due date of the quiz (e.g. 2025-03-01 or '2025-03-01 23:59', local time); "
                    "after it the feedback shows the expected answers.")
+@click.option("--isolation", type=click.Choice(("linux", "portable")), default="linux", show_default=True,
+              help="linux: each submission in the Linux sandbox (Landlock, namespaces, cgroups, rlimits). portable: "
+                   "in a plain child process, where the Linux sandbox cannot run (Windows, macOS, containers); "
+                   "it does NOT protect this machine from hostile code: only for code you trust.")
 @click.option("--similarity", is_flag=True,
               help="Also compare every pair of submissions (and each with the answer key) into similarity.json and "
                    "similarity.html, with a section in report.html; never changes a grade.")
@@ -61,7 +65,7 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
             formats: tuple[str, ...], shard: str | None, visibility: str, nbgrader_db: Path | None,
             add_students: bool, quiz_points: str | None, quiz_count: int | None, quiz_topics: tuple[str, ...],
             quiz_levels: tuple[str, ...], show_answers: bool, quiz_due: datetime | None,
-            adjustments: Path | None, timeout_scale: float, lang: str | None, assignment: str,
+            adjustments: Path | None, isolation: str, timeout_scale: float, lang: str | None, assignment: str,
             similarity: bool = False) -> None:
     """Grade every submission in SUBMISSIONS, in parallel and sandboxed, into --out.
 
@@ -72,6 +76,7 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
     finishes, so --resume continues after an interruption, even kill -9.
     Exit status 0 when the batch finished, whatever the students scored.
     """
+    refuse_unconfined(isolation)  # before the batch's imports, which need POSIX
     from grader.batch.discovery import parse_shard
     from grader.batch.run import grade_class
     from grader.batch.settings import GradingRun
@@ -99,7 +104,7 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
                      formats=tuple(dict.fromkeys(formats)), resume=resume, overwrite=overwrite,
                      quiz=quiz_policy(points=quiz_points, count=quiz_count, topics=quiz_topics, levels=quiz_levels,
                                       show_answers=show_answers, due=quiz_due),
-                     adjustments=adjustments, timeout_scale=timeout_scale)
+                     adjustments=adjustments, timeout_scale=timeout_scale, isolation=isolation)
     try:
         summary = grade_class(run=run, progress=make_progress())
     except KeyboardInterrupt:
@@ -157,3 +162,23 @@ def make_progress():
     from grader.render.summary import BarProgress, LineProgress
 
     return BarProgress(estimate=Estimate) if sys.stderr.isatty() else LineProgress()
+
+
+def refuse_unconfined(isolation: str) -> None:
+    """Grading runs student code in the Linux sandbox, or says why it cannot and what grades anyway."""
+    from grader.errors import UsageError
+    from grader.sandbox.portable import NOT_CONFINED
+    from grader.sandbox.servers import linux_missing
+
+    if isolation == "portable":
+        import multiprocessing
+
+        if "forkserver" not in multiprocessing.get_all_start_methods():  # the lanes are forked from one
+            raise UsageError("mha grade runs on Linux or macOS (its grading processes are forked); "
+                             "on Windows, grade in WSL")
+        click.echo(f"warning: --isolation portable: {NOT_CONFINED}; grade only code you trust this way.", err=True)
+        return
+    missing = linux_missing()
+    if missing:
+        raise UsageError(f"mha grade runs each submission in the Linux sandbox, which cannot run here ({missing}). "
+                         f"Grade on Linux, or add --isolation portable to grade anyway: {NOT_CONFINED}.")

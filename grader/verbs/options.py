@@ -79,3 +79,7 @@ timeout_scale_option = click.option(
     help="Multiply the call limits by this factor. Each call may take 50x the reference's own time for it "
          "on this machine (measured once per run), at least 0.5 s; loading at least 2 s.",
 )
+
+
+verbose_option = click.option(
+    "--verbose", "-v", is_flag=True, help="Also say how the code was run: the worker's isolation and limits.")

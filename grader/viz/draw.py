@@ -73,6 +73,8 @@ def compute_head_maps(
 def _submission_weights(file, tokens, d_model, num_heads, seed, reference, lang):
     """Run the submission's forward in the worker; return ``(H, T, S)`` weights and problems."""
     from grader.sandbox.client import Limits, Sandbox
+    from grader.sandbox.isolation import quiet_sandbox
+    from grader.sandbox.servers import chosen_isolation
     from grader.sandbox.source import SubmissionError
 
     texts = load_viz_texts()
@@ -81,7 +83,7 @@ def _submission_weights(file, tokens, d_model, num_heads, seed, reference, lang)
     inputs = embed(tokens, d_model)[None]  # (B=1, T, D)
     weights = init_weights(d_model, seed=seed)
     try:
-        with Sandbox.open(path=file, limits=Limits()) as box:
+        with quiet_sandbox(), Sandbox.open(path=file, limits=Limits(), isolation=chosen_isolation()) as box:
             if not box.load_report.ok:
                 raise ChecksFailed(texts.text("message.call_failed", lang, error=_error_text(box.load_report.error)))
             outcome = box.call_method(

@@ -76,15 +76,18 @@ def _no_keepdims(*, on_max: bool, on_sum: bool):
 
 
 # ---- attention twins (they call the module's softmax, so softmax twins compose) ---------
-def _attention(*, scale=None, keys=None, product=None, returns_scores=False, axis=None, after_softmax=False):
+def _attention(*, scale=None, keys=None, product=None, returns_scores=False, axis=None, after_softmax=None):
     """An attention whose scale, key transpose, value product or returned weights are mistaken."""
     def make(module):
         def scaled_dot_product_attention(Q, K, V):
             d_k = Q.shape[-1]
             raw = Q @ (np.swapaxes(K, -1, -2) if keys is None else keys(K))  # (B, H, T, S)
-            if after_softmax:
+            if after_softmax == "weights":
                 weights = module.softmax(raw) / np.sqrt(d_k)
                 return weights @ V, weights
+            if after_softmax == "output":
+                weights = module.softmax(raw)
+                return weights @ V / np.sqrt(d_k), weights
             scores = raw / np.sqrt(d_k) if scale is None else scale(raw, Q, K)
             weights = module.softmax(scores) if axis is None else _normalized(scores, axis)
             out = weights @ V if product is None else product(weights, K, V)
@@ -129,11 +132,21 @@ def _right(x, W):
     return x @ W
 
 
+def layer_norm(x, eps=1e-5):
+    """Each position normalised over the model width: a Transformer block's step, not the attention layer's."""
+    centred = x - x.mean(axis=-1, keepdims=True)
+    return centred / np.sqrt((centred ** 2).mean(axis=-1, keepdims=True) + eps)
+
+
 def _forward(*, project=_right, project_output=None, output=True, keys_from_query=False, weights_from=None,
-             returned=None):
-    """A forward whose projections, inputs, weights or returned value are mistaken."""
+             returned=None, inputs=None, finish=None):
+    """A forward whose projections, inputs, weights or returned value are mistaken; ``inputs`` changes Q, K
+    and V before the layer sees them, ``finish(out, Q)`` its output."""
     def make(module):
         def forward(self, Q, K, V, return_weights=False):
+            if inputs is not None:
+                Q, K, V = inputs(Q), inputs(K), inputs(V)
+            query_input = Q
             W = {name: getattr(self, name) for name in ("W_Q", "W_K", "W_V", "W_O")}
             if weights_from is not None:
                 W = {name: W[weights_from.get(name, name)] for name in W}
@@ -146,6 +159,8 @@ def _forward(*, project=_right, project_output=None, output=True, keys_from_quer
             out = self.combine_heads(heads)  # (B, T, D)
             if output:
                 out = (project_output or project)(out, W["W_O"])
+            if finish is not None:
+                out = finish(out, query_input)
             if returned is not None:
                 return returned(out, weights, return_weights)
             return (out, weights) if return_weights else out
@@ -185,7 +200,10 @@ TWINS: tuple[Twin, ...] = (
          _attention(scale=lambda s, Q, K: s / np.sqrt(Q.shape[-2]))),
     Twin("attention-wrong-scale", "divides by sqrt(H)", ATTENTION,
          _attention(scale=lambda s, Q, K: s / np.sqrt(Q.shape[1]))),
-    Twin("attention-wrong-scale", "scales the weights after the softmax", ATTENTION, _attention(after_softmax=True)),
+    Twin("attention-scale-after-softmax", "scales the weights after the softmax", ATTENTION,
+         _attention(after_softmax="weights")),
+    Twin("attention-scale-after-softmax", "scales the output after the softmax", ATTENTION,
+         _attention(after_softmax="output")),
     Twin("attention-wrong-transpose", "K.T on 4-D", ATTENTION, _attention(keys=lambda K: K.T)),
     Twin("attention-wrong-transpose", "swaps axes 1 and 2 of K", ATTENTION,
          _attention(keys=lambda K: K.transpose(0, 2, 1, 3))),
@@ -228,6 +246,9 @@ TWINS: tuple[Twin, ...] = (
     Twin("mha-wrong-projection", "W_K for the values", FORWARD, _forward(weights_from={"W_V": "W_K"})),
     Twin("mha-wrong-projection", "W_Q and W_V swapped", FORWARD, _forward(weights_from={"W_Q": "W_V", "W_V": "W_Q"})),
     Twin("mha-ignores-key-value", "keys and values from the query input", FORWARD, _forward(keys_from_query=True)),
+    Twin("mha-adds-residual", "adds the query input to the output", FORWARD, _forward(finish=lambda out, Q: out + Q)),
+    Twin("mha-adds-layer-norm", "layer norm of the output", FORWARD, _forward(finish=lambda out, Q: layer_norm(out))),
+    Twin("mha-adds-layer-norm", "layer norm of Q, K and V", FORWARD, _forward(inputs=layer_norm)),
     Twin("mha-wrong-weights-returned", "weights averaged over heads", FORWARD,
          _forward(returned=lambda out, w, asked: (out, w.mean(axis=1)) if asked else out)),
     Twin("mha-wrong-weights-returned", "always returns a tuple", FORWARD,
@@ -279,17 +300,21 @@ INLINE_IDS = {"scaled_dot_product_attention": {"softmax-wrong-axis": "attention-
               "forward": {"softmax-wrong-axis": "attention-softmax-wrong-axis"}}
 SIGNATURES = {
     "softmax": ("normalizer",), "scaled_dot_product_attention": ("attention",), "split_heads": ("heads-layout",),
-    "combine_heads": ("features-layout",), "forward": ("multihead",),
+    "combine_heads": ("features-layout",), "forward": ("multihead", "block-steps"),
 }
 # Rows that overflow or underflow: which mistake each pattern of broken rows points at.
-OVERFLOW_IDS = {"softmax": ("softmax-unstable", "softmax-global-max")}
+OVERFLOW_IDS = {function: ("softmax-unstable", "softmax-global-max")
+                for function in ("softmax", "scaled_dot_product_attention", "forward")}
 
 
 def _case(prefix: str, name: str, function: str, args: tuple, sizes: Sizes, *, kwargs=None, weights=None,
-          heads: int | None = None, companion: str | None = None) -> Case:
+          heads: int | None = None, companion: str | None = None, evidence: dict | None = None) -> Case:
     method = function in METHODS
     returns_weights = bool((kwargs or {}).get("return_weights"))
     init = (sizes.D, heads or sizes.H) if method else None
+    if function == "forward" and returns_weights:
+        evidence = _projected_heads(init, args, weights)
+        evidence["logits"] = _scores(evidence["query_heads"], evidence["key_heads"])
     case = Case(
         id=f"{prefix}{name}", function=function, args=args, kwargs=kwargs or {},
         class_name=CLASS if method else None,
@@ -304,7 +329,7 @@ def _case(prefix: str, name: str, function: str, args: tuple, sizes: Sizes, *, k
         names_mistakes=name.split("/")[1] not in SIZES_OF_ONE, inline_ids=INLINE_IDS.get(function),
         output_names=("out", "weights") if returns_weights or function == ATTENTION else
         ("out",) if function == "forward" else None,
-        evidence=_projected_heads(init, args, weights) if function == "forward" and returns_weights else None,
+        evidence=evidence,
     )
     return with_expectations(case, ASSIGNMENT, TWINS)
 
@@ -335,6 +360,47 @@ def masked_logits(rng: np.random.Generator) -> np.ndarray:
     x[1, 0] = -np.inf
     x[2, [0, 2, 3, 5]] = -np.inf
     return x
+
+
+# Rows of scores near +-1000 (after the 1/sqrt(d_k) scale): (offset, slope) of each designed query, its scores
+# being offset + slope * k for keys k spread evenly over [-1, 1]: near +1000, far below every other row (~-1400),
+# and one query whose scores span -1000 ... +1000. Their top score stands 17 or more above the next, so the right
+# weights are one-hot to float32 precision, while an unshifted exponential overflows (inf / inf), one global shift
+# underflows the low row (0 / 0), and a mean-centred one overflows the spanning row.
+LARGE_ROWS = ((940.0, 60.0), (-1440.0, 60.0), (0.0, 1000.0))
+
+
+def large_logit_heads(rng: np.random.Generator, B: int, H: int, T: int, S: int, d_k: int):
+    """``(queries, keys)``, ``(B, H, T, d_k)`` and ``(B, H, S, d_k)``, whose first queries score the keys near
+    +-1000 (``LARGE_ROWS``); the other queries are small random floats, so every other mistake still shows."""
+    spread = np.stack([rng.permutation(np.linspace(-1.0, 1.0, S)) for _ in range(B * H)]).reshape(B, H, S)
+    keys = floats(rng, B, H, S, d_k)
+    keys[..., 0], keys[..., 1] = 1.0, spread  # feature 0 carries a row's offset, feature 1 its slope
+    queries = floats(rng, B, H, T, d_k)
+    for row, (offset, slope) in enumerate(LARGE_ROWS[:T]):
+        queries[:, :, row] = 0.0
+        queries[:, :, row, 0] = (offset + rng.uniform(-5.0, 5.0)) * np.sqrt(d_k)
+        queries[:, :, row, 1] = slope * np.sqrt(d_k)
+    return queries, keys
+
+
+def _scores(queries: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    return queries @ np.swapaxes(keys, -1, -2) / np.sqrt(queries.shape[-1])  # (B, H, T, S)
+
+
+def _orthogonal(rng: np.random.Generator, D: int) -> np.ndarray:
+    return np.linalg.qr(floats(rng, D, D))[0]  # (D, D), its inverse its transpose
+
+
+def _large_logit_inputs(rng: np.random.Generator, sizes: Sizes, weights: dict) -> tuple[tuple, dict]:
+    """forward's inputs whose projected heads score near +-1000, and the weights that project them so: W_Q and
+    W_K orthogonal (their inverses exact), W_V and W_O the other cases'."""
+    B, H, T, S, d_k, D = sizes.B, sizes.H, sizes.T, sizes.S, sizes.d_k, sizes.D
+    queries, keys = large_logit_heads(rng, B, H, T, S, d_k)
+    own = dict(weights, W_Q=_orthogonal(rng, D), W_K=_orthogonal(rng, D))
+    merged = lambda heads: np.swapaxes(heads, 1, 2).reshape(B, heads.shape[2], D)  # (B, H, L, d_k) -> (B, L, D)
+    inputs = (merged(queries) @ own["W_Q"].T, merged(keys) @ own["W_K"].T, floats(rng, B, S, D))
+    return inputs, own
 
 
 def _weights(rng: np.random.Generator, D: int) -> dict:
@@ -401,6 +467,18 @@ def build_cases(rng: np.random.Generator, sizes: Sizes, prefix: str) -> dict[str
              for name, function, args, kwargs in specs}
     cases["forward/one-head"] = _case(prefix, "forward/one-head", "forward", (queries_in, keys_in, values_in), sizes,
                                       kwargs={"return_weights": True}, weights=weights, heads=1)
+    # Scores near +-1000 through attention and through forward: an unshifted exponential anywhere on the path
+    # overflows, whichever function computes it.
+    queries, keys = large_logit_heads(rng, B, H, T, S, d_k)
+    cases["attention/large-logits"] = _case(prefix, "attention/large-logits", ATTENTION,
+                                            (queries, keys, floats(rng, B, H, S, d_k)), sizes,
+                                            evidence={"logits": _scores(queries, keys)})
+    # one row of +-1000 logits alone: a softmax that cannot broadcast a 2-D input still meets them in 1-D
+    cases["softmax/stability-row"] = _case(prefix, "softmax/stability-row", "softmax",
+                                           (stability_logits(rng)[[0, 2]].reshape(-1),), sizes)
+    inputs, large_weights = _large_logit_inputs(rng, sizes, weights)
+    cases["forward/large-logits"] = _case(prefix, "forward/large-logits", "forward", inputs, sizes,
+                                          kwargs={"return_weights": True}, weights=large_weights)
     return link_companions(cases)
 
 

@@ -171,23 +171,25 @@ def weights_findings(Q: np.ndarray, K: np.ndarray, weights, *, function: str, si
                                 message_data("sig_keys_arranged", {"arrangement": fit.arrangement})))
     values = weights.astype(np.float64)
     last = values.ndim - 1
-    rescaled = None
-    over = None
+    rescaled, over = None, None
     if fit.axes == (last,):
+        # the simplest explanation first: rows that all sum to one constant were scaled after the softmax;
+        # a wider normalized axis set only when they do not (a constant like 1/2 summed over a batch of 2
+        # makes 1 by the coincidence of the sizes, not by a normalization)
         sums = values.sum(axis=last)
         if not np.allclose(sums, 1.0, rtol=0.0, atol=SUM_TOLERANCE):
-            larger = [axes for axes in axis_sets(values.ndim) if last in axes and len(axes) > 1]
-            over = next((axes for axes in larger if sums_to_one(values, axes)), None)
-            if over is None and np.allclose(sums, sums.flat[0], rtol=SUM_TOLERANCE, atol=0.0):
+            if np.allclose(sums, sums.flat[0], rtol=SUM_TOLERANCE, atol=0.0):
                 rescaled = float(sums.flat[0])
-            elif over is None:
-                return findings or None
+            else:
+                over = _normalized_over(values, logs=np.log(values), raw=fit.raw, wider_than=last)
+                if over is None:
+                    return findings or None
     elif sums_to_one(values, fit.axes):
         over = fit.axes
     else:
         return findings or None
     if rescaled is not None:
-        findings.append(Finding("attention-wrong-scale", function, message_data("sig_weights_rescaled", {
+        findings.append(Finding("attention-scale-after-softmax", function, message_data("sig_weights_rescaled", {
             "total": f"{rescaled:.4g}"})))
     if not abs(fit.alpha - right) <= 1e-3 * right and not (rescaled is not None and abs(fit.alpha - 1) <= 1e-3):
         if abs(fit.alpha - 1.0) <= 1e-3:
@@ -202,6 +204,17 @@ def weights_findings(Q: np.ndarray, K: np.ndarray, weights, *, function: str, si
                                     "axes": axes_code(over, values.ndim, axis_letters)}),
                                 alternatives=(("softmax-wrong-axis", "softmax"),)))
     return findings
+
+
+def _normalized_over(values: np.ndarray, *, logs: np.ndarray, raw: np.ndarray, wider_than: int):
+    """The smallest axis set containing ``wider_than`` over which ``values`` sum to 1 and the log-weights are
+    the scores up to a constant on each slice (a real normalization there), or None."""
+    for axes in axis_sets(values.ndim):
+        if wider_than in axes and len(axes) > 1 and sums_to_one(values, axes):
+            fitted = fit_logs(logs, raw, axes)
+            if fitted is not None and fitted[1] < FIT_TOLERANCE:
+                return axes
+    return None
 
 
 def attention_sizes(Q: np.ndarray, K: np.ndarray) -> dict[str, int]:

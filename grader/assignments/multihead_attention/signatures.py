@@ -13,7 +13,9 @@ These rules look at the student's own output and ask what it is (see
   on (and what sums to 1) an axis mistake; weights that are no softmax but the
   scores themselves are returned scores.
 - attention output: right or explained weights, but an output that is not
-  those weights times V, is a value-product mistake.
+  those weights times V, is a value-product mistake; one that is those
+  weights times V divided by sqrt(d_k) had its scale applied after the
+  softmax.
 - split/combine: the output is x's entries in another layout (no
   transpose, dealt round-robin, axes in another order, heads reordered).
 - forward, when it returns its weights: the weights are analysed like
@@ -21,6 +23,9 @@ These rules look at the student's own output and ask what it is (see
   ``evidence``), and the output is compared with what the student's *own*
   weights give through the rest of the layer, with or without ``W_O``. Two
   mistakes along the path are then each shown by their own evidence.
+- forward's output as the layer's own (or a twin's) plus the query input,
+  layer-normalized over the model width, or both: the Transformer block's
+  residual or layer norm done inside the layer.
 
 Every rule returns findings only for what the values show; nothing here
 affects a score. The rules do plain algebra on arrays and need no reference
@@ -66,6 +71,10 @@ def _output_findings(Q, K, V, weights, out, *, weights_right: bool, function: st
         return []
     if is_array(out) and same_value(out, weights.astype(np.float64) @ V):
         return []  # the output follows the weights: whatever is wrong is in the weights
+    if is_array(out) and same_value(out, weights.astype(np.float64) @ V / np.sqrt(Q.shape[-1])):
+        # the weights times V, divided by sqrt(d_k) afterwards: the scale came after the softmax
+        return [Finding("attention-scale-after-softmax", function, message_data("sig_output_rescaled", {
+            "right": f"{np.sqrt(Q.shape[-1]):.4g}"}))]
     returned = returned_scores(Q, K, weights)
     if returned is not None and is_array(out):
         _, alpha, raw = returned  # the weights are the scores: the output shows how the student scaled them
@@ -96,7 +105,11 @@ def attention(case: Case, got) -> list[Finding]:
             return []
         findings += found
     if not same_value(out, expected_out):
-        findings += _output_findings(Q, K, V, weights, out, weights_right=weights_right, function=case.function)
+        tail = _output_findings(Q, K, V, weights, out, weights_right=weights_right, function=case.function)
+        if any(finding.misconception == "attention-scale-after-softmax" for finding in tail):
+            # unscaled weights and a scaled output are one mistake: the scale moved past the softmax
+            findings = [finding for finding in findings if finding.misconception != "attention-no-scale"]
+        findings += tail
     return findings
 
 
@@ -220,12 +233,75 @@ def _projections_of_weights(evidence: dict, weights: np.ndarray) -> list[Finding
     return None
 
 
+# ---- the Transformer block's own steps, done inside the layer -------------------------------------------
+def block_steps(case: Case, got) -> list[Finding]:
+    """An output that is the layer's (or a catalogued mistake's) plus the query input, layer-normalised over
+    the model width, or both: the block's residual or layer norm done inside the layer.
+
+    The layer's own output is the expected value or the value of one of the case's twins (each with its
+    mistake, named beside the block's step), so a residual on top of another mistake is named for both.
+    """
+    expected = case.expected
+    out = got[0] if isinstance(expected, tuple) and isinstance(got, tuple) and got else got
+    expected_out = expected[0] if isinstance(expected, tuple) else expected
+    if not is_array(expected_out) or not is_array(out, expected_out.shape) or not np.isfinite(out).all():
+        return []
+    query = np.asarray(case.args[0], dtype=np.float64)
+    if query.shape != expected_out.shape:
+        return []
+    inner = [(None, expected_out)] + [
+        (misconception, value[0] if isinstance(value, tuple) else value) for misconception, _, value in case.known_twins()
+        if is_array(value[0] if isinstance(value, tuple) and value else value, expected_out.shape)]
+    values = out.astype(np.float64)
+    for misconception, layer in inner:
+        layer = layer.astype(np.float64)
+        if not np.isfinite(layer).all():
+            continue
+        steps = (("mha-adds-residual",) if same_value(values, layer + query) else
+                 ("mha-adds-layer-norm",) if _normalized_rows(values, layer) else
+                 ("mha-adds-residual", "mha-adds-layer-norm") if _normalized_rows(values, layer + query) else ())
+        if steps:
+            findings = [Finding(step, case.function, message_data(
+                "sig_residual_added" if step == "mha-adds-residual" else "sig_layer_norm_applied",
+                {"what": case.call_text or case.function})) for step in steps]
+            if misconception is not None:
+                findings.append(Finding(misconception, _home(misconception, case.function), message_data(
+                    "sig_block_step_on_mistake", {"what": case.call_text or case.function})))
+            return findings
+    return []
+
+
+def _normalized_rows(values: np.ndarray, layer: np.ndarray) -> bool:
+    """``values`` is ``layer`` normalized over its last axis (mean 0, variance 1 up to a small epsilon)."""
+    centred = layer - layer.mean(axis=-1, keepdims=True)
+    spread = np.sqrt((centred ** 2).mean(axis=-1, keepdims=True))
+    if (spread <= 1e-12).any():
+        return False
+    scale = max(float(np.abs(values).max(initial=0.0)), 1e-12)
+    if np.abs(values.mean(axis=-1)).max(initial=0.0) > 1e-4 * scale:
+        return False
+    factor = (values * centred).sum(axis=-1, keepdims=True) / (centred ** 2).sum(axis=-1, keepdims=True)
+    fitted = factor * centred
+    residual = float(np.linalg.norm(values - fitted)) / max(float(np.linalg.norm(values)), 1e-300)
+    # the factor is 1/sqrt(variance + eps) or 1/(std + eps): within a few percent of 1/std whatever the eps
+    return residual < FIT_TOLERANCE and bool(np.all(np.abs(factor * spread - 1.0) < 0.05))
+
+
+def _home(misconception: str, function: str) -> str:
+    """The function a catalogued mistake belongs to (its catalog entry's), else ``function``."""
+    from grader.content.catalog import load_catalog
+
+    entry = load_catalog().get(misconception)
+    return entry.function if entry is not None and entry.function not in (None, "__init__") else function
+
+
 RULES = {
     "normalizer": softmax_normalizer,
     "attention": attention,
     "heads-layout": heads_layout,
     "features-layout": features_layout,
     "multihead": multihead,
+    "block-steps": block_steps,
 }
 
 # Right with as many keys as queries (S = T), wrong here: the keys' length comes from Q.

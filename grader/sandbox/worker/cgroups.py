@@ -341,7 +341,7 @@ def folder_size(folder: str, limit: int, most_entries: int = 20000) -> int:
                 for entry in listing:
                     entries += 1
                     info = entry.stat(follow_symlinks=False)
-                    used += info.st_blocks * 512
+                    used += info.st_blocks * 512 if hasattr(info, "st_blocks") else info.st_size  # Windows: no blocks
                     if entry.is_dir(follow_symlinks=False):
                         stack.append(entry.path)
                     if used > limit or entries > most_entries:

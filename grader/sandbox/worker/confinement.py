@@ -13,7 +13,6 @@ from __future__ import annotations
 import ctypes
 import glob
 import os
-import resource
 import signal
 import site as site_packages
 import stat
@@ -184,6 +183,8 @@ def blocked_folders(paths, uid: int) -> dict[str, list[str]]:
 # ---- limits, identity, process lifetime -------------------------------------------------
 def apply_limits(limits: dict) -> None:
     """Resource limits of one worker (soft = hard, so student code cannot raise them)."""
+    import resource  # POSIX only: imported where used, so ``read_policy`` and ``NOBODY`` load on every platform
+
     for kind, value in ((resource.RLIMIT_AS, limits["memory_mb"] << 20),
                         (resource.RLIMIT_CPU, limits["cpu_seconds"]),
                         (resource.RLIMIT_NPROC, limits["max_processes"]),
@@ -202,7 +203,8 @@ def drop_privileges(uid: int = NOBODY) -> None:
         raise OSError(f"could not become uid {uid}")
 
 
-def set_parent_death_signal(number: int = signal.SIGKILL) -> None:
+def set_parent_death_signal(number: int | None = None) -> None:
+    number = signal.SIGKILL if number is None else number  # no SIGKILL on Windows: read at call time
     _checked(_libc().prctl(PR_SET_PDEATHSIG, number, 0, 0, 0), "prctl(PR_SET_PDEATHSIG)")
 
 

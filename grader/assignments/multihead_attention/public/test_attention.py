@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from grader.grading.checks import expect_unchanged, expect_values, failure_from_error, failure_from_value
+from grader.grading.checks import expect_unchanged, expect_value, expect_values, failure_from_error, failure_from_value
 from grader.content.messages import Message
 
 pytestmark = pytest.mark.mha(function="scaled_dot_product_attention", visibility="public")
@@ -27,11 +27,16 @@ def test_attention_shapes_for_cross_attention(student, cases):
     _pair(student, cases["attention/cross"])
 
 
-@pytest.mark.mha(points=3, probes=("attention-no-scale", "attention-wrong-scale", "attention-wrong-transpose",
+@pytest.mark.mha(points=2, probes=("attention-no-scale", "attention-wrong-scale", "attention-wrong-transpose",
                                    "attention-softmax-wrong-axis", "attention-returns-scores",
-                                   "attention-wrong-value-product"))
+                                   "attention-wrong-value-product", "attention-scale-after-softmax"))
 def test_attention_values(student, cases):
     expect_values(student, [cases["attention/cross"], cases["attention/self"], cases["attention/keys-as-wide"]])
+
+
+@pytest.mark.mha(points=1, probes=("softmax-unstable", "softmax-global-max"))
+def test_attention_is_stable_for_large_scores(student, cases):
+    expect_value(student, cases["attention/large-logits"])
 
 
 @pytest.mark.mha(points=1)

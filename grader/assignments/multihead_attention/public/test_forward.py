@@ -43,11 +43,16 @@ def test_forward_shape_for_cross_attention(student, cases):
         raise failure_from_value(case, outcome.value, student=student, reached=outcome.reached)
 
 
-@pytest.mark.mha(points=3, function="forward",
+@pytest.mark.mha(points=2, function="forward",
                  probes=("mha-no-output-projection", "mha-wrong-projection", "mha-ignores-key-value",
-                         "mha-kv-uses-query-length"))
+                         "mha-kv-uses-query-length", "mha-adds-residual", "mha-adds-layer-norm"))
 def test_forward_values_for_cross_attention(student, cases):
     expect_value(student, cases["forward/cross"])
+
+
+@pytest.mark.mha(points=1, function="forward", probes=("softmax-unstable", "softmax-global-max"))
+def test_forward_is_stable_for_large_scores(student, cases):
+    expect_value(student, cases["forward/large-logits"])
 
 
 @pytest.mark.mha(points=2, function="forward", probes=("mha-wrong-weights-returned",))

@@ -6,6 +6,7 @@ import pytest
 from grader.grading.checks import (CheckFailure, did_not_return, expect_unchanged, expect_value, expect_values,
                                    failure_from_error, failure_from_value, is_missing)
 from grader.content.messages import Message
+from grader.grading.case import same_value
 
 pytestmark = pytest.mark.mha(visibility="public")
 
@@ -64,13 +65,13 @@ def test_combine_heads_concatenates_heads_in_order(student, cases):
 def test_combine_heads_undoes_split_heads(student, cases):
     case = cases["split/cross"]
     split = student.invoke(case)
-    if did_not_return(split):
-        # split_heads hangs or crashes: combine_heads is judged alone, on the heads it is given anyway
-        # (combine/cross), whose right split is that case's expected value. No expected value is ever sent in.
+    if split.error is not None or not same_value(split.value, case.expected):
+        # split_heads hangs, crashes, raises or is wrong (its own checks say so): combine_heads is judged alone,
+        # on the heads it is given anyway (combine/cross), whose right split is that case's expected value, so
+        # a broken split costs combine_heads nothing. No expected value is ever sent in.
         case = cases["combine/cross"]
         outcome, x = student.invoke(case), case.expected
     else:
-        expect_value(student, case)  # a wrong split_heads is the root cause, not combine_heads
         outcome, x = student.call("combine_heads", split.value, like=case), case.args[0]
     if outcome.error is not None:
         raise failure_from_error("combine_heads", outcome)

@@ -1,5 +1,5 @@
-# expect: attention-no-scale, attention-wrong-value-product
-# Two mistakes: the scale is applied to V instead of to the scores.
+# expect: attention-scale-after-softmax
+# The scale divides V instead of the scores: weights @ (V / sqrt(d_k)) is the output scaled after the softmax.
 
 import numpy as np
 

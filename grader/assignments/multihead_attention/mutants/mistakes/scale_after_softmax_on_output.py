@@ -1,0 +1,37 @@
+# expect: attention-scale-after-softmax
+# The scale divides the attention output instead of the scores; the weights are those of the raw scores.
+import numpy as np
+
+
+def softmax(x):
+    shifted = x - np.max(x, axis=-1, keepdims=True)
+    powers = np.exp(shifted)
+    return powers / np.sum(powers, axis=-1, keepdims=True)
+
+
+def scaled_dot_product_attention(Q, K, V):
+    weights = softmax(np.einsum("...td,...sd->...ts", Q, K))  # (B, H, T, S)
+    out = np.einsum("...ts,...sd->...td", weights, V) / np.sqrt(K.shape[-1])
+    return out, weights
+
+
+class MultiHeadAttention:
+    def __init__(self, d_model=8, num_heads=2):
+        if d_model % num_heads:
+            raise ValueError("num_heads must divide d_model")
+        self.num_heads = num_heads
+        self.d_k = d_model // num_heads
+
+    def split_heads(self, x):
+        batch, length, _ = x.shape
+        return x.reshape(batch, length, self.num_heads, self.d_k).transpose(0, 2, 1, 3)  # (B, H, T, d_k)
+
+    def combine_heads(self, x):
+        batch, heads, length, d_k = x.shape
+        return x.transpose(0, 2, 1, 3).reshape(batch, length, heads * d_k)  # (B, T, D)
+
+    def forward(self, Q, K, V, return_weights=False):
+        heads, weights = scaled_dot_product_attention(
+            self.split_heads(Q @ self.W_Q), self.split_heads(K @ self.W_K), self.split_heads(V @ self.W_V))
+        out = self.combine_heads(heads) @ self.W_O  # (B, T, D)
+        return (out, weights) if return_weights else out

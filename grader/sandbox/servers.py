@@ -1,0 +1,82 @@
+"""Which worker a run gets: the Linux sandbox (a fork server), or the portable worker where that cannot run.
+
+``isolation`` is one of ``ISOLATIONS``: ``linux`` (the fork server, or an
+error saying why not: what ``mha grade`` uses unless told otherwise),
+``portable`` (``grader.sandbox.portable``, asked for), ``auto`` (the Linux
+sandbox where it runs, else the portable worker: what ``mha check`` and the
+notebook's ``check()`` use). ``MHA_ISOLATION`` in the environment sets the
+default of ``mha check``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+ISOLATIONS = ("auto", "linux", "portable")
+ENVIRONMENT_VARIABLE = "MHA_ISOLATION"
+
+
+def linux_missing() -> str | None:
+    """Why the Linux sandbox cannot run on this machine (None: it may), from what the platform offers."""
+    if not sys.platform.startswith("linux"):
+        return f"{_platform_name()} has neither Landlock nor Linux namespaces"
+    for module in ("fcntl", "resource"):
+        try:
+            __import__(module)
+        except ImportError:
+            return f"this Python has no {module} module"
+    import socket
+
+    wanted = [(os, "fork"), (os, "setsid"), (os, "pipe2"), (socket, "AF_UNIX"), (socket, "SOCK_SEQPACKET"),
+              (socket, "send_fds")]
+    absent = [f"{module.__name__}.{name}" for module, name in wanted if not hasattr(module, name)]
+    return f"this Python lacks {', '.join(absent)}" if absent else None
+
+
+def _platform_name() -> str:
+    return {"win32": "Windows", "darwin": "macOS", "cygwin": "Cygwin"}.get(sys.platform, sys.platform)
+
+
+def chosen_isolation(given: str | None = None) -> str:
+    """``given``, else ``MHA_ISOLATION``, else ``auto``; a bad value is a ValueError naming where it came from."""
+    value = given if given is not None else os.environ.get(ENVIRONMENT_VARIABLE, "auto").strip().lower() or "auto"
+    if value not in ISOLATIONS:
+        where = "" if given is not None else f" (from {ENVIRONMENT_VARIABLE})"
+        raise ValueError(f"isolation {value!r}{where} is not one of {', '.join(ISOLATIONS)}")
+    return value
+
+
+def open_server(*, isolation: str, hidden=(), packages=(), without=(), spares: int = 1, limits: dict | None = None):
+    """A ``ForkServer`` or a ``PortableServer`` for ``isolation``; ForkServerError when ``linux`` cannot start.
+
+    ``limits`` (the fields of ``Limits``): the portable server's first worker starts now with them.
+    """
+    from grader.sandbox.link import ForkServer, ForkServerError
+    from grader.sandbox.portable import PortableServer
+
+    if isolation not in ISOLATIONS:
+        raise ValueError(f"isolation {isolation!r} is not one of {', '.join(ISOLATIONS)}")
+    missing = linux_missing() if isolation != "portable" else None
+    if isolation == "linux" and missing:
+        raise ForkServerError(f"the Linux sandbox cannot run here: {missing}")
+    if isolation == "portable" or missing:
+        return PortableServer.start(packages=packages, spares=spares, without=without, limits=limits,
+                                    reason=missing or "asked for")
+    try:
+        return ForkServer.start(hidden=hidden, packages=packages, without=without, spares=spares)
+    except ForkServerError as failed:
+        if isolation == "linux":
+            raise
+        return PortableServer.start(packages=packages, spares=spares, without=without, limits=limits,
+                                    reason=f"the fork server did not start: {str(failed)[:200]}")
+
+
+def attach_server(address: str):
+    """The server at ``address`` (a fork server's socket, or a portable server's settings) from another process."""
+    from grader.sandbox.link import ForkServer
+    from grader.sandbox.portable import ADDRESS_PREFIX, PortableServer
+
+    if address.startswith(ADDRESS_PREFIX):
+        return PortableServer.attach(address)
+    return ForkServer.attach(address, {})
