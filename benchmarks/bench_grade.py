@@ -25,6 +25,10 @@ Figures, all on this machine and in this run:
   function, its own 30 s cell timeout as its users leave it) beside 2 clean
   ones; its cost per hanging notebook, with its clean cost, extrapolates it to
   the realistic class.
+- a class where 80% of the submissions carry one or two catalogued mistakes
+  (``--mistaken-share``), graded by `mha grade` in the same run: naming
+  mistakes is the trusted side's dearest work; against nbgrader's cost per
+  notebook extrapolated to it.
 """
 
 from __future__ import annotations
@@ -42,7 +46,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from generated_class import REFERENCE, write_class, write_realistic_class  # noqa: E402
+from generated_class import REFERENCE, write_class, write_mistaken_class, write_realistic_class  # noqa: E402
 
 KEY = "benchmark-course-key"
 
@@ -189,6 +193,8 @@ def main() -> None:
                         help="hanging submissions nbgrader autogrades, one per function in turn (default 5; 0 skips)")
     parser.add_argument("--hang-share", type=float, default=0.05,
                         help="share of the realistic class that hangs in one function (default 0.05)")
+    parser.add_argument("--mistaken-share", type=float, default=0.8,
+                        help="share of the third class that carries one or two mistakes (default 0.8; 0 skips it)")
     parser.add_argument("--scale", default="100,1000", help="class sizes for the memory comparison, or 'none'")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     options = parser.parse_args()
@@ -206,8 +212,13 @@ def main() -> None:
         realistic_kinds = write_realistic_class(realistic_folder, options.n, share=options.hang_share)
         hangs = sorted(student for student, kind in realistic_kinds if kind.startswith("hang:"))
 
+        mistaken_folder = work / "mistaken"
+        mistaken_kinds = write_mistaken_class(mistaken_folder, options.n, share=options.mistaken_share) \
+            if options.mistaken_share > 0 else []
+
         parallel = run_mha(folder, work / "out-parallel", jobs=None)
         realistic = run_mha(realistic_folder, work / "out-realistic", jobs=None)
+        mistaken = run_mha(mistaken_folder, work / "out-mistaken", jobs=None) if mistaken_kinds else None
         serial = run_mha(folder, work / "out-serial", jobs=1)
         figures["mha"], figures["mha_jobs_1"] = _strip(parallel), _strip(serial)
         figures["mha_realistic"] = _strip(realistic)
@@ -221,6 +232,11 @@ def main() -> None:
         print(f"  per hanging submission: {hang_cost['cpu']:.2f} s of CPU beyond the clean class's "
               f"(goal <= 1.5 s of one core), {hang_cost['lane']:.2f} s of a lane's time (an ordinary one: "
               f"{hang_cost['ordinary']:.3f} s)")
+
+        if mistaken is not None:
+            figures["mha_mistaken"] = _strip(mistaken)
+            wrong = sum(kind.startswith("buggy") for _, kind in mistaken_kinds)
+            print(f"class with {wrong} of {len(mistaken_kinds)} carrying one or two mistakes: {_rate(mistaken)}")
 
         from in_process import grade_folder_in_process
 
@@ -247,6 +263,12 @@ def main() -> None:
             figures["throughput_ratio_vs_nbgrader"] = ratio
             print(f"  mha grade throughput = {ratio:.0f}x nbgrader's (goal >= 50x); "
                   f"end to end with outputs: {(per * options.n) / parallel['total']:.0f}x\n")
+            if mistaken is not None:
+                # nbgrader runs every cell of every notebook whatever its mistakes: its cost per notebook is
+                # the clean subset's (itself half mistakes), extrapolated to this class
+                mistaken_ratio = (per * len(mistaken_kinds)) / mistaken["grading"]
+                figures["mistaken_ratio_vs_nbgrader"] = mistaken_ratio
+                print(f"  class with mistakes: mha grade = {mistaken_ratio:.0f}x nbgrader's (goal >= 50x)\n")
             if options.nbgrader_hangs > 0:
                 chosen = [realistic_folder / f"{student}.py" for student in hangs[:options.nbgrader_hangs]]
                 nb_hangs = run_nbgrader_hangs(work, sorted(folder.glob("*.py")), chosen, nbgrader["time_2"])

@@ -73,6 +73,43 @@ def write_class(folder: Path, count: int) -> list[tuple[str, str]]:
     return written
 
 
+def mistaken_templates() -> list[tuple[str, str]]:
+    """(kind, source) with one catalogued mistake, then with two at once (every pair whose replacements
+    both apply), alternating."""
+    reference = REFERENCE.read_text(encoding="utf-8")
+    names = list(MISTAKES)
+    single = [(f"buggy:{name}", reference.replace(*MISTAKES[name], 1)) for name in names]
+    double = []
+    for position, first in enumerate(names):
+        for second in names[position + 1:]:
+            once = reference.replace(*MISTAKES[first], 1)
+            if MISTAKES[second][0] in once and MISTAKES[first][0] not in MISTAKES[second][0]:
+                double.append((f"buggy:{first}+{second}", once.replace(*MISTAKES[second], 1)))
+    mixed = []
+    for index in range(max(len(single), len(double))):
+        mixed += [single[index % len(single)], double[index % len(double)]]
+    return mixed
+
+
+def write_mistaken_class(folder: Path, count: int, *, share: float = 0.8) -> list[tuple[str, str]]:
+    """A class where ``share`` of the submissions carry one or two catalogued mistakes and the rest are
+    correct (the reference and the demo class's styles), spread evenly. Returns (student, kind) of each."""
+    folder.mkdir(parents=True, exist_ok=True)
+    reference = REFERENCE.read_text(encoding="utf-8")
+    correct = [("correct:reference", reference)] + [
+        (f"correct:{name}", (DEMO / f"{name}.py").read_text(encoding="utf-8")) for name in CORRECT_STYLES]
+    buggy = mistaken_templates()
+    written = []
+    for index in range(count):
+        wrong = int((index + 1) * share) > int(index * share)  # spreads round(count * share) mistakes evenly
+        pool = buggy if wrong else correct
+        kind, source = pool[index % len(pool)]
+        student = f"student_{index + 1:04d}"
+        (folder / f"{student}.py").write_text(source, encoding="utf-8")
+        written.append((student, kind))
+    return written
+
+
 def hanging(function: str, style: int = 0) -> str:
     """The reference with an endless loop at the start of ``function``'s work."""
     reference = REFERENCE.read_text(encoding="utf-8")

@@ -13,6 +13,11 @@ import click
 from grader import __version__
 from grader.errors import MhaError
 
+# Modules of the optional `notebook` extra (pyproject.toml): a verb that needs one where it is not
+# installed ends in a message saying what to install, never a traceback.
+NOTEBOOK_EXTRA_MODULES = frozenset({"nbformat", "nbclient", "nbconvert", "nbgrader", "jupyterlab", "jupyter_client",
+                                    "jupyter_core", "ipykernel", "IPython"})
+
 # verb name -> "module:attribute" of its click command, in the order of --help.
 VERBS: dict[str, str] = {
     "check": "grader.verbs.check:command",
@@ -36,18 +41,38 @@ class LazyVerbs(click.Group):
 
     def invoke(self, ctx: click.Context):
         """The one place where the grader's errors become messages and exit codes."""
+        words = [*getattr(ctx, "_protected_args", ()), *ctx.args]  # the verb's words (click clears them)
         try:
             return super().invoke(ctx)
         except MhaError as error:
             if str(error):
                 click.echo(f"mha: {error}", err=True)
             ctx.exit(error.exit_code)
+        except ModuleNotFoundError as error:
+            if (error.name or "").split(".")[0] not in NOTEBOOK_EXTRA_MODULES:
+                raise
+            click.echo(f"mha: {_missing_extra(words, error.name.split('.')[0])}", err=True)
+            ctx.exit(2)
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in VERBS or not _available(name):
             return None
         module_name, attribute = VERBS[name].split(":")
         return getattr(importlib.import_module(module_name), attribute)
+
+
+def _missing_extra(words: list[str], module: str) -> str:
+    from grader.content.messages import render
+    from grader.i18n import resolve_language
+    from grader.paths import PROJECT_DIR
+
+    verb = next((word for word in words if word in VERBS), "this command")
+    lang = next((value for flag, value in zip(words, words[1:]) if flag == "--lang"),
+                next((word.split("=", 1)[1] for word in words if word.startswith("--lang=")), None))
+    # an editable install or a checkout names its folder; an installed release, its own folder's "."
+    where = str(PROJECT_DIR) if (PROJECT_DIR / "pyproject.toml").is_file() else "."
+    return render("missing_extra", {"command": f"mha {verb}", "module": module, "where": where},
+                  resolve_language(lang if lang in ("en", "zh") else None))
 
 
 def _available(name: str) -> bool:

@@ -6,16 +6,21 @@ file or the whole new one, never a part. ``file_key`` turns a student id into
 a file name that is safe on any file system and distinct for distinct ids.
 Files are readable by the owner's group (``OUTPUT_MODE``, 0640, less what the
 umask removes), so a TA in the course's group can open the outputs, and by
-nobody else: grades are private. Foundation module: imports nothing from ``grader``.
+nobody else: grades are private. ``read_cached``/``write_cached`` keep small
+JSON entries between runs in the user's cache folder
+(``platformdirs.user_cache_dir("mha-lab")``, or ``MHA_CACHE_DIR``), each under
+the key of what it was computed from. Foundation module: imports nothing from ``grader``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import re
 import tempfile
+import time
 from pathlib import Path
 from typing import IO, Iterator
 
@@ -82,3 +87,51 @@ def atomic_writer(path: Path, mode: str = "w", *, durable: bool = False) -> Iter
 def atomic_write_text(path: Path, text: str, *, durable: bool = False) -> None:
     with atomic_writer(path, durable=durable) as handle:
         handle.write(text)
+
+
+# ---- small entries kept between runs --------------------------------------------------------------
+CACHE_DIR_VARIABLE = "MHA_CACHE_DIR"
+
+
+def user_cache_dir() -> Path:
+    """The folder for what the grader keeps between runs (created on first write, not here)."""
+    override = os.environ.get(CACHE_DIR_VARIABLE)
+    if override:
+        return Path(override)
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("mha-lab", appauthor=False))
+
+
+def read_cached(name: str, key: dict, *, max_age: float | None = None) -> dict | None:
+    """The value kept as ``name`` under ``key``; None when there is none, it is older than ``max_age``
+    seconds or it cannot be read (a cache never fails a run)."""
+    try:
+        entry = json.loads(_cached_path(name, key).read_text(encoding="utf-8"))
+        if not isinstance(entry, dict) or entry.get("key") != key or not isinstance(entry.get("value"), dict):
+            return None
+        age = time.time() - float(entry["written_at"])
+        if max_age is not None and not 0 <= age <= max_age:
+            return None
+        return entry["value"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def write_cached(name: str, key: dict, value: dict) -> None:
+    """Keep ``value`` as ``name`` under ``key`` (quietly nothing where the cache folder cannot be written)."""
+    try:
+        atomic_write_text(_cached_path(name, key), json.dumps({"key": key, "written_at": time.time(),
+                                                               "value": value}, indent=1))
+    except OSError:
+        pass
+
+
+def forget_cached(name: str, key: dict) -> None:
+    with contextlib.suppress(OSError):
+        _cached_path(name, key).unlink(missing_ok=True)
+
+
+def _cached_path(name: str, key: dict) -> Path:
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:20]
+    return user_cache_dir() / f"{name}-{digest}.json"

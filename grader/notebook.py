@@ -76,7 +76,7 @@ def check(*functions: str, lang: str | None = None, assignment: str = DEFAULT_AS
     lang = resolve_language(lang)
     with quiet_sandbox():  # the isolation is in ``report.result.isolation``, not in a warning above the report
         result = grade_kernel(functions=functions, visibility="public", lang=lang, assignment=assignment,
-                              isolation=chosen_isolation())
+                              isolation=chosen_isolation(), keep_calibration=True)
     title = say("check_title", lang, functions=", ".join(functions) if functions else say("every_function", lang))
     return CheckReport(result, result_to_html(result, lang, title=title))
 
@@ -143,9 +143,10 @@ def show_heads(sentence: str | None = None, *, heads: int = 4, d_model: int = 16
 
 # ---- the code the student ran --------------------------------------------------------------
 def grade_kernel(*, functions: tuple[str, ...], visibility: str, lang: str, assignment: str = DEFAULT_ASSIGNMENT,
-                 student: str = "student", isolation: str = "auto") -> SubmissionResult:
+                 student: str = "student", isolation: str = "auto", keep_calibration: bool = False) -> SubmissionResult:
     """Grade the kernel's code in the worker (``isolation``: ``grader.sandbox.servers``); ``functions`` empty
-    means all of them."""
+    means all of them. ``keep_calibration``: a student's check, whose call limits may come from the user's
+    cache (``grade_submission``)."""
     from grader.grading.assignment import get_assignment
     from grader.grading.grade import VISIBILITIES, grade_submission
     from grader.render.notebook_html import say
@@ -164,7 +165,47 @@ def grade_kernel(*, functions: tuple[str, ...], visibility: str, lang: str, assi
         return load_failure(student=student, error=say("no_code", lang), assignment=assignment,
                             max_score=float(sum(test.points for test in tests)))
     return grade_submission(source=source, assignment=assignment, visibility=visibility,
-                            functions=tuple(functions) or None, student=student, lang=lang, isolation=isolation)
+                            functions=tuple(functions) or None, student=student, lang=lang, isolation=isolation,
+                            keep_calibration=keep_calibration, server=kernel_server(isolation))
+
+
+# ---- one server for the kernel's checks ------------------------------------------------------------
+_KERNEL: dict = {}  # "server", "isolation": the server this kernel's checks share, once started
+
+
+def kernel_server(isolation: str = "auto"):
+    """The server (a fork server, or the portable one: ``isolation``) this kernel's checks share, started on
+    the first check and again if it died (None if it cannot start: the check then says why, as without one).
+    Each check still gets a fresh worker of its own; the server only spares every check its start, NumPy's
+    import included. It ends with the kernel."""
+    import atexit
+
+    from grader.sandbox.client import ForkServer, ForkServerError, start_server
+
+    server = _KERNEL.get("server")
+    if server is not None and _KERNEL.get("isolation") == isolation:
+        process = getattr(server, "process", None)
+        if not isinstance(server, ForkServer) or (process is not None and process.poll() is None):
+            return server
+    _stop_kernel_server()
+    try:
+        started = start_server(isolation=isolation)
+    except ForkServerError:
+        return None
+    if "registered" not in _KERNEL:
+        atexit.register(_stop_kernel_server)
+        _KERNEL["registered"] = True
+    _KERNEL.update(server=started, isolation=isolation)
+    return started
+
+
+def _stop_kernel_server() -> None:
+    server = _KERNEL.pop("server", None)
+    if server is not None:
+        try:
+            server.stop()
+        except OSError:
+            pass  # a server that died is already gone
 
 
 def kernel_source() -> SubmissionSource:

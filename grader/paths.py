@@ -13,6 +13,7 @@ from pathlib import Path
 PACKAGE_DIR = Path(__file__).resolve().parent
 PROJECT_DIR = PACKAGE_DIR.parent
 CONTENT_DIR = PACKAGE_DIR / "content"
+QUESTIONS_DIR = CONTENT_DIR / "questions"  # the question bank, one TOML file per topic
 # One folder per exercise: ``assignments/<name>/`` (its spec, cases, suites, texts, mutant library).
 ASSIGNMENTS_DIR = PACKAGE_DIR / "assignments"
 DEFAULT_ASSIGNMENT = "multihead_attention"
@@ -41,3 +42,25 @@ def solution_path(assignment: str = DEFAULT_ASSIGNMENT) -> Path | None:
 def exercise_path(assignment: str = DEFAULT_ASSIGNMENT) -> Path:
     """The stub module a student fills in for ``assignment``."""
     return exercises_dir() / f"{assignment}.py"
+
+
+def student_file(assignment: str = DEFAULT_ASSIGNMENT) -> Path:
+    """The file a student's command works on by default: ``exercises/<assignment>.py`` under the current
+    folder (where a student release is opened) or a folder above it (a notebook runs in
+    ``exercises/notebooks/``), else the stub of the checkout."""
+    local = Path("exercises") / f"{assignment}.py"
+    if local.exists():
+        return local
+    here = Path.cwd()
+    for folder in list(here.parents)[:2]:
+        candidate = folder / "exercises" / f"{assignment}.py"
+        if candidate.is_file():
+            return candidate
+    return exercise_path(assignment)
+
+
+def released_stub(assignment: str = DEFAULT_ASSIGNMENT) -> Path:
+    """The untouched stub of ``assignment``: the copy a student release ships inside the package (the
+    student's own ``exercises/`` file changes as they work), else the checkout's."""
+    shipped = CONTENT_DIR / "stubs" / f"{assignment}.py"
+    return shipped if shipped.is_file() else exercise_path(assignment)

@@ -138,3 +138,4 @@ class BatchSummary:
     elapsed: float
     previous: Path | None = None  # where --overwrite moved the earlier run in ``out``
     unmatched_adjustments: tuple[str, ...] = ()  # students of --adjust that are not in the class
+    regraded: int = 0  # on --resume: submissions whose content changed since the earlier run, graded again

@@ -34,6 +34,7 @@ def require(available: bool, what: str) -> None:
 
 @pytest.fixture(autouse=True)
 def _course_key(monkeypatch, tmp_path_factory):
-    """Hidden inputs come from a known key; nothing is written to the user's config."""
+    """Hidden inputs come from a known key; nothing is written to the user's config or cache."""
     monkeypatch.setenv("MHA_COURSE_KEY", "test-course-key")
     monkeypatch.setenv("MHA_CONFIG_DIR", str(tmp_path_factory.mktemp("config")))
+    monkeypatch.setenv("MHA_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))  # calibrations of `mha check`

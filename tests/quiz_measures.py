@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from grader.assignments.reference import load_reference
+from grader.grading.reference import load_reference
 
 
 def random(*shape, seed=0):
@@ -76,6 +76,16 @@ def rotary_angle(v):
 
 def rotary_wavelength(v):
     return 2 * math.pi / rotary_frequency(v["d_k"], v["base"], v["pair"])
+
+
+def rotary_frequency_value(v):
+    return rotary_frequency(v["d_k"], v["base"], v["pair"])
+
+
+def decoding_query_position(v):
+    """Where a new token's query turns: its index in the whole sequence, cache first, as a full pass sees it."""
+    sequence = np.arange(v["cached"] + v["new"])  # every token's position in one full pass
+    return int(sequence[v["cached"]:][v["index"]])
 
 
 def ntk_base(v):
@@ -385,3 +395,14 @@ def ring_block_scores(v):
     queries = np.array_split(np.arange(v["seq"]), v["devices"])
     keys = np.array_split(np.arange(v["seq"]), v["devices"])
     return queries[0].size * keys[1].size
+
+
+# --- sampling ----------------------------------------------------------------------------
+
+def renormalised_share(v):
+    """Top-k with k = 2 through the decoding-step reference, on a row holding the two given probabilities."""
+    rest = 1.0 - v["first"] - v["second"]
+    others = math.floor(rest / v["second"]) + 1  # enough tokens that each of the rest is below the second
+    probabilities = np.array([[v["first"], v["second"], *[rest / others] * others]])  # (1, 2 + others)
+    distribution = load_reference("decoding_step").next_token_distribution(np.log(probabilities), top_k=2)
+    return float(distribution[0, 0])

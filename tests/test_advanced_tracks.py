@@ -11,6 +11,8 @@ TRACKS = {
     "grouped_query_attention": "gqa-",
     "memory_efficient_attention": "flash-",
     "attention_backward": "backward-",
+    "decoding_step": "decode-",
+    "rotary_embedding": "rope-",
 }
 MISTAKES = [(name, path) for name in TRACKS for path in track.mistakes(name)]
 VARIANTS = [(name, path) for name in TRACKS for path in track.correct_variants(name)]

@@ -7,7 +7,7 @@ from grader.grading.assignment import get_assignment
 from grader.grading.store import load_cases, save_cases
 from grader.assignments.multihead_attention.cases import hidden_cases, public_cases
 from grader.grading.case import PUBLIC_SIZES, draw_sizes, same_value
-from grader.assignments.reference import load_reference
+from grader.grading.reference import load_reference
 from grader.seeding import student_seed
 
 
@@ -28,6 +28,49 @@ def test_case_store_round_trip(tmp_path):
     for name, case in cases.items():
         assert same_value(loaded[name].expected, case.expected)
         assert all(same_value(a, b) or a == b for a, b in zip(loaded[name].args, case.args))
+
+
+def test_case_store_keeps_every_array_exactly_as_it_was(tmp_path):
+    """The packed store gives back each array's dtype, shape, memory order and bytes, writable, and the
+    previous one-member-per-array schema still loads to the same cases."""
+    import io
+    import json
+
+    from grader.grading.case import Case
+
+    rng = np.random.default_rng(5)
+    fortran = np.asfortranarray(rng.standard_normal((3, 4)))
+    odd = [rng.standard_normal((2, 3)).astype(np.float32), np.arange(5, dtype=np.int64), np.zeros((0, 4)),
+           np.array(3.5), np.array([True, False]), np.array(["ab", "c"]), fortran, rng.standard_normal((4, 6))[:, ::2]]
+    case = Case(id="store/odd", function="softmax", args=tuple(odd), kwargs={"mask": odd[4]}, weights=None,
+                expected=odd[0] * 2, twins=[("softmax-unstable", "", odd[1])])
+    save_cases({"odd": case}, tmp_path / "c.npz")
+    loaded = load_cases(tmp_path / "c.npz")["odd"]
+    with np.load(tmp_path / "c.npz") as data:
+        assert sorted(data.files) == ["__index__", "__packed__"]  # one read, whatever the number of arrays
+    for before, after in zip(odd, loaded.args):
+        assert after.dtype == before.dtype and after.shape == before.shape
+        assert np.array_equal(after, before)
+        assert after.flags.writeable
+    assert loaded.args[6].flags.f_contiguous and not loaded.args[6].flags.c_contiguous
+    assert np.array_equal(loaded.kwargs["mask"], odd[4]) and np.array_equal(loaded.expected, odd[0] * 2)
+    assert loaded.twins[0][0] == "softmax-unstable" and np.array_equal(loaded.twins[0][2], odd[1])
+    loaded.args[1][0] = 99  # arrays are views of one buffer: writing one leaves the others as they were
+    assert np.array_equal(loaded.args[2], odd[2]) and loaded.args[0].tolist() == odd[0].tolist()
+
+    # the same cases written as schema 2 did: an index and one member per array
+    with np.load(tmp_path / "c.npz") as data:
+        index = json.loads(bytes(data["__index__"]).decode())
+        packed = data["__packed__"]
+    from grader.grading.store import _unpack
+
+    arrays = _unpack(packed, index.pop("arrays"))
+    index["schema_version"] = 2
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, __index__=np.frombuffer(json.dumps(index).encode(), dtype=np.uint8), **arrays)
+    (tmp_path / "old.npz").write_bytes(buffer.getvalue())
+    old = load_cases(tmp_path / "old.npz")["odd"]
+    assert all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(old.args[2:], odd[2:]))
 
 
 def test_grader_expectations_agree_with_the_reference_solution():

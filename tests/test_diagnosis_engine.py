@@ -5,7 +5,7 @@ import importlib
 import pytest
 
 from grader.grading.assignment import ASSIGNMENTS
-from grader.assignments.reference import fresh_reference
+from grader.grading.reference import fresh_reference
 from grader.assignments.twinning import outcome_of, patched
 from grader.grading.case import Raised, same_value
 from grader.grading.checks import failure_from_value

@@ -23,7 +23,7 @@ from grader.practice.drill import (
 )
 from grader.errors import UsageError
 from grader.paths import exercise_path, solution_path
-from grader.assignments.reference import load_reference
+from grader.grading.reference import load_reference
 from grader.stubs import BEGIN, strip_markers
 
 SPLIT_HEADS_STUB = 'raise NotImplementedError("split_heads: not implemented yet / 尚未实现")'

@@ -42,15 +42,40 @@ def test_check_does_not_import_heavy_modules_at_startup():
     assert done.stdout.strip() == "[]"
 
 
+def test_a_check_imports_only_what_its_path_uses(tmp_path):
+    """`mha check` on correct code and on a mistake, as a whole process: no pytest (the suites mark their
+    checks without it), no XML or URL library (only JUnit export needs them), no question bank schema (the
+    linked questions come from the cached index on the second run)."""
+    import os
+    import subprocess
+    import sys
+
+    heavy = ("pytest", "_pytest", "xml.sax.saxutils", "urllib.request", "http.client", "grader.practice.schema",
+             "matplotlib", "nbformat", "scipy")
+    code = ("import atexit, sys\n"
+            f"atexit.register(lambda: print(sorted(m for m in {heavy!r} if m in sys.modules), file=sys.stderr))\n"
+            "from grader.cli import main\nmain(sys.argv[1:])\n")
+    buggy = tmp_path / "multihead_attention.py"
+    buggy.write_text((PROJECT / "solutions" / "multihead_attention.py").read_text(encoding="utf-8")
+                     .replace("/ np.sqrt(d_k)", "", 1), encoding="utf-8")
+    env = {**os.environ, "MHA_CACHE_DIR": str(tmp_path / "cache")}
+    for path, status in ((PROJECT / "solutions" / "multihead_attention.py", 0), (buggy, 1)):
+        for _ in range(2):  # the second run reads the caches the first one wrote
+            done = subprocess.run([sys.executable, "-c", code, "check", str(path)], capture_output=True,
+                                  text=True, env=env, cwd=PROJECT)
+            assert done.returncode == status, done.stderr
+        assert done.stderr.strip().splitlines()[-1] == "[]", (path.name, done.stderr[-500:])
+
+
 # ---- the layer map of DESIGN.md: each row may import only the rows below it -------------------
 LAYERS = (
     ("grader", "grader.cli", "grader.verbs", "grader.notebook", "grader.pytest_plugin"),  # entry points
     ("grader.authoring", "grader.similarity"),
     ("grader.batch", "grader.viz"),
-    ("grader.practice",),
+    ("grader.practice", "grader.tinymodel"),  # the tiny model computes with the core exercise's blocks
     ("grader.assignments",),  # one folder per exercise; its suites are loaded by the runner by name
     ("grader.grading", "grader.render"),
-    ("grader.sandbox", "grader.stubs", "grader.tinymodel"),
+    ("grader.sandbox", "grader.stubs"),
     ("grader.content",),
     ("grader.errors", "grader.paths", "grader.i18n", "grader.seeding", "grader.results", "grader.files",
      "grader.tally"),
@@ -86,6 +111,17 @@ def _layer(module: str) -> tuple[int, str]:
     return best
 
 
+def _without_type_checking(tree):
+    """The module without its ``if TYPE_CHECKING:`` blocks (what runs: for what a release must hold)."""
+    for node in ast.walk(tree):
+        for name in ("body", "orelse"):
+            block = getattr(node, name, None)
+            if isinstance(block, list):
+                setattr(node, name, [child for child in block if not (
+                    isinstance(child, ast.If) and getattr(child.test, "id", None) == "TYPE_CHECKING")])
+    return tree
+
+
 def _imports(path):
     """The grader modules and names ``path`` imports: at the top, in functions, and under ``TYPE_CHECKING``
     (an annotation's import is a dependency too, and the map holds it)."""
@@ -114,7 +150,8 @@ ALLOWED = {
     "grader.grading": {"sandbox", "content"},
     "grader.render": {"content"},
     "grader.sandbox": {"content"},
-    "grader.stubs": set(), "grader.tinymodel": set(), "grader.content": set(),
+    "grader.tinymodel": {"grading"},
+    "grader.stubs": set(), "grader.content": set(),
     **{module: set() for module in FOUNDATION},
 }
 # a layer that may enter another only through these modules of it (the package's own names, and one module)
@@ -228,3 +265,49 @@ def test_each_package_docstring_says_what_the_map_allows(package):
         return
     named = set(_LAYER_NAME.findall(said.group(1))) - {package.rpartition(".")[2]}
     assert named - {"foundation"} == allowed, init
+
+
+# ---- what ships in the student release: no shipped module imports a withheld one ---------------
+def _all_imports(path):
+    """Every grader module ``path`` imports anywhere: at the top, inside functions, under try or if
+    (imports for annotations only, under ``if TYPE_CHECKING:``, never run)."""
+    tree = _without_type_checking(ast.parse(path.read_text(encoding="utf-8")))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names if alias.name.startswith("grader"))
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("grader"):
+            yield node.module
+            yield from (f"{node.module}.{alias.name}" for alias in node.names)
+        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", None)) == "import_module"
+              and node.args and isinstance(node.args[0], ast.Constant) and str(node.args[0].value).startswith("grader")):
+            yield node.args[0].value  # importlib.import_module("grader....") spelled out
+
+
+def shipped(module: str, path) -> bool:
+    from grader.authoring.release import instructor_only
+
+    relative = path.relative_to(PROJECT / "grader").as_posix()
+    return not instructor_only(relative, "multihead_attention")
+
+
+def test_the_student_release_ships_the_entry_points_and_withholds_the_instructors_layers():
+    modules = {module for module, path in _modules() if shipped(module, path)}
+    assert {"grader.cli", "grader.verbs.check", "grader.viz.draw", "grader.grading.reference",
+            "grader.notebook", "grader.assignments.multihead_attention.public"} <= {m.rsplit(".test_", 1)[0] for m in modules}
+    assert not {m for m in modules if m.startswith(("grader.batch", "grader.authoring", "grader.assignments.twinning"))
+                or m.endswith(".cases") or ".hidden" in m or ".mutants" in m}
+    assert "grader.verbs.grade" not in modules and "grader.verbs.release" not in modules
+
+
+def test_no_shipped_module_imports_a_withheld_one_lazily_or_not():
+    """A withheld part's absence is handled where it is used, never by importing it and catching the error."""
+    modules = dict(_modules())
+    withheld = {module for module, path in modules.items() if not shipped(module, path)}
+    found = []
+    for module, path in modules.items():
+        if module in withheld:
+            continue
+        for target in set(_all_imports(path)):
+            if target in withheld or any(target.startswith(name + ".") for name in withheld):
+                found.append(f"{module} -> {target}")
+    assert not found, "\n".join(sorted(found))

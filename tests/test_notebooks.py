@@ -288,3 +288,60 @@ def test_a_buggy_notebook_gets_the_same_score_and_diagnosis_as_the_same_bug_in_a
     in_notebook = re.search(r"data-score='([\d.]+)'", shown["check-all"]).group(1)
     public = subprocess.run(["mha", "check", str(script), "--json"], capture_output=True, text=True)
     assert float(in_notebook) == json.loads(public.stdout)["score"]
+
+
+@pytest.mark.slow
+def test_a_kernels_checks_share_one_fork_server_and_each_sees_the_code_run_so_far(tmp_path):
+    """In a real kernel: checks after the first reuse the kernel's fork server (each still in a fresh worker,
+    so a redefined function is what the next check sees); a server that died is started again; the server
+    ends with the kernel."""
+    import os
+    import time
+
+    from jupyter_client.manager import start_new_kernel
+
+    manager, client = start_new_kernel(kernel_name="python3", cwd=str(tmp_path),
+                                       env={**os.environ, "MHA_CACHE_DIR": str(tmp_path / "cache")})
+
+    def run(code: str) -> str:
+        shown = []
+        reply = client.execute_interactive(code, timeout=180, output_hook=shown.append)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        return "".join(str(message["content"].get("data", {}).get("text/html", "")
+                           or message["content"].get("text", "")) for message in shown)
+
+    def server_pid() -> int:
+        return int(run("import grader.notebook as _n; print(_n._KERNEL['server'].info['pid'])").split()[-1])
+
+    try:
+        run(SOLUTION.read_text(encoding="utf-8"))
+        run("from grader import check")
+        assert "data-passed='true'" in run("check()")
+        first = server_pid()
+        broken = SOLUTION.read_text(encoding="utf-8").replace(CORRECT_SPLIT, BUGGY_SPLIT)
+        run(broken)
+        assert "data-misconception='split-heads-no-transpose'" in run("check('split_heads')")
+        assert server_pid() == first
+        run(SOLUTION.read_text(encoding="utf-8"))
+        os.kill(first, 9)
+        while _alive(first):  # gone, or a zombie its parent (the kernel) has not reaped yet
+            time.sleep(0.05)
+        assert "data-passed='true'" in run("check()")  # a new server, the same answer
+        second = server_pid()
+        assert second != first
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=False)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _alive(second):
+        time.sleep(0.1)
+    assert not _alive(second)  # the server ended with the kernel
+
+
+def _alive(pid: int) -> bool:
+    """True while ``pid`` runs (a zombie has ended)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

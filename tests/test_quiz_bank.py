@@ -28,7 +28,7 @@ REQUIRED_TOPICS = {
     "parameters", "complexity", "self-cross", "masks", "positions", "heatmaps", "kv-cache",
     "grouped-query", "memory-efficient", "bugs", "attention-math", "rotary", "model-sizing",
     "decoding", "long-context", "serving", "transformer-block", "logit-control", "parallelism",
-    "attention-variants",
+    "attention-variants", "sampling",
 }
 
 
@@ -300,3 +300,35 @@ def test_option_length_does_not_give_the_answer_away(lang):
     # nor does "pick the second longest" work: no rank by length holds most answers
     ranks = collections.Counter(sum(other > right for other in others) for _, right, others in lengths)
     assert max(ranks.values()) <= len(lengths) / 2, ranks
+
+
+def test_the_linked_question_index_agrees_with_the_bank_and_follows_its_files(tmp_path, monkeypatch):
+    """`mha check` names a question per mistake from an index kept in the user's cache: the same questions,
+    in the same order, as the validated bank gives; an edited question file rebuilds it."""
+    import shutil
+
+    from grader.content.catalog import misconception_ids
+    from grader.practice import bank, linked as linking
+
+    def fresh_index():
+        linking.linked_question_index.cache_clear()
+        return linking.linked_question_index()
+
+    monkeypatch.setenv("MHA_CACHE_DIR", str(tmp_path / "cache"))
+    try:
+        built, kept = fresh_index(), fresh_index()  # the second is read from the cache
+        assert list((tmp_path / "cache").glob("linked-questions-*.json"))
+        for misconception in misconception_ids():
+            wanted = [question.id for question in bank.questions_for_misconception(misconception)]
+            assert built.get(misconception, []) == kept.get(misconception, []) == wanted, misconception
+        linked = next(m for m in sorted(built) if built[m])
+        copied = tmp_path / "questions"
+        shutil.copytree(bank.QUESTIONS_DIR, copied)
+        for path in copied.glob("*.toml"):  # the link is gone from every question that had it
+            path.write_text(path.read_text(encoding="utf-8").replace(f'"{linked}"', '"not-a-link"')
+                            .replace(f'misconceptions = ["not-a-link"]', "misconceptions = []")
+                            .replace('"not-a-link", ', "").replace(', "not-a-link"', ""), encoding="utf-8")
+        monkeypatch.setattr(linking, "QUESTIONS_DIR", copied)
+        assert linked not in fresh_index() and linking.linked_question(linked) is None
+    finally:
+        linking.linked_question_index.cache_clear()

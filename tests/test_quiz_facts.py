@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pytest
 
-from grader.assignments.reference import load_reference
+from grader.grading.reference import load_reference
 from grader.practice.bank import default_bank
 
 

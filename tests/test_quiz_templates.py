@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from grader.practice.bank import default_bank
-from grader.assignments.reference import load_reference
+from grader.grading.reference import load_reference
 import quiz_measures as measure
 
 SEEDS = range(6)
@@ -209,6 +209,8 @@ MEASURE = {
     "positions-alibi-bias": measure.alibi_bias,
     "rope-angle": measure.rotary_angle,
     "rope-wavelength": measure.rotary_wavelength,
+    "rope-frequency-value": measure.rotary_frequency_value,
+    "rope-decoding-query-position": measure.decoding_query_position,
     "rope-ntk-base": measure.ntk_base,
     "sizing-fused-projection-shape": measure.fused_projection_shape,
     "sizing-block-weights": measure.block_weights,
@@ -240,6 +242,7 @@ MEASURE = {
     "logits-qk-clip": measure.qk_clip_factor,
     "parallel-heads-per-device": measure.columns_per_device,
     "parallel-ring-block-scores": measure.ring_block_scores,
+    "sampling-renormalised-share": measure.renormalised_share,
 }
 
 # Sizes that keep a measurement to a few megabytes, for templates whose own

@@ -158,9 +158,12 @@ def test_release_holds_what_a_student_needs_and_nothing_of_the_instructor(releas
     assert {"README.md", "pyproject.toml", f"exercises/{ASSIGNMENT}.py", f"exercises/notebooks/{ASSIGNMENT}.ipynb",
             f"exercises/notebooks/{ASSIGNMENT}.zh.ipynb", f"grader/assignments/{ASSIGNMENT}/public_cases.npz",
             f"grader/assignments/{ASSIGNMENT}/exercise.toml", f"grader/assignments/{ASSIGNMENT}/checks.toml",
-            "grader/verbs/check.py", "grader/cli.py"} <= files
+            "grader/verbs/check.py", "grader/cli.py", "grader/grading/reference.py", "grader/tinymodel/trained.npz",
+            "exercises/notebooks/trained_heads.ipynb", "exercises/notebooks/trained_heads.zh.ipynb",
+            "grader/viz/pages/explainer.en.html", "grader/viz/pages/explainer.zh.html",
+            f"grader/content/stubs/{ASSIGNMENT}.py"} <= files
     assert not any(name.startswith(("solutions/", "tests/")) for name in files)
-    assert not any("/hidden/" in name or "/mutants/" in name or name.endswith(("/cases.py", "twinning.py", "reference.py",
+    assert not any("/hidden/" in name or "/mutants/" in name or name.endswith(("/cases.py", "twinning.py", "assignments/reference.py",
                    "course_key", "nbgrader_config.py", ".db")) for name in files)
     assert not any(name.startswith("grader/assignments/kv_cache/public") for name in files)  # one exercise's checks
     assert not any(name.startswith("grader/verbs/") and name.split("/")[-1] in ("grade.py", "release.py",
@@ -270,3 +273,65 @@ def test_release_installs_in_a_fresh_venv_and_checks_stubs_and_reference(release
     verbs = subprocess.run([str(mha), "--help"], cwd=copy, env=env, capture_output=True, text=True, check=True)
     assert "quiz" in verbs.stdout and "check" in verbs.stdout
     assert not re.search(r"^\s+(grade|release)\s", verbs.stdout, re.MULTILINE)
+
+
+def solution_lines_of(path: Path) -> set[str]:
+    """The telling lines of one reference's solution blocks (this file's own reading, not the builder's)."""
+    lines, block = set(), None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() == "### BEGIN SOLUTION":
+            block = []
+        elif line.strip() == "### END SOLUTION":
+            lines |= {code for code in block if telling(code)}
+            block = None
+        elif block is not None and code_part(line):
+            block.append(code_part(line))
+    return lines
+
+
+EXERCISES = sorted(path.stem for path in (PROJECT / "solutions").glob("*.py"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", EXERCISES)
+def test_a_release_holds_no_line_of_another_exercises_solution(assignment, tmp_path):
+    release = build_student_release(target=tmp_path / assignment, assignment=assignment, archive=False)
+    others = set().union(*(solution_lines_of(PROJECT / "solutions" / f"{other}.py")
+                           for other in EXERCISES if other != assignment))
+    found = [f"{path.relative_to(release.folder)}: {line!r}" for path in sorted(release.folder.rglob("*"))
+             if path.suffix in (".py", ".ipynb") for line in code_lines(path) if line in others]
+    assert found == []
+    readme = (release.folder / "README.md").read_text(encoding="utf-8")
+    if release.withheld:
+        assert "Code you bring yourself" in readme and all(name in readme for name in release.withheld)
+        stub = (release.folder / "exercises" / f"{assignment}.py").read_text(encoding="utf-8")
+        assert stub.count("paste your own") + stub.count("Withheld from this release") >= len(release.withheld)
+        compile(stub, "stub", "exec")  # still a module a student can run
+
+
+def test_the_explicit_option_gives_the_code_and_the_readme_says_so(tmp_path):
+    done = CliRunner().invoke(root, ["release", "--student", str(tmp_path / "kv"), "--assignment", "kv_cache",
+                                     "--no-zip", "--give-building-blocks", "--lang", "zh"])
+    assert done.exit_code == 0, done.output
+    assert "gives away another exercise's answer" in done.output
+    stub = (tmp_path / "kv" / "exercises" / "kv_cache.py").read_text(encoding="utf-8")
+    assert stub == (PROJECT / "exercises" / "kv_cache.py").read_text(encoding="utf-8")  # the checkout's stub
+    readme = (tmp_path / "kv" / "README.md").read_text(encoding="utf-8")
+    assert "这个发布版本直接给出的代码" in readme and "`softmax`" in readme and "--give-building-blocks" in readme
+    default = CliRunner().invoke(root, ["release", "--student", str(tmp_path / "kv2"), "--assignment", "kv_cache",
+                                        "--no-zip"])
+    assert default.exit_code == 0 and "left for students to bring" in default.output
+    assert "def softmax(x):" in (tmp_path / "kv2" / "exercises" / "kv_cache.py").read_text(encoding="utf-8")
+
+
+def test_a_verb_that_needs_the_notebook_extra_names_what_to_install(tmp_path, monkeypatch):
+    """Where nbformat cannot be imported (``sys.modules`` entry None: the import fails as if not installed)."""
+    import sys
+
+    monkeypatch.setitem(sys.modules, "nbformat", None)
+    done = CliRunner().invoke(root, ["release", "--student", str(tmp_path / "s"), "--no-zip"])
+    assert done.exit_code == 2, done.output
+    assert "mha release needs nbformat, which is not installed" in done.output
+    assert '[notebook]"' in done.output and "Traceback" not in done.output
+    chinese = CliRunner().invoke(root, ["release", "--student", str(tmp_path / "z"), "--no-zip", "--lang=zh"])
+    assert chinese.exit_code == 2 and "mha release 需要 nbformat" in chinese.output

@@ -101,34 +101,43 @@ def test_keys_reshaped_with_the_query_length_are_named_from_the_companion_case(t
 def test_a_mistake_seen_once_is_looked_for_first_and_the_findings_stay_the_same(monkeypatch):
     """Twins that matched a function's earlier failure are tried first on its later ones: every check of a
     buggy submission ends exactly as it does when every twin is run each time, with far fewer twin runs."""
-    from grader.assignments import twinning
-    from grader.grading.grade import plan_checks, run_checks
-
     library = mutants("multihead_attention") / "mistakes"
     names = ["softmax_wrong_axis", "attention_returns_scores_no_scale", "split_interleaved_moveaxis",
              "combine_interleaved_stack", "no_scale_and_no_output_projection", "softmax_power_of_e"]
+    modules = [("multihead_attention", library / f"{name}.py") for name in names]
     runs = {"hinted": 0, "every twin": 0}
-    counting = twinning.outcome_of
-
-    def ends(kind):
-        def counted(module, case):
-            runs[kind] += 1
-            return counting(module, case)
-        monkeypatch.setattr(twinning, "outcome_of", counted)
-        exercise, tests, _, seed = plan_checks(assignment="multihead_attention", visibility="all", student="hints")
-        found = {}
-        for name in names:
-            box = InProcessBox.load(library / f"{name}.py", name=f"hinted_{name}")
-            results = run_checks(box, exercise=exercise, tests=tests, visibility="all", seed=seed)
-            found[name] = [(result.name, result.outcome, result.misconception, result.message) for result in results]
-        return found
-
-    hinted = ends("hinted")
+    hinted = _library_ends(monkeypatch, modules, runs, "hinted")
     monkeypatch.setattr(StudentCode, "__init__", _without_hints(StudentCode.__init__))
-    every = ends("every twin")
+    every = _library_ends(monkeypatch, modules, runs, "every twin")
     assert hinted == every
-    assert any(outcome == "failed" for checks in hinted.values() for _, outcome, _, _ in checks)
+    assert any(check[1] == "failed" for checks in hinted.values() for check in checks)
     assert runs["hinted"] < 0.7 * runs["every twin"], runs
+
+
+_TWIN_RUN = []  # the twins' own outcome_of, kept before any test counts its calls
+
+
+def _library_ends(monkeypatch, modules, runs: dict, kind: str) -> dict:
+    """Every check's (name, outcome, id, root cause, message) for each ``(assignment, path)`` of ``modules``,
+    graded in this process on all checks; the twin runs it took are counted in ``runs[kind]``."""
+    from grader.assignments import twinning
+    from grader.grading.grade import plan_checks, run_checks
+
+    if not _TWIN_RUN:
+        _TWIN_RUN.append(twinning.outcome_of)
+
+    def counted(module, case):
+        runs[kind] += 1
+        return _TWIN_RUN[0](module, case)
+    monkeypatch.setattr(twinning, "outcome_of", counted)
+    found = {}
+    for assignment, path in modules:
+        exercise, tests, _, seed = plan_checks(assignment=assignment, visibility="all", student="library")
+        box = InProcessBox.load(path, name=f"{kind.replace(' ', '_')}_{assignment}_{path.stem}")
+        results = run_checks(box, exercise=exercise, tests=tests, visibility="all", seed=seed)
+        found[assignment, path.stem] = [(r.name, r.outcome, r.misconception, r.root_cause, r.message)
+                                        for r in results]
+    return found
 
 
 def _without_hints(init):
@@ -136,6 +145,56 @@ def _without_hints(init):
         init(self, *args, **kwargs)
         self.twin_hints = None
     return made
+
+
+def test_diagnosing_with_less_work_names_every_mistake_as_before(monkeypatch):
+    """Each twin's outcome on a case is computed once however many checks ask, and the weight fit fits on
+    their own only the key arrangements a vectorized fit finds near: every check of buggy submissions of
+    several exercises ends exactly as when every asking check runs the twins again and every arrangement is
+    fitted, with fewer twin runs."""
+    import importlib
+
+    import numpy as np
+
+    from grader.assignments import twinning
+    from grader.assignments.multihead_attention import fitting
+    from grader.grading.case import same_value
+
+    core = mutants("multihead_attention") / "mistakes"
+    modules = [("multihead_attention", core / f"{name}.py") for name in (
+        "attention_no_scale", "attention_scores_keys_first", "softmax_wrong_axis",
+        "no_scale_and_no_output_projection", "split_interleaved_moveaxis", "attention_softmax_axis_keyword")]
+    modules += [(assignment, path) for assignment in ("kv_cache", "grouped_query_attention")
+                for path in sorted((mutants(assignment) / "mistakes").glob("*.py"))]
+    runs = {"less": 0, "everything": 0}
+    less = _library_ends(monkeypatch, modules, runs, "less")
+
+    def every_time(case, assignment, twins):  # with_expectations as it was: twins run for every asking check
+        with np.errstate(all="ignore"):
+            case.expected = twinning.run_case(twinning.load_reference(assignment), case)
+
+        def differing(case, only=None):
+            unreached = twinning.untouched(assignment, case)
+            found = []
+            for twin in twins:
+                if (only is not None and (twin.misconception, twin.label) not in only) \
+                        or twin.target.rpartition(".")[2] in unreached:
+                    continue
+                value = twinning.outcome_of(twinning.patched(assignment, twin), case)
+                if not same_value(value, case.expected):
+                    found.append((twin.misconception, twin.label, value))
+            return found
+        case.twins, case.twin_builder = None, differing
+        return case
+
+    for assignment in {assignment for assignment, _ in modules}:
+        monkeypatch.setattr(importlib.import_module(f"grader.assignments.{assignment}.cases"), "with_expectations",
+                            every_time)
+    monkeypatch.setattr(fitting, "_candidates", lambda logs, stacked, axes: list(range(len(stacked))))
+    everything = _library_ends(monkeypatch, modules, runs, "everything")
+    assert less == everything
+    assert sum(check[1] == "failed" for checks_ in less.values() for check in checks_) > 20
+    assert runs["less"] < runs["everything"], runs
 
 
 # ---- mistakes written where no twin's function is entered, and mistakes that come in pairs ----------

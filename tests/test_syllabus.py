@@ -22,7 +22,8 @@ TUTORIAL = {lang: load_tutorial().texts[lang] for lang in ("en", "zh")}
 
 def test_the_syllabus_numbers_every_topic_once_in_its_sections():
     numbers = [topic["number"] for topic in SYLLABUS["topic"]]
-    assert numbers == list(range(1, 81))
+    assert numbers == list(range(1, len(numbers) + 1))  # numbered in order, none skipped
+    assert len(numbers) >= 80
     sections = [section["id"] for section in SYLLABUS["section"]]
     assert sections == list("ABCDEFGHI")
     assert {topic["section"] for topic in SYLLABUS["topic"]} == set(sections)

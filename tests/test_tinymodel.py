@@ -12,7 +12,7 @@ import pytest
 
 from conftest import PROJECT
 from grader.errors import ConfigError, UsageError
-from grader.assignments.reference import load_reference
+from grader.grading.reference import load_reference
 from grader.tinymodel.model import ModelConfig, TinyTransformer, init_parameters, next_token_loss
 from grader.tinymodel.roles import (
     CHANCE_LOSS, ROLE_THRESHOLD, ablate_heads, assign_roles, head_roles, pattern_scores, probe_batch, task_score,
@@ -241,8 +241,10 @@ def test_pattern_scores_name_heads_that_follow_each_pattern_exactly():
 
 
 # ---- layering ---------------------------------------------------------------------------------
-def test_tinymodel_imports_only_numpy_and_foundation_modules():
-    allowed = set(sys.stdlib_module_names) | {"numpy", "grader.errors", "grader.paths"}
+def test_tinymodel_imports_only_numpy_scipy_foundation_and_the_reference_loader():
+    # the reference loader: the core exercise's blocks, which the model computes with (tinymodel/blocks.py)
+    allowed = set(sys.stdlib_module_names) | {"numpy", "scipy", "grader.errors", "grader.paths",
+                                              "grader.grading.reference"}
     for path in (PROJECT / "grader" / "tinymodel").glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = [alias.name for alias in node.names] if isinstance(node, ast.Import) else \

@@ -6,7 +6,7 @@ ASSIGNMENT = "attention_backward"
 
 
 def test_reference_gradients_agree_with_central_differences():
-    from grader.assignments.reference import load_reference
+    from grader.grading.reference import load_reference
     from grader.assignments.attention_backward import cases as backward
     from grader.grading.gradients import leaves
     from grader.assignments.twinning import run_case

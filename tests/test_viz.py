@@ -6,6 +6,7 @@ import importlib.util
 import json
 import shutil
 import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from conftest import require
+from conftest import PROJECT, require
 from grader.viz.maps import HeadMaps, alike_pairs, find_head_problems, head_entropy, head_similarity, most_alike_pair
 from grader.cli import root
 from grader.errors import ChecksFailed, ContentError, UsageError
@@ -263,20 +264,69 @@ def test_submission_without_weights_or_that_fails_is_reported(tmp_path):
     assert result.exit_code == 1 and "SyntaxError" in result.stderr
 
 
-@pytest.mark.skipif(not HAS_SANDBOX, reason="grader.sandbox.client is not importable yet")
-def test_without_the_reference_a_submission_is_drawn_unchecked(tmp_path, monkeypatch):
-    from grader.errors import ConfigError
+def without_reference(tmp_path: Path, exercise: str | None) -> tuple[Path, dict]:
+    """A student's folder (``exercises/multihead_attention.py`` holding ``exercise``) and an environment in
+    which the reference is not installed, as in a student release: the real loader finds no solutions."""
+    import os
 
-    def no_reference(**_):
-        raise ConfigError("the reference solution is not installed")
+    folder = tmp_path / "student"
+    if exercise is not None:
+        (folder / "exercises").mkdir(parents=True)
+        (folder / "exercises" / "multihead_attention.py").write_text(exercise, encoding="utf-8")
+    folder.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "MHA_SOLUTIONS": str(tmp_path / "no-solutions"), "LANG": "C.UTF-8"}
+    return folder, env
 
-    monkeypatch.setattr("grader.viz.draw.trace_sentence", no_reference)
+
+def run_mha(*args, cwd: Path, env: dict) -> subprocess.CompletedProcess:
+    require(shutil.which("mha") is not None, "the mha command is not installed (pip install -e .)")
+    return subprocess.run(["mha", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_without_the_reference_a_submission_is_drawn_unchecked(tmp_path):
     unscaled = submission(tmp_path, "unscaled", "/ np.sqrt(d_k)", "")
-    maps, trace = compute_head_maps(sentence=SENTENCE, num_heads=2, file=unscaled)
-    assert trace is None and maps.reference_weights is None
-    assert maps.problems == (None, None)  # valid weights; nothing to compare them with
-    with pytest.raises(ConfigError):
-        compute_head_maps(sentence=SENTENCE, num_heads=2)
+    folder, env = without_reference(tmp_path, None)
+    done = run_mha("viz", str(unscaled), "--heads", "2", "--json", "--out", "heads.png", cwd=folder, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    maps = json.loads(done.stdout)
+    assert maps["source"] == "unscaled.py" and (folder / "heads.png").is_file()
+    assert "reference_weights" not in maps or maps["reference_weights"] is None
+
+
+def test_without_the_reference_mha_viz_draws_the_students_own_exercise(tmp_path):
+    folder, env = without_reference(tmp_path, solution_path().read_text(encoding="utf-8"))
+    done = run_mha("viz", "--out", "heads.png", cwd=folder, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "no reference implementation, so your own exercises/multihead_attention.py is drawn" in done.stderr
+    assert (folder / "heads.png").is_file() and (folder / "heads-similarity.png").is_file()
+    chinese = run_mha("viz", "--out", "zh.png", "--lang", "zh", cwd=folder, env=env)
+    assert chinese.returncode == 0 and "画的是你自己的 exercises/multihead_attention.py" in chinese.stderr
+
+
+def test_without_the_reference_the_stub_and_a_missing_file_get_a_sentence(tmp_path):
+    stub = (PROJECT / "exercises" / "multihead_attention.py").read_text(encoding="utf-8")
+    folder, env = without_reference(tmp_path, stub)
+    done = run_mha("viz", "--out", "heads.png", cwd=folder, env=env)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "forward is not written yet" in done.stderr and not (folder / "heads.png").exists()
+    empty, env = without_reference(tmp_path / "other", None)
+    env["MHA_EXERCISES"] = str(tmp_path / "no-exercises")  # an installed release has no checkout's stubs
+    done = run_mha("viz", "--out", "heads.png", cwd=empty, env=env)
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert "no reference implementation to draw" in done.stderr and "mha viz exercises/multihead_attention.py" in done.stderr
+
+
+def test_without_the_reference_the_trace_raises_a_config_error_naming_the_fix(tmp_path):
+    folder, env = without_reference(tmp_path, None)
+    code = ("from grader.viz.trace import trace_sentence\n"
+            "from grader.errors import ConfigError\n"
+            "try:\n    trace_sentence(sentence='the cat')\n"
+            "except ConfigError as error:\n    print('ConfigError:', error)\n")
+    done = subprocess.run([sys.executable, "-c", code], cwd=folder, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("ConfigError: the reference solution of multihead_attention is not part of")
+    assert "MHA_SOLUTIONS" in done.stdout
 
 
 @pytest.mark.slow

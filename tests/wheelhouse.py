@@ -25,15 +25,16 @@ except ImportError:  # pragma: no cover - pip always vendors it
 SKIPPED_INFO = {"INSTALLER", "REQUESTED", "direct_url.json", "RECORD"}
 
 
-def runtime_closure() -> list[importlib.metadata.Distribution]:
-    """The installed distributions mha-lab needs at run time (no extras), as its ``pyproject.toml`` says today.
+def runtime_closure(also: tuple[str, ...] = ()) -> list[importlib.metadata.Distribution]:
+    """The installed distributions mha-lab needs at run time (no extras), as its ``pyproject.toml`` says today,
+    and those of the requirements ``also`` (e.g. ``ipykernel`` for a notebook kernel, ``setuptools`` to build).
 
     (Not the installed mha-lab's own metadata, which is as old as its last ``pip install``.)
     """
     from grader.authoring.wheel import project_metadata
 
     seen: dict[str, importlib.metadata.Distribution] = {}
-    pending = [Requirement(text) for text in project_metadata().get("dependencies", ())]
+    pending = [Requirement(text) for text in (*project_metadata().get("dependencies", ()), *also)]
     while pending:
         requirement = pending.pop()
         if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
@@ -47,10 +48,10 @@ def runtime_closure() -> list[importlib.metadata.Distribution]:
     return sorted(seen.values(), key=lambda item: _normal(item.metadata["Name"]))
 
 
-def build_wheelhouse(folder: Path) -> list[Path]:
-    """One wheel per distribution of ``runtime_closure()`` in ``folder``; returns their paths."""
+def build_wheelhouse(folder: Path, also: tuple[str, ...] = ()) -> list[Path]:
+    """One wheel per distribution of ``runtime_closure(also)`` in ``folder``; returns their paths."""
     folder.mkdir(parents=True, exist_ok=True)
-    return [repack(distribution, folder) for distribution in runtime_closure()]
+    return [repack(distribution, folder) for distribution in runtime_closure(also)]
 
 
 def repack(distribution: importlib.metadata.Distribution, folder: Path) -> Path:

@@ -13,10 +13,10 @@
 Exercises are found by their folders (``grader.grading.assignment``). The
 student release ships each folder's spec and texts and the released
 exercise's public checks; ``cases.py``, the hidden checks, the mutant library
-and this package's own modules (``twinning.py``, ``reference.py``, which loads
-the solutions) stay with the instructor. Public checks therefore import only
+and this package's own module ``twinning.py`` stay with the instructor (the
+solutions are loaded by ``grader.grading.reference``, which ships). Public checks therefore import only
 grading, content and foundation modules; hidden checks and ``cases.py`` may
-also use ``twinning`` and ``reference``.
+also use ``twinning``.
 
 May import: grading, sandbox (the worker's call recorder), content, foundation.
 """

@@ -1,7 +1,7 @@
 """Expected values and buggy twins of the advanced exercises, from the reference itself.
 
 A twin replaces one function or method of a private copy of the reference
-module (``grader.assignments.reference.fresh_reference``) with the mistaken version.
+module (``grader.grading.reference.fresh_reference``) with the mistaken version.
 The reference's other functions look names up in their module, so the
 mistake flows into every graded function that uses the patched one: a
 mistake in ``masked_softmax`` is recognized in ``masked_attention``'s output
@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 
 from grader.grading.case import PUBLIC_SIZES, Case, Raised, draw_sizes, link_companions, same_value
-from grader.assignments.reference import fresh_reference, load_reference
+from grader.grading.reference import fresh_reference, load_reference
 from grader.sandbox.worker.recording import Recorder
 
 
@@ -111,17 +111,24 @@ def with_expectations(case: Case, assignment: str, twins: tuple[Twin, ...], *, e
         with np.errstate(all="ignore"):
             expected = run_case(load_reference(assignment), case)
 
+    # each twin's outcome on this case, run once however many checks ask (None: the same as the expected value)
+    outcomes: dict[Twin, object] = {}
+    unreached: list[frozenset[str]] = []
+
     def differing(case: Case, only=None) -> list:
         found = []
-        unreached = untouched(assignment, case)
+        if not unreached:
+            unreached.append(untouched(assignment, case))
         for twin in twins:
             if only is not None and (twin.misconception, twin.label) not in only:
                 continue
-            if twin.target.rpartition(".")[2] in unreached:
+            if twin.target.rpartition(".")[2] in unreached[0]:
                 continue  # the mistake is in code this call never runs: the twin returns the expected value
-            value = outcome_of(patched(assignment, twin), case)
-            if not same_value(value, case.expected):
-                found.append((twin.misconception, twin.label, value))
+            if twin not in outcomes:
+                value = outcome_of(patched(assignment, twin), case)
+                outcomes[twin] = None if same_value(value, case.expected) else (value,)
+            if outcomes[twin] is not None:
+                found.append((twin.misconception, twin.label, outcomes[twin][0]))
         return found
 
     return replace(case, expected=expected, twins=None, twin_builder=differing)

@@ -25,18 +25,17 @@ from grader.paths import CONTENT_DIR, DEFAULT_ASSIGNMENT, PACKAGE_DIR, PROJECT_D
 
 RELEASE_TEXTS_FILE = CONTENT_DIR / "release.toml"
 # What of the grader package a student must not get is said by folder: the
-# instructor's layers (class grading, authoring, similarity, the trained model) and verbs,
-# and in ``assignments/`` all but what an exercise's students read and run.
-# Paths are relative to the package.
-INSTRUCTOR_FOLDERS = ("batch", "authoring", "similarity", "tinymodel")
+# instructor's layers (class grading, authoring, similarity) and verbs, and in ``assignments/``
+# all but what an exercise's students read and run. Paths are relative to the package.
+# The trained model (tinymodel) ships: it computes with the core exercise's blocks, which in a release are
+# the student's own (grader/tinymodel/blocks.py), so it hands out no answer.
+INSTRUCTOR_FOLDERS = ("batch", "authoring", "similarity")
 # What of an exercise's folder ships: of every exercise its spec and texts; of the
 # released one its public checks too, and the modules its spec lists as
 # ``student_modules``. Never its cases and twins (``cases.py``), hidden checks or
 # mutant library: whatever else a folder holds stays.
 EXERCISE_TEXTS = ("__init__.py", "exercise.toml", "checks.toml", "misconceptions.toml", "tutorial")
 RELEASED_PARTS = ("public", "public_cases.npz")
-# The trained model's views: the model holds a working attention forward, so it stays with the instructor.
-TRAINED_VIEWS = ("viz/trained", "viz/training_curves")
 INSTRUCTOR_VERBS = ("verbs/grade.py", "verbs/merge.py", "verbs/audit.py", "verbs/release.py", "verbs/similarity.py")
 NBGRADER_CONFIG = '''\
 # nbgrader configuration of this mha-lab course, written by `mha release --nbgrader`.
@@ -58,10 +57,12 @@ class StudentRelease:
     folder: Path
     archive: Path | None
     files: tuple[str, ...]  # relative to ``folder``
+    withheld: tuple[str, ...] = ()  # given functions left for the student, being another exercise's answer
+    given_away: tuple[str, ...] = ()  # such functions handed out anyway (``give_building_blocks``)
 
     def to_dict(self) -> dict:
         return {"folder": str(self.folder), "archive": str(self.archive) if self.archive else None,
-                "files": list(self.files)}
+                "files": list(self.files), "withheld": list(self.withheld), "given_away": list(self.given_away)}
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,14 @@ def release_texts() -> dict[str, dict[str, str]]:
 
 # ---- the student release -------------------------------------------------------------------
 def build_student_release(*, target: Path, assignment: str = DEFAULT_ASSIGNMENT, lang: str = "en",
-                          archive: bool = True, force: bool = False) -> StudentRelease:
-    """Write the student release of ``assignment`` to ``target`` (and ``target.zip``)."""
+                          archive: bool = True, force: bool = False,
+                          give_building_blocks: bool = False) -> StudentRelease:
+    """Write the student release of ``assignment`` to ``target`` (and ``target.zip``).
+
+    Given code that is another exercise's answer is left for the student to bring
+    (``grader.authoring.givens``) unless ``give_building_blocks``; the README says which.
+    """
+    from grader.authoring.givens import other_answers, withhold_given_answers
     from grader.grading.assignment import get_assignment
     from grader.stubs import generate_stub
 
@@ -93,20 +100,31 @@ def build_student_release(*, target: Path, assignment: str = DEFAULT_ASSIGNMENT,
     _prepare(target, force=force)
     (target / "exercises").mkdir(parents=True)
     stub = generate_stub(reference.read_text(encoding="utf-8"), origin=str(reference))
+    withheld = withhold_given_answers(stub, answers=other_answers(assignment, reference.parent))
+    if not give_building_blocks:
+        stub = withheld.source
     (target / "exercises" / f"{assignment}.py").write_text(stub, encoding="utf-8")
-    _write_notebooks(target, assignment)
     _copy_package(target / "grader", exercise.name)
-    demo = _write_explainer(target / "demos" / "explainer.html", lang)
+    (target / "grader" / "content" / "stubs").mkdir(parents=True, exist_ok=True)  # the drill starts from it
+    (target / "grader" / "content" / "stubs" / f"{assignment}.py").write_text(stub, encoding="utf-8")
+    _write_notebooks(target, assignment)
+    demo = _write_explainer(target / "demos" / "explainer.html", target / "grader", lang)
     texts = release_texts()
     demo_line = pick(texts["student_demo"], lang) if demo else ""
     readme = pick(texts["student_readme"], lang).format(assignment=assignment, demo_line=demo_line)
+    if withheld.functions:
+        key = "student_gives_away" if give_building_blocks else "student_withholds"
+        readme = readme.rstrip("\n") + "\n\n" + pick(texts[key], lang).format(
+            assignment=assignment, functions=", ".join(f"`{name}`" for name in withheld.functions)).strip("\n")
     (target / "README.md").write_text(readme.strip("\n") + "\n", encoding="utf-8")
     (target / "pyproject.toml").write_text(release_pyproject(target / "grader"), encoding="utf-8")
     files = tuple(sorted(str(path.relative_to(target)) for path in target.rglob("*") if path.is_file()))
     zip_path = None
     if archive:
         zip_path = Path(shutil.make_archive(str(target), "zip", root_dir=target.parent, base_dir=target.name))
-    return StudentRelease(folder=target, archive=zip_path, files=files)
+    return StudentRelease(folder=target, archive=zip_path, files=files,
+                          withheld=() if give_building_blocks else withheld.functions,
+                          given_away=withheld.functions if give_building_blocks else ())
 
 
 def _prepare(target: Path, *, force: bool) -> None:
@@ -130,6 +148,17 @@ def _write_notebooks(target: Path, assignment: str) -> None:
         name = f"{assignment}.ipynb" if lang == "en" else f"{assignment}.{lang}.ipynb"
         notebook = build_notebook(lang=lang, filling="stub", tutorial=tutorial)
         (folder / name).write_text(notebook_text(notebook), encoding="utf-8")
+    _write_trained_notebooks(folder)
+
+
+def _write_trained_notebooks(folder: Path) -> None:
+    """The trained-heads notebooks: the tiny model runs on the student's own blocks there."""
+    from grader.authoring import trained_notebook
+
+    for lang in LANGUAGES:
+        path = trained_notebook.notebook_path(lang)
+        notebook = trained_notebook.build_notebook(lang)
+        (folder / path.name).write_text(trained_notebook.notebook_text(notebook), encoding="utf-8")
 
 
 def instructor_only(relative: str, assignment: str) -> bool:
@@ -143,7 +172,7 @@ def instructor_only(relative: str, assignment: str) -> bool:
         if parts[2] in EXERCISE_TEXTS:
             return False
         return not (parts[1] == assignment and (parts[2] in RELEASED_PARTS or parts[2] in _student_modules(assignment)))
-    if parts[0] in INSTRUCTOR_FOLDERS or relative.startswith(TRAINED_VIEWS):
+    if parts[0] in INSTRUCTOR_FOLDERS:
         return True
     return relative in INSTRUCTOR_VERBS
 
@@ -165,14 +194,14 @@ def _copy_package(destination: Path, assignment: str) -> None:
         shutil.copyfile(source, target)
 
 
-def _write_explainer(path: Path, lang: str) -> bool:
-    """The explainer page, rendered here where the reference is (students may not have it)."""
-    try:
-        from grader.viz.explainer import write_explainer
-    except ImportError:
-        return False
+def _write_explainer(path: Path, package: Path, lang: str) -> bool:
+    """The explainer page, rendered here where the reference is (students do not have it): one beside the
+    README, and one per language inside the package, which ``mha demo`` copies out in the release."""
+    from grader.viz.explainer import write_explainer, write_shipped_pages
+
     path.parent.mkdir(parents=True, exist_ok=True)
     write_explainer(out=path, lang=lang)
+    write_shipped_pages(package / "viz" / "pages")
     return True
 
 

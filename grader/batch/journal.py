@@ -5,12 +5,17 @@ Layout under the output folder::
     journal/run.json              what this run grades (checked by --resume)
     journal/done/<key>.json       one finished result, written atomically
     journal/running/<key>.json    an in-flight marker: {"student", "attempts"}
+    journal/hashes/<key>.json     what was graded: {"student", "sha256"} of the submission's content
 
 A result is written (temporary file, then ``os.replace``) before its marker is
 removed, so a grader killed at any moment, even by ``kill -9``, leaves each
 student either done or in flight, never half-written. On ``--resume`` a
 student still marked in flight is graded again; the marker counts attempts,
 so one that stopped the grader twice is recorded as an error and skipped.
+A result's content hash (``content_hash``: the graded file's name and bytes,
+and the quiz answers file's) is written after the result, so on ``--resume``
+a submission whose content changed since (a resubmission) is graded again and
+an unchanged one is kept; a result without a hash is graded again too.
 A lock file (``.mha-lock``) keeps two runs from writing into the same folder
 at once, and a new run never deletes an earlier one: it refuses the folder,
 or, asked to ``--overwrite``, moves the earlier run to ``previous/<time>/``.
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import time
@@ -27,6 +33,7 @@ from pathlib import Path
 from typing import IO
 
 from grader.errors import UsageError
+from grader.sandbox.source import MAX_SOURCE_BYTES
 from grader.files import atomic_write_text, file_key
 
 MAX_ATTEMPTS = 2  # a submission in flight during two grader crashes is not tried a third time
@@ -62,6 +69,28 @@ def set_aside(out: Path) -> Path:
     return target
 
 
+def content_hash(*, path: Path | None, answers: Path | None = None, refusal: str = "") -> str:
+    """The SHA-256 of what grading a submission reads: the graded file (its name and bytes), the quiz answers
+    file, or the reason the entry is refused. Links are never followed; a file is read up to one byte past
+    the size grading accepts, so any change below that limit changes the hash."""
+    digest = hashlib.sha256()
+    for part in (path, answers):
+        digest.update(b"\0file\0" + (part.name.encode("utf-8", "surrogateescape") if part else b"-") + b"\0")
+        if part is not None:
+            digest.update(_bounded_bytes(part))
+    digest.update(b"\0refusal\0" + refusal.encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()
+
+
+def _bounded_bytes(path: Path) -> bytes:
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    except OSError as error:
+        return f"unreadable: {error.errno}".encode()
+    with os.fdopen(descriptor, "rb") as file:
+        return file.read(MAX_SOURCE_BYTES + 1)
+
+
 class Journal:
     """The per-student result files of one output folder."""
 
@@ -70,6 +99,7 @@ class Journal:
         self.root = self.out / "journal"
         self.done_dir = self.root / "done"
         self.running_dir = self.root / "running"
+        self.hashes_dir = self.root / "hashes"
         self._lock: IO | None = None
 
     # ---- opening -------------------------------------------------------------------
@@ -96,6 +126,7 @@ class Journal:
         self.root.mkdir(parents=True, exist_ok=True)
         self.done_dir.mkdir(exist_ok=True)
         self.running_dir.mkdir(exist_ok=True)
+        self.hashes_dir.mkdir(exist_ok=True)
         atomic_write_text(run_file, json.dumps(run, indent=2, sort_keys=True) + "\n")
         return moved
 
@@ -140,6 +171,25 @@ class Journal:
                           json.dumps(result, ensure_ascii=False, allow_nan=False), durable=True)
         with contextlib.suppress(FileNotFoundError):
             (self.running_dir / f"{file_key(student)}.json").unlink()
+
+    # ---- what was graded ------------------------------------------------------------------
+    def remember(self, student: str, digest: str) -> None:
+        """Record the content hash of the submission whose result was just recorded (after the result)."""
+        atomic_write_text(self.hashes_dir / f"{file_key(student)}.json",
+                          json.dumps({"student": student, "sha256": digest}, ensure_ascii=False))
+
+    def graded_hash(self, student: str) -> str | None:
+        """The content hash of what ``student``'s recorded result graded; None when unknown."""
+        try:
+            data = json.loads((self.hashes_dir / f"{file_key(student)}.json").read_text(encoding="utf-8"))
+            return str(data["sha256"]) if data.get("student") == student else None
+        except (FileNotFoundError, ValueError, KeyError, TypeError, AttributeError):
+            return None
+
+    def forget(self, student: str) -> None:
+        """Drop ``student``'s recorded result (its submission changed: it is graded again)."""
+        (self.hashes_dir / f"{file_key(student)}.json").unlink(missing_ok=True)
+        (self.done_dir / f"{file_key(student)}.json").unlink(missing_ok=True)
 
     # ---- in flight -----------------------------------------------------------------------
     def attempts(self, student: str) -> int:

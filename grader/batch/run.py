@@ -15,6 +15,7 @@ it is recorded as an error and skipped.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections import deque
@@ -27,7 +28,7 @@ from grader.batch.discovery import SUFFIXES, Submission, discover_file, discover
 from grader.errors import UsageError
 from grader.batch.adjustments import read_adjustments
 from grader.files import atomic_write_text
-from grader.batch.journal import MAX_ATTEMPTS, Journal
+from grader.batch.journal import MAX_ATTEMPTS, Journal, content_hash
 from grader.batch.lanes import LanePool, full_marks, grade_task
 from grader.batch.settings import GradingRun, Task
 from grader.content.messages import Message, parts_of
@@ -115,14 +116,17 @@ def grade_class(*, run: GradingRun, progress: Progress | None = None,
     moved = journal.open(run.identity(), resume=run.resume, overwrite=run.overwrite)
     try:
         table = _kept_adjustments(journal, run, table)
-        graded_now = _grade_pending(chosen, journal, run=run, progress=progress, runner=runner)
+        digests = {entry.student: _digest(entry) for entry in chosen}  # read before grading starts
+        regraded = _forget_changed(chosen, journal, digests) if run.resume else 0
+        graded_now = _grade_pending(chosen, journal, digests, run=run, progress=progress, runner=runner)
         tally = write_outputs(out=out, journal=journal, students=[entry.student for entry in chosen], lang=run.lang,
                               formats=run.formats, title=run.title, assignment=run.assignment, adjustments=table or {})
     finally:
         journal.close()
     unmatched = tuple(sorted(set(table or ()) - {entry.student for entry in everyone}))
     return BatchSummary(out=out, students=len(chosen), graded_now=graded_now, ignored=tuple(ignored), tally=tally,
-                        elapsed=time.monotonic() - started, previous=moved, unmatched_adjustments=unmatched)
+                        elapsed=time.monotonic() - started, previous=moved, unmatched_adjustments=unmatched,
+                        regraded=regraded)
 
 
 def _kept_adjustments(journal: Journal, run: GradingRun, table: dict | None) -> dict | None:
@@ -136,7 +140,23 @@ def _kept_adjustments(journal: Journal, run: GradingRun, table: dict | None) -> 
     return None
 
 
-def _grade_pending(chosen: list[Submission], journal: Journal, *, run: GradingRun, progress: Progress,
+def _digest(entry: Submission) -> str:
+    refusal = json.dumps(entry.refusal.to_data(), sort_keys=True) if entry.refusal is not None else ""
+    return content_hash(path=entry.path, answers=entry.answers, refusal=refusal)
+
+
+def _forget_changed(chosen: list[Submission], journal: Journal, digests: dict[str, str]) -> int:
+    """On --resume: drop the results of submissions whose content changed since they were graded (or whose
+    hash the journal lacks), so they are graded again; returns how many."""
+    changed = 0
+    for entry in chosen:
+        if journal.is_done(entry.student) and journal.graded_hash(entry.student) != digests[entry.student]:
+            journal.forget(entry.student)
+            changed += 1
+    return changed
+
+
+def _grade_pending(chosen: list[Submission], journal: Journal, digests: dict[str, str], *, run: GradingRun, progress: Progress,
                    runner: Callable[[Task], dict]) -> int:
     """Grade what the journal does not hold yet; returns how many results this run added."""
     max_score = full_marks(run.assignment, run.visibility)
@@ -154,6 +174,7 @@ def _grade_pending(chosen: list[Submission], journal: Journal, *, run: GradingRu
                       note_messages=[list(parts_of(note)) for note in entry.notes] + note_messages)
         result = clean_strings(result)
         journal.record(student, result)
+        journal.remember(student, digests[student])
         progress.advance(result)
 
     def refuse(student: str, reason: Message | str) -> None:

@@ -8,8 +8,10 @@ is never cut off, while an infinite loop is stopped in about half a second
 instead of five. Loading the submission gets its own, longer limit.
 
 The measurement is kept for the run (in this process; ``mha grade`` hands it
-to its grading processes), never on disk: another machine, or the same one
-under other load, needs its own. Where the reference is not installed (a
+to its grading processes). A class's run never reads one from disk: another
+machine, or the same one under other load, needs its own. A student's check
+keeps the reference's timings per machine and interpreter between runs
+(``grader.grading.calibration_cache``), measured again when stale. Where the reference is not installed (a
 student's release) the limits are a fixed default, and the note says so.
 
 This module holds the limits and their arithmetic; the reference is timed by
@@ -99,3 +101,8 @@ def for_run(key: tuple, measure: Callable[[], Calibration]) -> Calibration:
     if key not in _RUN:
         _RUN[key] = measure()
     return _RUN[key]
+
+
+def forget_run(key: tuple) -> None:
+    """Drop this process's calibration under ``key``: the next ``for_run`` measures again."""
+    _RUN.pop(key, None)

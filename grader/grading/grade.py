@@ -13,6 +13,8 @@ from grader.content.messages import Message, parts_of, render_parts
 from grader.results import SubmissionResult, load_failure, summarize
 from grader.grading.runner import collect, run_tests
 from grader.grading import calibration as calibrating
+from grader.grading import calibration_cache
+from grader.grading import case as case_module
 from grader.grading.calibration import Calibration
 from grader.grading.imports import with_early_imports
 from grader.sandbox.client import CallError, ForkServer, ForkServerError, Limits, Sandbox, start_server
@@ -31,7 +33,7 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
                      seed: int | None = None, limits: Limits | None = None, lang: str = "en",
                      server: ForkServer | str | None = None, calibration: Calibration | None = None,
                      timeout_scale: float = 1.0, on_function: Callable[[str], None] | None = None,
-                     isolation: str = "linux") -> SubmissionResult:
+                     isolation: str = "linux", keep_calibration: bool = False) -> SubmissionResult:
     """Grade the submission at ``path`` (or an already read ``source``).
 
     ``visibility`` is ``public`` (the student's own check), ``hidden`` or
@@ -39,7 +41,9 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
     from the course key and ``student``. ``server``: a shared fork server
     (``grader.sandbox.client.start_server()``, or its address) for bulk grading.
     ``calibration``: the run's call limits (``grader.grading.calibration``);
-    by default measured once per process, scaled by ``timeout_scale``.
+    by default measured once per process, scaled by ``timeout_scale``; with
+    ``keep_calibration`` (a student's check) the reference's timings are kept
+    between runs in the user's cache (``grader.grading.calibration_cache``).
     ``on_function(name)`` is told which function is being checked or called.
     ``isolation`` (``grader.sandbox.servers.ISOLATIONS``) chooses the private
     server's worker when no ``server`` is given: ``auto`` for a student's check.
@@ -63,13 +67,18 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
         except ForkServerError:
             pass  # Sandbox.open says why, as the submission's error
     try:
+        kept = calibration is None and keep_calibration
         if calibration is None:
-            calibration = run_calibration(assignment=assignment, server=server, limits=limits, scale=timeout_scale) \
+            calibration = run_calibration(assignment=assignment, server=server, limits=limits, scale=timeout_scale,
+                                          keep=keep_calibration) \
                 if server is not None else _uncalibrated(limits or Limits(), timeout_scale)
-        return _grade_loaded(source, exercise=exercise, tests=tests, visibility=visibility, seed=seed,
-                             limits=_with_load_limit(limits or Limits(), calibration), lang=lang, server=server,
-                             calibration=calibration, on_function=on_function, started=started, common=common,
-                             isolation=isolation)
+        result = _grade_loaded(source, exercise=exercise, tests=tests, visibility=visibility, seed=seed,
+                               limits=_with_load_limit(limits or Limits(), calibration), lang=lang, server=server,
+                               calibration=calibration, on_function=on_function, started=started, common=common,
+                               isolation=isolation)
+        if kept and calibration.calibrated and any(test.outcome == "timeout" for test in result.tests):
+            forget_calibration(assignment=assignment, scale=timeout_scale)  # the machine may be slower now
+        return result
     finally:
         if own_server is not None:
             own_server.stop()
@@ -136,14 +145,41 @@ def run_checks(box, *, exercise, tests, visibility: str, seed: int | None, lang:
 
 
 def run_calibration(*, assignment: str, server: ForkServer | str | None, limits: Limits | None = None,
-                    scale: float = 1.0) -> Calibration:
-    """This run's call limits for ``assignment``: the reference timed on first use, then kept for the process."""
+                    scale: float = 1.0, keep: bool = False) -> Calibration:
+    """This run's call limits for ``assignment``: the reference timed on first use, then kept for the process.
+
+    With ``keep`` the timings come from the user's cache where this machine and interpreter have fresh ones,
+    and a fresh measurement is kept there (``grader.grading.calibration_cache``)."""
     limits = limits or Limits()
 
     def measure() -> Calibration:
-        measured = time_reference(assignment=assignment, server=server, limits=limits)
+        key = _cache_key(assignment) if keep else None
+        measured = calibration_cache.read(key) if key is not None else None
+        if measured is None:
+            measured = time_reference(assignment=assignment, server=server, limits=limits)
+            if measured is not None and key is not None:
+                calibration_cache.write(key, measured)
         return _uncalibrated(limits, scale) if measured is None else calibrating.from_times(*measured, scale=scale)
     return calibrating.for_run((assignment, scale), measure)
+
+
+def forget_calibration(*, assignment: str, scale: float = 1.0) -> None:
+    """Drop ``assignment``'s kept calibration, in this process and in the user's cache: the next check times
+    the reference again."""
+    calibrating.forget_run((assignment, scale))
+    key = _cache_key(assignment)
+    if key is not None:
+        calibration_cache.forget(key)
+
+
+def _cache_key(assignment: str) -> dict | None:
+    """The cache key of ``assignment``'s timings (None where the reference is not installed: nothing to time)."""
+    reference = solution_path(assignment)
+    if reference is None:
+        return None
+    folder = get_assignment(assignment).folder
+    files = (reference, folder / "cases.py", folder / "public_cases.npz", Path(case_module.__file__))
+    return calibration_cache.cache_key(assignment=assignment, files=files)
 
 
 def time_reference(*, assignment: str, server: ForkServer | str | None,

@@ -23,7 +23,7 @@ from grader.practice import formulas as quiz_formulas
 from grader.content.catalog import misconception_ids
 from grader.errors import ContentError
 from grader.i18n import LANGUAGES
-from grader.paths import CONTENT_DIR
+from grader.paths import QUESTIONS_DIR
 from grader.practice.schema import (  # noqa: F401  (KINDS, LEVELS, UNLOCKABLE are public here)
     FILE_KEYS,
     Choice,
@@ -36,7 +36,6 @@ from grader.practice.schema import (  # noqa: F401  (KINDS, LEVELS, UNLOCKABLE a
     texts,
 )
 
-QUESTIONS_DIR = CONTENT_DIR / "questions"
 _PLACEHOLDER = re.compile(r"\{(\w+)(?::([^{}]*))?\}")
 _DRAW_ATTEMPTS = 500
 # Whole numbers from here on (FLOPs of a training run) read better as 4.2e+22.
@@ -270,12 +269,6 @@ def _shuffled_not_identity(count: int, rng: np.random.Generator) -> list[int]:
     if count > 1 and order == sorted(order):
         order = order[1:] + order[:1]
     return order
-
-
-def linked_question(misconception: str) -> str | None:
-    """The id of a bank question that probes ``misconception``, if the bank has one."""
-    questions = questions_for_misconception(misconception)
-    return questions[0].id if questions else None
 
 
 def choose_questions(*, bank: Bank, count: int, seed: int, topics: Iterable[str] = (),

@@ -24,9 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from grader.errors import UsageError
+from grader.errors import ConfigError, UsageError
 from grader.grading.assignment import StandIn, get_assignment
-from grader.paths import DEFAULT_ASSIGNMENT, exercise_path, solution_path
+from grader.paths import DEFAULT_ASSIGNMENT, released_stub, solution_path
 from grader.stubs import BEGIN, DEF, END, HINT, STUB_HINT, generate_stub
 from grader.practice.user_data import read_document, write_document
 
@@ -88,7 +88,11 @@ def drill_source(function: str, *, assignment: str = DEFAULT_ASSIGNMENT,
         raise UsageError(f"unknown drill {function!r}; choose from: {', '.join(offered)}")
     reference = solution_path(assignment)
     if reference is None:  # a student release: the whole stub, every function graded
-        source, graded = exercise_path(assignment).read_text(encoding="utf-8"), None
+        stub = released_stub(assignment)
+        if not stub.is_file():
+            raise ConfigError(f"the drill starts from the stub of {assignment}, which this install does not hold "
+                              f"({stub}); a student release ships it")
+        source, graded = stub.read_text(encoding="utf-8"), None
     elif function == ALL:
         source, graded = generate_stub(reference.read_text(encoding="utf-8"), origin=str(reference)), None
     else:

@@ -130,6 +130,8 @@ def print_summary(summary, *, formats=(), merged: bool = False, lang: str = "en"
         click.echo("\n" + say("graded", submissions=count("submission", summary.students), out=summary.out,
                               seconds=f"{summary.elapsed:.1f}", rate=rate,
                               kept=say("kept", count=earlier) if earlier else ""))
+    if summary.regraded:
+        click.echo(say("changed", count=summary.regraded))
     if summary.previous is not None:
         click.echo(say("moved_aside", out=summary.out, previous=summary.previous))
     if summary.ignored:

@@ -18,7 +18,6 @@ pay that once for a whole class.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -27,21 +26,21 @@ from pathlib import Path
 from grader.sandbox.codec import BadReply, decode_reply, encode_request
 from grader.sandbox.endings import CRASH, ENDINGS, REFUSED, STOPPED, TIMEOUT, UNAVAILABLE
 from grader.sandbox.isolation import SandboxWarning, describe_isolation
-from grader.sandbox.link import (ForkServer, ForkServerError, WorkerGone, WorkerLink, close_later, reserve,
-                                 settle_closing, take_reserved)
+from grader.sandbox.link import (ForkServer, ForkServerError, ServerLaunch, WorkerGone, WorkerLink, close_later,
+                                 reserve, settle_closing, take_reserved)
 from grader.sandbox.portable import PortableServer
-from grader.sandbox.servers import attach_server
+from grader.sandbox.servers import (STUDENT_PACKAGES, attach_server, default_hidden, hideable, launch_server,
+                                    layers_left_out)
 from grader.sandbox.source import SubmissionSource, read_submission
 from grader.sandbox.worker import protocol
 
 __all__ = ["CRASH", "ENDINGS", "REFUSED", "STOPPED", "TIMEOUT", "UNAVAILABLE", "CallError", "CallOutcome", "ForkServer", "ForkServerError", "Limits", "LoadReport", "Sandbox",
-           "SandboxWarning", "WorkerGone", "describe_isolation", "start_server"]
+           "SandboxWarning", "ServerLaunch", "WorkerGone", "describe_isolation", "launch_server", "start_server"]
 
 
 WORKER_KINDS = ("missing-name", "unencodable", "protocol")  # ``CallError.kind``
 MAX_NAMES = 100  # names of entered functions kept per call
 MAX_CELL_ERRORS = 20  # errors of notebook cells reported per submission
-STUDENT_PACKAGES = ("scipy",)  # besides NumPy, where installed: e.g. scipy.special.softmax in a correct variant
 
 
 @dataclass(frozen=True)
@@ -144,34 +143,6 @@ def start_server(*, hidden=(), packages=STUDENT_PACKAGES, without=(), spares: in
     without = (*without, *layers_left_out())
     return open_server(isolation=isolation, hidden=(*default_hidden(), *hidden), packages=packages, without=without,
                        spares=spares, limits=asdict(Limits()))
-
-
-def layers_left_out() -> tuple[str, ...]:
-    """Layers the instructor leaves out of every server of this process: ``MHA_SANDBOX_WITHOUT`` (names
-    separated by commas), to see or test a fallback through the real commands on a machine that has all."""
-    return tuple(name.strip() for name in os.environ.get("MHA_SANDBOX_WITHOUT", "").split(",") if name.strip())
-
-
-def hideable(folder: Path) -> bool:
-    """Whether workers may lose sight of ``folder``: not when it holds the interpreter (a venv beside alice.py)."""
-    import sys
-
-    folder = Path(folder).resolve()
-    needed = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent}
-    return not any(path.is_relative_to(folder) for path in needed)
-
-
-def default_hidden() -> tuple[str, ...]:
-    """Folders no worker should see even without Landlock: the project, the solutions, the course key."""
-    from grader import paths
-    from grader.seeding import course_key_file
-
-    folders = [course_key_file().parent]
-    if (paths.PROJECT_DIR / "pyproject.toml").exists():  # a checkout, not an installed package
-        folders.append(paths.PROJECT_DIR)
-    if paths.solutions_dir() is not None:
-        folders.append(paths.solutions_dir())
-    return tuple(str(Path(folder).resolve()) for folder in folders)
 
 
 class Sandbox:

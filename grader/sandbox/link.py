@@ -58,12 +58,20 @@ class ForkServer:
         everything. ``spares`` is how many workers the server keeps made
         ahead of requests (each serves one request only).
         """
-        import numpy
+        return cls.launch(hidden=hidden, packages=packages, without=without, spares=spares,
+                          timeout=timeout).ready()
 
+    @classmethod
+    def launch(cls, *, hidden=(), packages=(), without=(), spares: int = 1, timeout: float = 30.0) -> ServerLaunch:
+        """``start``, but return as soon as the server's process runs: ``ready()`` waits for it to answer, so
+        the caller's own start-up (its imports, reading the cases) goes on while the server imports NumPy."""
+        import importlib.util
+
+        numpy_dir = os.path.dirname(importlib.util.find_spec("numpy").origin)  # found, not imported: the caller's
         folder = tempfile.mkdtemp(prefix="mha-forkserver-")  # mode 0700: only this user may connect
         address = os.path.join(folder, "server.sock")
         command = [sys.executable, "-I", "-S", str(SERVER_SCRIPT), "--socket", address,
-                   "--numpy-dir", os.path.dirname(numpy.__file__), "--scratch-root", tempfile.gettempdir()]
+                   "--numpy-dir", numpy_dir, "--scratch-root", tempfile.gettempdir()]
         for path in hidden:
             command += ["--hide", str(path)]
         for name in packages:
@@ -76,25 +84,7 @@ class ForkServer:
         with open(os.path.join(folder, "server.log"), "wb") as log:
             process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
                                        cwd=folder, env=environment, start_new_session=True, close_fds=True)
-        line = b""
-        deadline = time.monotonic() + timeout
-        while not line.endswith(b"\n") and time.monotonic() < deadline:
-            if select.select([process.stdout], [], [], max(0.0, deadline - time.monotonic()))[0]:
-                chunk = os.read(process.stdout.fileno(), 4096)
-                if not chunk:
-                    break
-                line += chunk
-        try:
-            info = json.loads(line)
-        except ValueError:
-            process.kill()
-            process.wait()
-            process.stdin.close()
-            process.stdout.close()
-            log_text = Path(folder, "server.log").read_text(errors="replace")[-2000:]
-            _remove_folder(address)
-            raise ForkServerError(f"the fork server did not start: {log_text or 'no output'}") from None
-        return cls(address, info, process)
+        return ServerLaunch(process=process, address=address, deadline=time.monotonic() + timeout)
 
     @classmethod
     def attach(cls, address: str, info: dict) -> ForkServer:
@@ -141,6 +131,46 @@ class ForkServer:
             self.process.stdout.close()
             self.process = None
             _remove_folder(self.address)
+
+
+class ServerLaunch:
+    """A fork server's process started by ``ForkServer.launch``, not yet heard from."""
+
+    def __init__(self, *, process: subprocess.Popen, address: str, deadline: float):
+        self.process, self.address, self.deadline = process, address, deadline
+        self._server: ForkServer | None = None
+
+    def ready(self) -> ForkServer:
+        """The running server, once it has said so (its first line); ForkServerError if it did not start."""
+        if self._server is not None:
+            return self._server
+        process, line = self.process, b""
+        while not line.endswith(b"\n") and time.monotonic() < self.deadline:
+            if select.select([process.stdout], [], [], max(0.0, self.deadline - time.monotonic()))[0]:
+                chunk = os.read(process.stdout.fileno(), 4096)
+                if not chunk:
+                    break
+                line += chunk
+        try:
+            info = json.loads(line)
+        except ValueError:
+            process.kill()
+            process.wait()
+            process.stdin.close()
+            process.stdout.close()
+            log_text = Path(os.path.dirname(self.address), "server.log").read_text(errors="replace")[-2000:]
+            _remove_folder(self.address)
+            raise ForkServerError(f"the fork server did not start: {log_text or 'no output'}") from None
+        self._server = ForkServer(self.address, info, process)
+        return self._server
+
+    def stop(self) -> None:
+        """Stop the server, whether or not it was waited for (one that failed to start is already gone)."""
+        try:
+            server = self.ready()
+        except ForkServerError:
+            return
+        server.stop()
 
 
 def _remove_folder(address: str) -> None:

@@ -6,14 +6,22 @@ error saying why not: what ``mha grade`` uses unless told otherwise),
 sandbox where it runs, else the portable worker: what ``mha check`` and the
 notebook's ``check()`` use). ``MHA_ISOLATION`` in the environment sets the
 default of ``mha check``.
+
+It imports no NumPy, so that ``mha check`` can ``launch_server`` the fork
+server before the grader's own imports (NumPy's among them, and reading the
+cases) and have the two start-ups overlap; what every server hides from its
+workers (``default_hidden``) and the layers an instructor leaves out
+(``layers_left_out``) are here for the same reason.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 ISOLATIONS = ("auto", "linux", "portable")
+STUDENT_PACKAGES = ("scipy",)  # besides NumPy, where installed: e.g. scipy.special.softmax in a correct variant
 ENVIRONMENT_VARIABLE = "MHA_ISOLATION"
 
 
@@ -80,3 +88,39 @@ def attach_server(address: str):
     if address.startswith(ADDRESS_PREFIX):
         return PortableServer.attach(address)
     return ForkServer.attach(address, {})
+
+
+def launch_server(*, hidden=(), packages=STUDENT_PACKAGES, without=(), spares: int = 1):
+    """A Linux fork server's process started, not waited for (``ServerLaunch``; ``.ready()`` gives the
+    ``ForkServer``, or ForkServerError): ``client.start_server``'s hiding and layers, for a caller that has
+    its own start-up to do meanwhile."""
+    from grader.sandbox.link import ForkServer
+
+    return ForkServer.launch(hidden=(*default_hidden(), *hidden), packages=packages,
+                             without=(*without, *layers_left_out()), spares=spares)
+
+
+def layers_left_out() -> tuple[str, ...]:
+    """Layers the instructor leaves out of every server of this process: ``MHA_SANDBOX_WITHOUT`` (names
+    separated by commas), to see or test a fallback through the real commands on a machine that has all."""
+    return tuple(name.strip() for name in os.environ.get("MHA_SANDBOX_WITHOUT", "").split(",") if name.strip())
+
+
+def hideable(folder: Path) -> bool:
+    """Whether workers may lose sight of ``folder``: not when it holds the interpreter (a venv beside alice.py)."""
+    folder = Path(folder).resolve()
+    needed = {Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), Path(sys.executable).resolve().parent}
+    return not any(path.is_relative_to(folder) for path in needed)
+
+
+def default_hidden() -> tuple[str, ...]:
+    """Folders no worker should see even without Landlock: the project, the solutions, the course key."""
+    from grader import paths
+    from grader.seeding import course_key_file
+
+    folders = [course_key_file().parent]
+    if (paths.PROJECT_DIR / "pyproject.toml").exists():  # a checkout, not an installed package
+        folders.append(paths.PROJECT_DIR)
+    if paths.solutions_dir() is not None:
+        folders.append(paths.solutions_dir())
+    return tuple(str(Path(folder).resolve()) for folder in folders)

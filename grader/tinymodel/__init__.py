@@ -14,5 +14,5 @@ heads, and ``grader.tinymodel.roles`` measures that from the weights.
 - ``store``: the shipped weights, ``trained.npz``;
 - ``roles``: each head's role, and the ablation of each head.
 
-May import: foundation only (NumPy does the rest).
+May import: grading (the reference or the student's own blocks), foundation.
 """

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from grader.tinymodel.blocks import core_blocks
 from grader.tinymodel.tokens import TOKENS
 
 # The weights of one layer, named as in the multi-head attention exercise and applied as x @ W.
@@ -67,13 +68,6 @@ def init_parameters(config: ModelConfig, *, seed: int) -> dict[str, np.ndarray]:
     return parameters
 
 
-def softmax(x: np.ndarray) -> np.ndarray:
-    """Softmax over the last axis; the row max is subtracted so large scores cannot overflow."""
-    shifted = x - np.max(x, axis=-1, keepdims=True)
-    exponentials = np.exp(shifted)
-    return exponentials / np.sum(exponentials, axis=-1, keepdims=True)
-
-
 def causal_mask(length: int) -> np.ndarray:
     """``(T, T)`` booleans, True where key j is at or before query i: no token sees the future."""
     positions = np.arange(length)
@@ -81,15 +75,13 @@ def causal_mask(length: int) -> np.ndarray:
 
 
 def split_heads(x: np.ndarray, num_heads: int) -> np.ndarray:
-    """``(B, T, D)`` -> ``(B, H, T, d_k)``: head h owns features ``h*d_k:(h+1)*d_k``."""
-    batch, length, width = x.shape
-    return x.reshape(batch, length, num_heads, width // num_heads).transpose(0, 2, 1, 3)
+    """``(B, T, D)`` -> ``(B, H, T, d_k)``: head h owns features ``h*d_k:(h+1)*d_k`` (the core exercise's)."""
+    return core_blocks().split_heads(x, num_heads)
 
 
 def combine_heads(x: np.ndarray) -> np.ndarray:
-    """``(B, H, T, d_k)`` -> ``(B, T, D)``, the exact inverse of ``split_heads``."""
-    batch, heads, length, d_k = x.shape
-    return x.transpose(0, 2, 1, 3).reshape(batch, length, heads * d_k)
+    """``(B, H, T, d_k)`` -> ``(B, T, D)``, the exact inverse of ``split_heads`` (the core exercise's)."""
+    return core_blocks().combine_heads(x)
 
 
 @dataclass(frozen=True)
@@ -134,7 +126,7 @@ def attention_layer(x: np.ndarray, weights: dict[str, np.ndarray], num_heads: in
     stages["scaled_scores"] = stages["scores"] / np.sqrt(d_k)  # (B, H, T, T)
     # -inf, not a large negative number: a future key must get exactly zero weight.
     masked = np.where(causal_mask(length), stages["scaled_scores"], -np.inf)  # (B, H, T, T)
-    stages["weights"] = softmax(masked)  # (B, H, T, T)
+    stages["weights"] = core_blocks().softmax(masked)  # (B, H, T, T)
     heads = stages["weights"] @ stages["values_split"]  # (B, H, T, d_k)
     stages["head_outputs"] = heads * head_mask[None, :, None, None]  # (B, H, T, d_k)
     stages["concatenated"] = combine_heads(stages["head_outputs"])  # (B, T, D)
@@ -191,13 +183,14 @@ def next_token_loss(logits: np.ndarray, ids: np.ndarray, counted: np.ndarray | N
     Returns:
         ``(loss, dlogits)``, ``dlogits`` ``(B, T, V)`` (zero in the last row, which predicts nothing).
     """
+    from scipy.special import log_softmax
+
     predicting = logits[:, :-1]  # (B, T-1, V)
     targets = ids[:, 1:]  # (B, T-1)
     if counted is None:
         counted = np.ones(targets.shape, dtype=bool)
-    shifted = predicting - predicting.max(axis=-1, keepdims=True)  # (B, T-1, V)
-    # log-softmax straight from the shifted logits: a tiny probability never becomes log(0).
-    log_probabilities = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))  # (B, T-1, V)
+    # SciPy's log-softmax, not one written here: the stable softmax is the core exercise's to write.
+    log_probabilities = log_softmax(predicting, axis=-1)  # (B, T-1, V)
     probabilities = np.exp(log_probabilities)  # (B, T-1, V)
     picked = np.take_along_axis(log_probabilities, targets[..., None], axis=-1)[..., 0]  # (B, T-1)
     count = max(int(counted.sum()), 1)

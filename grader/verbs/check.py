@@ -12,7 +12,7 @@ from grader.grading.assignment import get_assignment
 from grader.errors import ChecksFailed, UsageError
 from grader.i18n import resolve_language
 from grader.verbs.options import assignment_option, json_option, lang_option, timeout_scale_option, verbose_option
-from grader.paths import DEFAULT_ASSIGNMENT, exercise_path
+from grader.paths import DEFAULT_ASSIGNMENT, exercise_path, student_file
 
 
 @click.command("check")
@@ -41,10 +41,7 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
 
     Exit status: 0 when every check passes, 1 when one fails, 2 for a usage error.
     """
-    from grader.grading.grade import grade_submission
     from grader.content.messages import render
-
-    from grader.sandbox.isolation import quiet_sandbox
     from grader.sandbox.servers import chosen_isolation
 
     lang = resolve_language(lang)
@@ -56,7 +53,7 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
     if file is not None and file.exists() and not given:
         assignment = assignment_of(file)
     exercise = get_assignment(assignment)
-    file = file or _default_file(assignment)
+    file = file or student_file(assignment)
     if not file.exists():
         raise UsageError(f"{file} does not exist; run `mha check path/to/{assignment}.py`")
     unknown = [name for name in functions if name not in exercise.functions]
@@ -71,18 +68,14 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
             visibility = "all"
         else:
             notice = render("report_no_hidden", {}, lang)
-    from grader.render.terminal import CheckSpinner
-
-    with CheckSpinner(file=str(file), lang=lang) as spinner, quiet_sandbox():  # never a blank screen
-        result = grade_submission(path=file, assignment=assignment, visibility=visibility,
-                                  functions=functions or None, lang=lang, timeout_scale=timeout_scale,
-                                  on_function=spinner.update, isolation=isolation)
+    result = _graded(file, assignment=assignment, visibility=visibility, functions=functions or None, lang=lang,
+                     timeout_scale=timeout_scale, isolation=isolation)
     if as_json:
         from grader.render.text_safety import clean_strings
 
         click.echo(json.dumps(clean_strings(result.to_dict()), ensure_ascii=False, indent=2))
     else:
-        from grader.practice.bank import linked_question
+        from grader.practice.linked import linked_question
         from grader.render.terminal import print_result
 
         if notice:
@@ -92,6 +85,41 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
             click.echo(render("report_isolation", {"isolation": result.isolation}, lang))
     if not result.passed:
         raise ChecksFailed()
+
+
+def _graded(file: Path, *, assignment: str, visibility: str, functions: tuple[str, ...] | None, lang: str,
+            timeout_scale: float, isolation: str):
+    """Grade ``file``. Where the Linux sandbox runs, in a fork server of its own launched before the grader's
+    own imports: the server's start (it imports NumPy) and the grader's (NumPy too, and the cases) overlap.
+    The portable worker (asked for, or where the Linux sandbox cannot run) is started by ``grade_submission``."""
+    import threading
+
+    from grader.sandbox.isolation import quiet_sandbox
+    from grader.sandbox.link import ForkServerError
+    from grader.sandbox.servers import launch_server, linux_missing
+
+    # no spares: one submission, so no worker is made ahead for a next one
+    launch = launch_server(spares=0) if isolation == "linux" or (isolation == "auto" and not linux_missing()) \
+        else None
+    try:
+        from grader.grading.grade import grade_submission
+        from grader.render.terminal import CheckSpinner
+
+        with CheckSpinner(file=str(file), lang=lang) as spinner, quiet_sandbox():  # never a blank screen
+            try:
+                server = launch.ready() if launch is not None else None
+            except ForkServerError:
+                server = None  # grade_submission tries again (auto: the portable worker), or says why
+            result = grade_submission(path=file, assignment=assignment, visibility=visibility, functions=functions,
+                                      lang=lang, timeout_scale=timeout_scale, on_function=spinner.update,
+                                      server=server, isolation=isolation, keep_calibration=True)
+    except BaseException:
+        if launch is not None:
+            launch.stop()
+        raise
+    if launch is not None:  # the server ends while the result is printed; the process waits for it at exit
+        threading.Thread(target=launch.stop, name="mha-check-server-stop").start()
+    return result
 
 
 _DEFINITION = re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)", re.MULTILINE)
@@ -140,11 +168,6 @@ def assignment_of(file: Path) -> str:
         return DEFAULT_ASSIGNMENT  # what a check without --assignment has always meant
     raise UsageError(f"cannot tell which exercise {file} is: it fits {' and '.join(sorted(tied))} equally well; "
                      f"pass --assignment NAME (one of: {', '.join(sorted(ASSIGNMENTS))})")
-
-
-def _default_file(assignment: str) -> Path:
-    local = Path("exercises") / f"{assignment}.py"
-    return local if local.exists() else exercise_path(assignment)
 
 
 def _unlocked(functions: tuple[str, ...], lang: str, *, quiet_stdout: bool) -> tuple[str, ...]:

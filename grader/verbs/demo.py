@@ -37,6 +37,8 @@ def command(out, sentences, heads, d_model, seed, lang, as_json):
     if as_json:
         click.echo(json.dumps({**page.to_dict(), "seed": seed}, ensure_ascii=False))
         return
+    if page.shipped:
+        click.echo(f"mha: {load_viz_texts().text('message.demo_shipped', lang)}", err=True)
     click.echo(f"{len(page.sentences)} sentences, heads {', '.join(map(str, page.head_options))}, "
                f"seed {seed}, {page.size_bytes / 1024:.0f} KiB")
     click.echo(load_viz_texts().text("message.wrote", lang, path=page.path))

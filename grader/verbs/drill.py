@@ -79,7 +79,7 @@ def _submit(lang, as_json) -> None:
     if as_json:
         click.echo(json.dumps({"drill": record.to_dict(), "result": result.to_dict()}, ensure_ascii=False))
         return
-    from grader.practice.bank import linked_question
+    from grader.practice.linked import linked_question
     from grader.render.terminal import print_result
 
     print_result(result, file=drill.path, lang=lang, linked_question=linked_question)

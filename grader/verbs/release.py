@@ -31,12 +31,16 @@ from grader.verbs.options import assignment_option, json_option, lang_option
 @click.option("--zip/--no-zip", "archive", default=True, show_default=True,
               help="Also zip the student release.")
 @click.option("--force", is_flag=True, help="Replace an existing release folder or course notebook.")
+@click.option("--give-building-blocks", is_flag=True,
+              help="Keep the given code that is another exercise's answer (the advanced exercises' softmax, "
+              "split_heads, combine_heads...) in the student release and the Classroom starter; by default "
+              "students paste their own. The release's README says what it gives away.")
 @lang_option
 @json_option
 @assignment_option
 def command(student_dir: Path | None, course_dir: Path | None, gradescope_dir: Path | None, hidden_visibility: str,
-            output_format: str, classroom_dir: Path | None, archive: bool, force: bool, lang: str | None,
-            as_json: bool, assignment: str) -> None:
+            output_format: str, classroom_dir: Path | None, archive: bool, force: bool, give_building_blocks: bool,
+            lang: str | None, as_json: bool, assignment: str) -> None:
     """Hand out the exercise: a student release, an nbgrader course, a Gradescope autograder, a GitHub Classroom starter.
 
     The student release holds the stub, the notebooks, the public checks and
@@ -57,7 +61,7 @@ def command(student_dir: Path | None, course_dir: Path | None, gradescope_dir: P
     report = {}
     if student_dir is not None:
         release = build_student_release(target=student_dir, assignment=assignment, lang=lang, archive=archive,
-                                        force=force)
+                                        force=force, give_building_blocks=give_building_blocks)
         report["student"] = release.to_dict()
     if course_dir is not None:
         course = build_nbgrader_course(course_dir=course_dir, assignment=assignment, lang=lang, force=force)
@@ -72,7 +76,7 @@ def command(student_dir: Path | None, course_dir: Path | None, gradescope_dir: P
         from grader.authoring.classroom import add_classroom_autograding
 
         repository = build_student_release(target=classroom_dir, assignment=assignment, lang=lang, archive=False,
-                                           force=force)
+                                           force=force, give_building_blocks=give_building_blocks)
         starter = add_classroom_autograding(folder=repository.folder, assignment=assignment, lang=lang)
         report["github_classroom"] = starter.to_dict()
     if as_json:
@@ -82,6 +86,10 @@ def command(student_dir: Path | None, course_dir: Path | None, gradescope_dir: P
         click.echo(f"Student release: {release.folder} ({len(release.files)} files)")
         if release.archive:
             click.echo(f"  zip: {release.archive}")
+        if release.withheld:
+            click.echo(f"  left for students to bring (another exercise's answer): {', '.join(release.withheld)}")
+        if release.given_away:
+            click.echo(f"  gives away another exercise's answer (--give-building-blocks): {', '.join(release.given_away)}")
         click.echo(f"  next: cd {release.folder} && pip install . && mha check")
     if "nbgrader" in report:
         click.echo(f"nbgrader course: {course.folder}")

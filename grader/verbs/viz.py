@@ -13,10 +13,7 @@ from grader.i18n import resolve_language
 from grader.verbs.options import json_option, lang_option, seed_option
 from grader.viz.draw import DEFAULT_SENTENCE, draw_attention
 from grader.viz.texts import load_viz_texts
-try:
-    from grader.viz.trained import DEFAULT_TRAINED_SENTENCE, load_trained_texts
-except ImportError:  # a student release: the trained model stays with the instructor
-    DEFAULT_TRAINED_SENTENCE, load_trained_texts = "", None
+from grader.viz.trained import DEFAULT_TRAINED_SENTENCE, load_trained_texts
 
 
 @click.command(name="viz")
@@ -49,15 +46,14 @@ def command(file, sentence, num_heads, d_model, heads_subset, out, export, train
     Without FILE the reference implementation is drawn; with FILE (a .py or
     .ipynb submission) the student's forward runs in the sandboxed worker and
     heads whose weights are wrong are flagged in the figure. Token vectors and
-    weights are deterministic (see grader/embedding.py), so pictures repeat.
+    weights are deterministic (see grader/viz/embedding.py), so pictures repeat.
 
     With --trained the heads of the project's own trained model are drawn
     (grader/tinymodel), labelled by role; --ablate adds the head-ablation table.
+    The model computes with the reference's softmax and heads, or, in a
+    student release, with those of your own stub in exercises/.
     """
     lang = resolve_language(lang)
-    if (trained or ablate) and load_trained_texts is None:
-        raise UsageError("--trained: the trained model is not part of this release; ask your instructor "
-                         "or use a full install of mha-lab")
     if trained or ablate:
         _trained_command(file, sentence, heads_subset, out, export, ablate, lang, as_json)
         return

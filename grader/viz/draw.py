@@ -18,7 +18,7 @@ import numpy as np
 from grader.viz.maps import HeadMaps, HeadProblem, find_head_problems, parse_head_subset
 from grader.viz.embedding import embed, init_weights, tokenize
 from grader.errors import ChecksFailed, ConfigError, UsageError
-from grader.paths import exercise_path
+from grader.paths import exercise_path, student_file
 from grader.viz.trace import Trace, check_heads, trace_sentence
 from grader.viz.texts import load_viz_texts
 
@@ -59,12 +59,14 @@ def compute_head_maps(
     try:
         trace = trace_sentence(sentence=sentence, d_model=d_model, num_heads=num_heads, seed=seed)
     except ConfigError:
-        if file is None:
-            raise  # no submission and no reference: nothing to draw
-        trace = None  # a student release: submissions are still drawn, without comparison
-    if file is None:
+        trace = None  # a student release: the student's code is drawn, without comparison
+    if file is None and trace is not None:
         weights = trace.head_weights()  # (H, T, S)
         return HeadMaps(tuple(tokens), weights, "reference", (None,) * num_heads, weights), trace
+    if file is None:
+        file = student_file()  # no reference to draw: draw the student's own exercise instead
+        if not file.is_file():
+            raise ConfigError(texts.text("message.no_reference", lang, file=file.as_posix()))
     reference = trace.head_weights() if trace is not None else None
     weights, problems = _submission_weights(Path(file), tokens, d_model, num_heads, seed, reference, lang)
     return HeadMaps(tuple(tokens), weights, Path(file).name, problems, reference), trace
@@ -92,6 +94,8 @@ def _submission_weights(file, tokens, d_model, num_heads, seed, reference, lang)
             )
     except SubmissionError as refused:
         raise UsageError(f"{file}: {refused}") from refused
+    if not outcome.ok and getattr(outcome.error, "type", None) == "NotImplementedError":
+        raise ChecksFailed(texts.text("message.not_written", lang, file=file.name))
     if not outcome.ok:
         raise ChecksFailed(texts.text("message.call_failed", lang, error=_error_text(outcome.error)))
     value = outcome.value
@@ -164,6 +168,9 @@ def draw_attention(
     maps, trace = compute_head_maps(sentence=sentence, d_model=d_model, num_heads=num_heads,
                                     seed=seed, file=file, lang=lang)
     weights_figure, similarity_figure, warnings = make_figures(maps, sentence=sentence, subset=subset, lang=lang)
+    if file is None and trace is None:
+        own = load_viz_texts().text("message.drawn_own", lang, file=student_file().as_posix())
+        warnings = (own, *warnings)
     out.parent.mkdir(parents=True, exist_ok=True)
     weights_figure.savefig(out, dpi=150)
     similarity_figure.savefig(similarity_path(out), dpi=150)

@@ -17,12 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.viz.maps import head_entropy
+from grader.errors import ConfigError, UsageError
+from grader.grading.reference import reference_installed
 from grader.viz.embedding import tokenize
-from grader.errors import UsageError
 from grader.viz.trace import STAGES, check_heads, divisors, trace_sentence
 from grader.viz.texts import load_viz_texts
 
 ASSETS_DIR = Path(__file__).resolve().parent / "assets"
+# Pages rendered by `mha release --student` where the reference is, one per language, for a release
+# (which holds no reference): `mha demo` there writes the one of its language.
+SHIPPED_PAGES_DIR = Path(__file__).resolve().parent / "pages"
+DEFAULT_D_MODEL, DEFAULT_HEADS, DEFAULT_SEED = 16, 4, 0
 # Concatenated in this order into the page's one script: helpers, views, then the controller.
 SCRIPTS = ("render.js", "modes.js", "app.js")
 # A sentence longer than this no longer fits the local view's table on a phone.
@@ -40,10 +45,11 @@ class ExplainerPage:
     size_bytes: int
     sentences: tuple[str, ...]
     head_options: tuple[int, ...]
+    shipped: bool = False  # True: the page made with the release, copied (no reference here)
 
     def to_dict(self) -> dict:
-        return {"path": str(self.path), "size_bytes": self.size_bytes,
-                "sentences": list(self.sentences), "head_options": list(self.head_options)}
+        return {"path": str(self.path), "size_bytes": self.size_bytes, "sentences": list(self.sentences),
+                "head_options": list(self.head_options), "shipped": self.shipped}
 
 
 def explainer_data(
@@ -65,13 +71,10 @@ def explainer_data(
                              + f" ({sentence!r})")
         entries.append({"text": sentence, "tokens": tokens,
                         "traces": {str(count): _trace_data(sentence, d_model, count, seed) for count in options}})
-    try:
-        from grader.viz.trained_page import page_texts, trained_entries
-    except ImportError:  # a student release: no trained model, no trained presets
-        trained_texts = {}
-    else:
-        entries += trained_entries(lang=lang, decimals=DECIMALS, max_tokens=MAX_TOKENS)
-        trained_texts = page_texts()
+    from grader.viz.trained_page import page_texts, trained_entries
+
+    entries += trained_entries(lang=lang, decimals=DECIMALS, max_tokens=MAX_TOKENS)
+    trained_texts = page_texts()
     example = next(value for value in range(2, d_model + 2) if d_model % value)
     return {
         "schema_version": 1,
@@ -128,13 +131,15 @@ def _escape(text: str) -> str:
 
 
 def write_explainer(
-    *, out: Path, sentences: list[str] | None = None, d_model: int = 16, heads: int = 4,
-    seed: int = 0, lang: str = "en",
+    *, out: Path, sentences: list[str] | None = None, d_model: int = DEFAULT_D_MODEL, heads: int = DEFAULT_HEADS,
+    seed: int = DEFAULT_SEED, lang: str = "en",
 ) -> ExplainerPage:
     """Write the explainer for the presets (plus ``sentences``, shown first) to ``out``."""
     out = Path(out)
     if out.suffix.lower() not in (".html", ".htm"):
         raise UsageError(f"--out {out.name!r}: the explainer is a web page; use a .html file name")
+    if not reference_installed():
+        return _copy_shipped_page(out=out, sentences=sentences, d_model=d_model, heads=heads, seed=seed, lang=lang)
     chosen = list(sentences or []) + list(load_viz_texts().presets)
     data = explainer_data(sentences=chosen, d_model=d_model, heads=heads, seed=seed, lang=lang)
     html = render_page(data)
@@ -143,3 +148,27 @@ def write_explainer(
     return ExplainerPage(path=out, size_bytes=len(html.encode("utf-8")),
                          sentences=tuple(entry["text"] for entry in data["sentences"] if "model" not in entry),
                          head_options=tuple(data["head_options"]))
+
+
+def write_shipped_pages(folder: Path = SHIPPED_PAGES_DIR) -> tuple[Path, ...]:
+    """The default page in every language, into ``folder`` (a release's ``grader/viz/pages``)."""
+    from grader.i18n import LANGUAGES
+
+    return tuple(write_explainer(out=Path(folder) / f"explainer.{lang}.html", lang=lang).path for lang in LANGUAGES)
+
+
+def _copy_shipped_page(*, out: Path, sentences, d_model: int, heads: int, seed: int, lang: str) -> ExplainerPage:
+    """Where the reference is absent (a student release): the page made with the release, or a message."""
+    texts = load_viz_texts()
+    custom = [option for option, chosen in (("--sentence", bool(sentences)), ("--d-model", d_model != DEFAULT_D_MODEL),
+                                            ("--heads", heads != DEFAULT_HEADS), ("--seed", seed != DEFAULT_SEED))
+              if chosen]
+    if custom:
+        raise ConfigError(texts.text("message.demo_needs_reference", lang, options=", ".join(custom)))
+    page = SHIPPED_PAGES_DIR / f"explainer.{lang}.html"
+    if not page.is_file():
+        raise ConfigError(texts.text("message.demo_missing", lang))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(page.read_bytes())
+    return ExplainerPage(path=out, size_bytes=page.stat().st_size, sentences=tuple(texts.presets),
+                         head_options=tuple(divisors(DEFAULT_D_MODEL)), shipped=True)

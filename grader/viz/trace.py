@@ -19,8 +19,9 @@ from types import ModuleType
 
 import numpy as np
 
-from grader.viz.embedding import WEIGHT_NAMES, embed, init_weights, tokenize
 from grader.errors import ConfigError, UsageError
+from grader.grading.reference import load_reference
+from grader.viz.embedding import WEIGHT_NAMES, embed, init_weights, tokenize
 
 SCHEMA_VERSION = 1
 
@@ -228,9 +229,7 @@ def trace_sentence(
         raise UsageError("the sentence is empty; pass some words, e.g. --sentence \"the cat sat\"")
     check_heads(d_model, num_heads)
     if reference is None:
-        from grader.assignments.reference import load_reference
-
-        reference = load_reference()
+        reference = load_reference()  # ConfigError where the solutions are not installed (a student release)
     return trace_reference(
         reference=reference,
         inputs=embed(tokens, d_model),

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.grading.case import Case, Sizes
-from grader.assignments.reference import load_reference
+from grader.grading.reference import load_reference
 from grader.assignments.twinning import CaseSets, Twin, floats, with_expectations
 
 ASSIGNMENT = "attention_backward"

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.assignments.reference import load_reference
+from grader.grading.reference import load_reference
 from grader.assignments.twinning import CaseSets, Twin, floats, with_expectations
 from grader.grading.case import Case, ErrorRule, Sizes, link_companions, stability_logits
 

@@ -1,26 +1,25 @@
 """Hidden checks of the backward pass, on sizes and values drawn from the student's seed."""
 
-import pytest
-
+from grader.grading.marker import mha
 from grader.assignments.attention_backward import GRADIENT_NAMES
 from grader.grading.gradients import expect_gradients
 
-pytestmark = pytest.mark.mha(visibility="hidden")
+pytestmark = mha(visibility="hidden")
 
 
-@pytest.mark.mha(points=2, function="softmax_backward")
+@mha(points=2, function="softmax_backward")
 def test_softmax_backward_on_drawn_inputs(student, cases):
     for name in ("softmax/rows", "softmax/4d"):
         expect_gradients(student, cases[name], GRADIENT_NAMES["softmax_backward"])
 
 
-@pytest.mark.mha(points=3, function="attention_backward")
+@mha(points=3, function="attention_backward")
 def test_attention_backward_on_drawn_inputs(student, cases):
     for name in ("attention/cross", "attention/self"):
         expect_gradients(student, cases[name], GRADIENT_NAMES["attention_backward"])
 
 
-@pytest.mark.mha(points=3, function="backward")
+@mha(points=3, function="backward")
 def test_layer_backward_on_drawn_inputs(student, cases):
     for name in ("layer/cross", "layer/self"):
         expect_gradients(student, cases[name], GRADIENT_NAMES["backward"])

@@ -1,34 +1,33 @@
 """Public checks of the backward pass, against central-difference numerical gradients."""
 
-import pytest
-
+from grader.grading.marker import mha
 from grader.assignments.attention_backward import GRADIENT_NAMES
 from grader.grading.gradients import expect_gradients
 
-pytestmark = pytest.mark.mha(visibility="public")
+pytestmark = mha(visibility="public")
 
 
-@pytest.mark.mha(points=3, function="softmax_backward", probes=("backward-elementwise-softmax",))
+@mha(points=3, function="softmax_backward", probes=("backward-elementwise-softmax",))
 def test_softmax_backward_applies_the_whole_jacobian(student, cases):
     for name in ("softmax/rows", "softmax/4d"):
         expect_gradients(student, cases[name], GRADIENT_NAMES["softmax_backward"])
 
 
-@pytest.mark.mha(points=4, function="attention_backward", probes=("backward-no-scale", "backward-transpose-mixup"))
+@mha(points=4, function="attention_backward", probes=("backward-no-scale", "backward-transpose-mixup"))
 def test_attention_backward_for_cross_attention(student, cases):
     expect_gradients(student, cases["attention/cross"], GRADIENT_NAMES["attention_backward"])
 
 
-@pytest.mark.mha(points=2, function="attention_backward", probes=("backward-transpose-mixup",))
+@mha(points=2, function="attention_backward", probes=("backward-transpose-mixup",))
 def test_attention_backward_for_self_attention(student, cases):
     expect_gradients(student, cases["attention/self"], GRADIENT_NAMES["attention_backward"])
 
 
-@pytest.mark.mha(points=4, function="backward", probes=("backward-projection-transpose",))
+@mha(points=4, function="backward", probes=("backward-projection-transpose",))
 def test_layer_backward_gives_input_and_weight_gradients(student, cases):
     expect_gradients(student, cases["layer/cross"], GRADIENT_NAMES["backward"])
 
 
-@pytest.mark.mha(points=2, function="backward", probes=("backward-projection-transpose",))
+@mha(points=2, function="backward", probes=("backward-projection-transpose",))
 def test_layer_backward_for_self_attention(student, cases):
     expect_gradients(student, cases["layer/self"], GRADIENT_NAMES["backward"])

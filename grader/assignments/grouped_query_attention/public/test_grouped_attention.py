@@ -1,11 +1,10 @@
 """Public checks of GroupedQueryAttention: the constructor and forward."""
 
-import pytest
-
+from grader.grading.marker import mha
 from grader.grading.checks import CheckFailure, did_not_return, expect_value, failure_from_error, is_missing
 from grader.content.messages import Message
 
-pytestmark = pytest.mark.mha(visibility="public")
+pytestmark = mha(visibility="public")
 CLASS = "GroupedQueryAttention"
 
 
@@ -16,7 +15,7 @@ def _unless_still_the_stub(student, cases):
         raise CheckFailure(Message("not_implemented", {"function": CLASS}), misconception="not-implemented")
 
 
-@pytest.mark.mha(points=2, function="__init__", probes=("gqa-no-divisibility-check",))
+@mha(points=2, function="__init__", probes=("gqa-no-divisibility-check",))
 def test_constructor_rejects_query_heads_the_kv_heads_do_not_divide(student, cases):
     for d_model, heads, kv_heads in ((24, 6, 4), (12, 4, 3)):
         outcome = student.sandbox.call_method(CLASS, init=(d_model, heads, kv_heads))
@@ -35,7 +34,7 @@ def test_constructor_rejects_query_heads_the_kv_heads_do_not_divide(student, cas
                            misconception="error", outcome="error")
 
 
-@pytest.mark.mha(points=2, function="__init__", probes=("gqa-full-kv-projections",))
+@mha(points=2, function="__init__", probes=("gqa-full-kv-projections",))
 def test_key_and_value_projections_produce_only_the_kv_heads(student, cases):
     case = cases["init/shapes"]
     outcome = student.invoke(case)
@@ -55,17 +54,17 @@ def test_key_and_value_projections_produce_only_the_kv_heads(student, cases):
                        misconception="gqa-full-kv-projections" if full else "wrong-shape")
 
 
-@pytest.mark.mha(points=4, function="forward", probes=("gqa-tile-not-repeat",))
+@mha(points=4, function="forward", probes=("gqa-tile-not-repeat",))
 def test_forward_shares_each_kv_head_within_its_group(student, cases):
     expect_value(student, cases["forward/grouped"])
     expect_value(student, cases["forward/grouped-weights"])
 
 
-@pytest.mark.mha(points=2, function="forward")
+@mha(points=2, function="forward")
 def test_one_kv_head_is_multi_query_attention(student, cases):
     expect_value(student, cases["forward/multi-query"])
 
 
-@pytest.mark.mha(points=1, function="forward")
+@mha(points=1, function="forward")
 def test_as_many_kv_heads_as_query_heads_is_multi_head_attention(student, cases):
     expect_value(student, cases["forward/multi-head"])

@@ -1,14 +1,14 @@
 """Public checks of repeat_kv: each key/value head serves a contiguous group of query heads."""
 
 import numpy as np
-import pytest
 
+from grader.grading.marker import mha
 from grader.grading.checks import expect_value, failure_from_error, failure_from_value
 
-pytestmark = pytest.mark.mha(function="repeat_kv", visibility="public")
+pytestmark = mha(function="repeat_kv", visibility="public")
 
 
-@pytest.mark.mha(points=1)
+@mha(points=1)
 def test_repeat_kv_shape(student, cases):
     case = cases["repeat/grouped"]
     outcome = student.invoke(case)
@@ -18,7 +18,7 @@ def test_repeat_kv_shape(student, cases):
         raise failure_from_value(case, outcome.value)
 
 
-@pytest.mark.mha(points=3, probes=("gqa-tile-not-repeat",))
+@mha(points=3, probes=("gqa-tile-not-repeat",))
 def test_repeat_kv_keeps_the_copies_of_each_head_together(student, cases):
     for name in ("repeat/grouped", "repeat/identity", "repeat/one-kv-head"):
         expect_value(student, cases[name])

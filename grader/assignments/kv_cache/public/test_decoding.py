@@ -1,21 +1,21 @@
 """Public checks of CausalSelfAttention.forward, with and without the cache."""
 
 import numpy as np
-import pytest
 
+from grader.grading.marker import mha
 from grader.grading.checks import CheckFailure, expect_value
 from grader.content.messages import Message
 from grader.grading.steps import expect_steps
 
-pytestmark = pytest.mark.mha(function="forward", visibility="public")
+pytestmark = mha(function="forward", visibility="public")
 
 
-@pytest.mark.mha(points=3)
+@mha(points=3)
 def test_forward_without_cache_is_causal_self_attention(student, cases):
     expect_value(student, cases["forward/full"])
 
 
-@pytest.mark.mha(points=4, probes=("kv-cache-not-appended", "kv-cache-recomputes-old", "kv-cache-mask-no-offset"))
+@mha(points=4, probes=("kv-cache-not-appended", "kv-cache-recomputes-old", "kv-cache-mask-no-offset"))
 def test_decoding_step_by_step_equals_the_full_causal_forward(student, cases):
     case = cases["forward/decode"]
     try:
@@ -30,11 +30,11 @@ def test_decoding_step_by_step_equals_the_full_causal_forward(student, cases):
         raise
 
 
-@pytest.mark.mha(points=3, probes=("kv-cache-no-self-attend", "kv-cache-mask-no-offset"))
+@mha(points=3, probes=("kv-cache-no-self-attend", "kv-cache-mask-no-offset"))
 def test_new_tokens_attend_to_the_cache_and_to_themselves(student, cases):
     expect_steps(student, cases["forward/after-cached"])
 
 
-@pytest.mark.mha(points=2, probes=("kv-cache-not-appended",))
+@mha(points=2, probes=("kv-cache-not-appended",))
 def test_the_cache_holds_the_projected_keys_and_values_per_head(student, cases):
     expect_steps(student, cases["forward/cache-contents"])

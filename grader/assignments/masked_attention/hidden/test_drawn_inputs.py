@@ -1,10 +1,9 @@
 """Hidden checks of the masked-attention exercise, on sizes and values drawn from the student's seed."""
 
-import pytest
-
+from grader.grading.marker import mha
 from grader.grading.checks import expect_unchanged, expect_value
 
-pytestmark = pytest.mark.mha(visibility="hidden")
+pytestmark = mha(visibility="hidden")
 
 
 def _all(student, cases, prefix):
@@ -12,23 +11,23 @@ def _all(student, cases, prefix):
         expect_value(student, cases[name])
 
 
-@pytest.mark.mha(points=2, function="causal_mask")
+@mha(points=2, function="causal_mask")
 def test_causal_mask_on_drawn_sizes(student, cases):
     _all(student, cases, "causal/")
 
 
-@pytest.mark.mha(points=1, function="padding_mask")
+@mha(points=1, function="padding_mask")
 def test_padding_mask_on_drawn_lengths(student, cases):
     _all(student, cases, "padding/")
 
 
-@pytest.mark.mha(points=3, function="masked_softmax")
+@mha(points=3, function="masked_softmax")
 def test_masked_softmax_on_drawn_inputs(student, cases):
     _all(student, cases, "softmax/")
     expect_unchanged(student, cases["softmax/causal"])
 
 
-@pytest.mark.mha(points=3, function="masked_attention")
+@mha(points=3, function="masked_attention")
 def test_masked_attention_on_drawn_inputs(student, cases):
     _all(student, cases, "attention/")
     expect_unchanged(student, cases["attention/padding"])

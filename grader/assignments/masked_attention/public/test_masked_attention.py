@@ -1,33 +1,32 @@
 """Public checks of masked_attention."""
 
-import pytest
-
+from grader.grading.marker import mha
 from grader.grading.checks import expect_unchanged, expect_value
 
-pytestmark = pytest.mark.mha(function="masked_attention", visibility="public")
+pytestmark = mha(function="masked_attention", visibility="public")
 
 
-@pytest.mark.mha(points=3, probes=("mask-after-softmax", "mask-zero-fill", "mask-inverted"))
+@mha(points=3, probes=("mask-after-softmax", "mask-zero-fill", "mask-inverted"))
 def test_causal_self_attention(student, cases):
     expect_value(student, cases["attention/causal"])
 
 
-@pytest.mark.mha(points=2)
+@mha(points=2)
 def test_padded_cross_attention_with_earlier_tokens(student, cases):
     expect_value(student, cases["attention/padding"])
     expect_value(student, cases["attention/cached-causal-padding"])
 
 
-@pytest.mark.mha(points=1)
+@mha(points=1)
 def test_no_mask_is_plain_attention(student, cases):
     expect_value(student, cases["attention/no-mask"])
 
 
-@pytest.mark.mha(points=1, probes=("mask-fully-masked-nan",))
+@mha(points=1, probes=("mask-fully-masked-nan",))
 def test_an_all_padding_sequence_gives_zero_output(student, cases):
     expect_value(student, cases["attention/empty-sequence"])
 
 
-@pytest.mark.mha(points=1, probes=("mask-mutates-input",))
+@mha(points=1, probes=("mask-mutates-input",))
 def test_masked_attention_leaves_its_inputs_unchanged(student, cases):
     expect_unchanged(student, cases["attention/cached-causal-padding"])

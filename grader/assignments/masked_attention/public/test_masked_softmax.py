@@ -1,21 +1,21 @@
 """Public checks of masked_softmax."""
 
 import numpy as np
-import pytest
 
+from grader.grading.marker import mha
 from grader.grading.checks import CheckFailure, expect_unchanged, expect_value, failure_from_value
 from grader.content.messages import Message
 
-pytestmark = pytest.mark.mha(function="masked_softmax", visibility="public")
+pytestmark = mha(function="masked_softmax", visibility="public")
 
 
-@pytest.mark.mha(points=4, probes=("mask-after-softmax", "mask-zero-fill", "mask-inverted"))
+@mha(points=4, probes=("mask-after-softmax", "mask-zero-fill", "mask-inverted"))
 def test_masked_softmax_values(student, cases):
     expect_value(student, cases["softmax/causal"])
     expect_value(student, cases["softmax/padding"])
 
 
-@pytest.mark.mha(points=1)
+@mha(points=1)
 def test_masked_entries_get_exactly_zero_weight(student, cases):
     case = cases["softmax/padding"]
     value = student.invoke(case).value
@@ -28,7 +28,7 @@ def test_masked_entries_get_exactly_zero_weight(student, cases):
         raise failure
 
 
-@pytest.mark.mha(points=2, probes=("mask-fully-masked-nan",))
+@mha(points=2, probes=("mask-fully-masked-nan",))
 def test_a_fully_masked_row_is_all_zeros(student, cases):
     case = cases["softmax/fully-masked"]
     try:
@@ -41,12 +41,12 @@ def test_a_fully_masked_row_is_all_zeros(student, cases):
         raise
 
 
-@pytest.mark.mha(points=2)
+@mha(points=2)
 def test_masked_softmax_is_stable_for_large_logits(student, cases):
     expect_value(student, cases["softmax/stability"])
 
 
-@pytest.mark.mha(points=1, probes=("mask-mutates-input",))
+@mha(points=1, probes=("mask-mutates-input",))
 def test_masked_softmax_leaves_scores_and_mask_unchanged(student, cases):
     expect_unchanged(student, cases["softmax/padding"])
     expect_unchanged(student, cases["softmax/stability"])

@@ -1,11 +1,10 @@
 """Public checks of causal_mask and padding_mask."""
 
-import pytest
-
+from grader.grading.marker import mha
 from grader.grading.checks import CheckFailure, expect_value
 from grader.content.messages import Message
 
-pytestmark = pytest.mark.mha(visibility="public")
+pytestmark = mha(visibility="public")
 
 
 def _expect_boolean(student, case):
@@ -15,17 +14,17 @@ def _expect_boolean(student, case):
                            misconception="wrong-type")
 
 
-@pytest.mark.mha(points=3, function="causal_mask", probes=("mask-causal-off-by-one",))
+@mha(points=3, function="causal_mask", probes=("mask-causal-off-by-one",))
 def test_causal_mask_lets_each_token_see_itself_and_the_past(student, cases):
     _expect_boolean(student, cases["causal/square"])
 
 
-@pytest.mark.mha(points=2, function="causal_mask", probes=("mask-causal-no-offset",))
+@mha(points=2, function="causal_mask", probes=("mask-causal-no-offset",))
 def test_causal_mask_with_earlier_tokens_in_front(student, cases):
     expect_value(student, cases["causal/one-step"])
     expect_value(student, cases["causal/cached"])
 
 
-@pytest.mark.mha(points=2, function="padding_mask", probes=("mask-padding-broadcast",))
+@mha(points=2, function="padding_mask", probes=("mask-padding-broadcast",))
 def test_padding_mask_marks_real_tokens_and_broadcasts(student, cases):
     _expect_boolean(student, cases["padding/lengths"])

@@ -1,13 +1,12 @@
 """Hidden checks of memory_efficient_attention on sizes and values drawn from the student's seed."""
 
-import pytest
-
+from grader.grading.marker import mha
 from grader.grading.checks import expect_value
 
-pytestmark = pytest.mark.mha(function="memory_efficient_attention", visibility="hidden")
+pytestmark = mha(function="memory_efficient_attention", visibility="hidden")
 
 
-@pytest.mark.mha(points=4)
+@mha(points=4)
 def test_memory_efficient_attention_on_drawn_inputs(student, cases):
     for name in sorted(cases):
         expect_value(student, cases[name])

@@ -6,14 +6,14 @@ times larger than a block of it.
 """
 
 import numpy as np
-import pytest
 
+from grader.grading.marker import mha
 from grader.grading.case import same_value
 from grader.grading.checks import CheckFailure, failure_from_error
 from grader.content.messages import Message
 from grader.assignments.memory_efficient_attention.cases import FUNCTION, MEMORY_BLOCK, MEMORY_D_K, MEMORY_LENGTHS, memory_inputs
 
-pytestmark = pytest.mark.mha(function=FUNCTION, visibility="hidden")
+pytestmark = mha(function=FUNCTION, visibility="hidden")
 FLOAT_BYTES = 8
 
 
@@ -28,7 +28,7 @@ def _budget(length: int) -> int:
     return 8 * length * MEMORY_BLOCK * FLOAT_BYTES + 8 * length * MEMORY_D_K * FLOAT_BYTES
 
 
-@pytest.mark.mha(points=4, probes=("flash-materializes-scores",))
+@mha(points=4, probes=("flash-materializes-scores",))
 def test_peak_memory_grows_with_length_times_block(student, seed):
     peaks = {}
     for length in MEMORY_LENGTHS:

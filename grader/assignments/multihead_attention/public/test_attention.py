@@ -1,12 +1,12 @@
 """Public checks of scaled_dot_product_attention."""
 
 import numpy as np
-import pytest
 
+from grader.grading.marker import mha
 from grader.grading.checks import expect_unchanged, expect_value, expect_values, failure_from_error, failure_from_value
 from grader.content.messages import Message
 
-pytestmark = pytest.mark.mha(function="scaled_dot_product_attention", visibility="public")
+pytestmark = mha(function="scaled_dot_product_attention", visibility="public")
 
 
 def _pair(student, case):
@@ -22,29 +22,29 @@ def _pair(student, case):
     return value
 
 
-@pytest.mark.mha(points=2)
+@mha(points=2)
 def test_attention_shapes_for_cross_attention(student, cases):
     _pair(student, cases["attention/cross"])
 
 
-@pytest.mark.mha(points=2, probes=("attention-no-scale", "attention-wrong-scale", "attention-wrong-transpose",
+@mha(points=2, probes=("attention-no-scale", "attention-wrong-scale", "attention-wrong-transpose",
                                    "attention-softmax-wrong-axis", "attention-returns-scores",
                                    "attention-wrong-value-product", "attention-scale-after-softmax"))
 def test_attention_values(student, cases):
     expect_values(student, [cases["attention/cross"], cases["attention/self"], cases["attention/keys-as-wide"]])
 
 
-@pytest.mark.mha(points=1, probes=("softmax-unstable", "softmax-global-max"))
+@mha(points=1, probes=("softmax-unstable", "softmax-global-max"))
 def test_attention_is_stable_for_large_scores(student, cases):
     expect_value(student, cases["attention/large-logits"])
 
 
-@pytest.mark.mha(points=1)
+@mha(points=1)
 def test_attention_for_one_query_one_key_and_a_batch_of_one(student, cases):
     expect_values(student, [cases["attention/one-batch"], cases["attention/one-query"], cases["attention/one-key"]])
 
 
-@pytest.mark.mha(points=1)
+@mha(points=1)
 def test_attention_weights_sum_to_one_over_keys(student, cases):
     case = cases["attention/cross"]
     _, weights = _pair(student, case)
@@ -58,7 +58,7 @@ def test_attention_weights_sum_to_one_over_keys(student, cases):
         raise failure
 
 
-@pytest.mark.mha(points=1)
+@mha(points=1)
 def test_identical_keys_get_equal_weights(student, cases):
     case = cases["attention/identical-keys"]
     _, weights = _pair(student, case)
@@ -71,6 +71,6 @@ def test_identical_keys_get_equal_weights(student, cases):
         raise failure
 
 
-@pytest.mark.mha(points=1, probes=("attention-mutates-input",))
+@mha(points=1, probes=("attention-mutates-input",))
 def test_attention_leaves_its_inputs_unchanged(student, cases):
     expect_unchanged(student, cases["attention/cross"])

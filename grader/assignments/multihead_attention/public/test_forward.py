@@ -1,16 +1,16 @@
 """Public checks of MultiHeadAttention: the constructor and forward."""
 
 import numpy as np
-import pytest
 
+from grader.grading.marker import mha
 from grader.grading.checks import (CheckFailure, did_not_return, expect_unchanged, expect_value, expect_values,
                                    failure_from_error, failure_from_value, is_missing)
 from grader.content.messages import Message
 
-pytestmark = pytest.mark.mha(visibility="public")
+pytestmark = mha(visibility="public")
 
 
-@pytest.mark.mha(points=2, function="__init__", probes=("mha-no-divisibility-check",))
+@mha(points=2, function="__init__", probes=("mha-no-divisibility-check",))
 def test_constructor_rejects_a_width_the_heads_do_not_divide(student, cases):
     for d_model, heads in ((10, 3), (12, 5)):
         outcome = student.construct("MultiHeadAttention", d_model, heads)
@@ -33,7 +33,7 @@ def test_constructor_rejects_a_width_the_heads_do_not_divide(student, cases):
                            outcome="error")
 
 
-@pytest.mark.mha(points=1, function="forward")
+@mha(points=1, function="forward")
 def test_forward_shape_for_cross_attention(student, cases):
     case = cases["forward/cross"]
     outcome = student.invoke(case)
@@ -43,29 +43,29 @@ def test_forward_shape_for_cross_attention(student, cases):
         raise failure_from_value(case, outcome.value, student=student, reached=outcome.reached)
 
 
-@pytest.mark.mha(points=2, function="forward",
+@mha(points=2, function="forward",
                  probes=("mha-no-output-projection", "mha-wrong-projection", "mha-ignores-key-value",
                          "mha-kv-uses-query-length", "mha-adds-residual", "mha-adds-layer-norm"))
 def test_forward_values_for_cross_attention(student, cases):
     expect_value(student, cases["forward/cross"])
 
 
-@pytest.mark.mha(points=1, function="forward", probes=("softmax-unstable", "softmax-global-max"))
+@mha(points=1, function="forward", probes=("softmax-unstable", "softmax-global-max"))
 def test_forward_is_stable_for_large_scores(student, cases):
     expect_value(student, cases["forward/large-logits"])
 
 
-@pytest.mark.mha(points=2, function="forward", probes=("mha-wrong-weights-returned",))
+@mha(points=2, function="forward", probes=("mha-wrong-weights-returned",))
 def test_forward_returns_per_head_weights_when_asked(student, cases):
     expect_value(student, cases["forward/cross-weights"])
 
 
-@pytest.mark.mha(points=1, function="forward")
+@mha(points=1, function="forward")
 def test_forward_for_self_attention(student, cases):
     expect_value(student, cases["forward/self-weights"])
 
 
-@pytest.mark.mha(points=1, function="forward")
+@mha(points=1, function="forward")
 def test_one_head_is_plain_attention_of_the_projections(student, cases):
     case = cases["forward/one-head"]
     try:
@@ -79,11 +79,11 @@ def test_one_head_is_plain_attention_of_the_projections(student, cases):
         raise
 
 
-@pytest.mark.mha(points=1, function="forward")
+@mha(points=1, function="forward")
 def test_forward_for_one_query_one_key_and_a_batch_of_one(student, cases):
     expect_values(student, [cases["forward/one-batch"], cases["forward/one-query"], cases["forward/one-key"]])
 
 
-@pytest.mark.mha(points=1, function="forward", probes=("mha-mutates-input",))
+@mha(points=1, function="forward", probes=("mha-mutates-input",))
 def test_forward_leaves_its_inputs_unchanged(student, cases):
     expect_unchanged(student, cases["forward/cross"])

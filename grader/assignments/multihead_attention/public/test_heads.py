@@ -1,14 +1,14 @@
 """Public checks of split_heads and combine_heads, the inverse pair."""
 
 import numpy as np
-import pytest
 
+from grader.grading.marker import mha
 from grader.grading.checks import (CheckFailure, did_not_return, expect_unchanged, expect_value, expect_values,
                                    failure_from_error, failure_from_value, is_missing)
 from grader.content.messages import Message
 from grader.grading.case import same_value
 
-pytestmark = pytest.mark.mha(visibility="public")
+pytestmark = mha(visibility="public")
 
 
 def _expect_shape(student, case):
@@ -19,18 +19,18 @@ def _expect_shape(student, case):
         raise failure_from_value(case, outcome.value, student=student, reached=outcome.reached)
 
 
-@pytest.mark.mha(points=1, function="split_heads")
+@mha(points=1, function="split_heads")
 def test_split_heads_shape(student, cases):
     _expect_shape(student, cases["split/cross"])
 
 
-@pytest.mark.mha(points=3, function="split_heads",
+@mha(points=3, function="split_heads",
                  probes=("split-heads-no-transpose", "split-heads-interleaved", "split-heads-wrong-axes"))
 def test_split_heads_gives_each_head_a_contiguous_block(student, cases):
     expect_value(student, cases["split/cross"])
 
 
-@pytest.mark.mha(points=1, function="split_heads", probes=("split-heads-hardcoded-shape",))
+@mha(points=1, function="split_heads", probes=("split-heads-hardcoded-shape",))
 def test_split_heads_works_for_any_batch_and_length(student, cases):
     usual = cases["split/cross"]
     for name in ("split/one", "split/long"):
@@ -50,18 +50,18 @@ def test_split_heads_works_for_any_batch_and_length(student, cases):
             raise
 
 
-@pytest.mark.mha(points=1, function="combine_heads")
+@mha(points=1, function="combine_heads")
 def test_combine_heads_shape(student, cases):
     _expect_shape(student, cases["combine/cross"])
 
 
-@pytest.mark.mha(points=3, function="combine_heads",
+@mha(points=3, function="combine_heads",
                  probes=("combine-heads-no-transpose", "combine-heads-wrong-order"))
 def test_combine_heads_concatenates_heads_in_order(student, cases):
     expect_values(student, [cases["combine/cross"], cases["combine/long"]])
 
 
-@pytest.mark.mha(points=1, function="combine_heads")
+@mha(points=1, function="combine_heads")
 def test_combine_heads_undoes_split_heads(student, cases):
     case = cases["split/cross"]
     split = student.invoke(case)
@@ -82,7 +82,7 @@ def test_combine_heads_undoes_split_heads(student, cases):
                            misconception="numeric-mismatch")
 
 
-@pytest.mark.mha(points=1, function="split_heads", probes=("mha-mutates-input",))
+@mha(points=1, function="split_heads", probes=("mha-mutates-input",))
 def test_split_and_combine_leave_their_input_unchanged(student, cases):
     expect_unchanged(student, cases["split/cross"])
     if not did_not_return(student.invoke(cases["combine/cross"])):  # a hang or crash is combine_heads' own checks' to report

@@ -1,15 +1,15 @@
 """Public checks of softmax: shapes, values, stability, -inf, purity."""
 
 import numpy as np
-import pytest
 
+from grader.grading.marker import mha
 from grader.grading.checks import CheckFailure, expect_unchanged, expect_value, expect_values, failure_from_error, failure_from_value
 from grader.content.messages import Message
 
-pytestmark = pytest.mark.mha(function="softmax", visibility="public")
+pytestmark = mha(function="softmax", visibility="public")
 
 
-@pytest.mark.mha(points=2)
+@mha(points=2)
 def test_softmax_keeps_the_shape(student, cases):
     for name in ("softmax/1d", "softmax/2d", "softmax/4d"):
         case = cases[name]
@@ -20,12 +20,12 @@ def test_softmax_keeps_the_shape(student, cases):
             raise failure_from_value(case, outcome.value, student=student, reached=outcome.reached)
 
 
-@pytest.mark.mha(points=3)
+@mha(points=3)
 def test_softmax_values(student, cases):
     expect_values(student, [cases[name] for name in ("softmax/1d", "softmax/2d", "softmax/4d", "softmax/square")])
 
 
-@pytest.mark.mha(points=1)
+@mha(points=1)
 def test_softmax_rows_sum_to_one(student, cases):
     case = cases["softmax/4d"]
     value = student.invoke(case).value
@@ -40,7 +40,7 @@ def test_softmax_rows_sum_to_one(student, cases):
         raise failure
 
 
-@pytest.mark.mha(points=1)
+@mha(points=1)
 def test_softmax_ignores_a_constant_added_to_a_row(student, cases):
     case = cases["softmax/2d"]
     base = expect_value(student, case)
@@ -56,17 +56,17 @@ def test_softmax_ignores_a_constant_added_to_a_row(student, cases):
                            misconception="numeric-mismatch")
 
 
-@pytest.mark.mha(points=3, probes=("softmax-unstable", "softmax-global-max"))
+@mha(points=3, probes=("softmax-unstable", "softmax-global-max"))
 def test_softmax_is_stable_for_large_logits(student, cases):
     expect_values(student, [cases["softmax/stability"], cases["softmax/stability-row"]])
 
 
-@pytest.mark.mha(points=1)
+@mha(points=1)
 def test_softmax_gives_zero_weight_to_minus_infinity(student, cases):
     expect_value(student, cases["softmax/neg-inf"])
 
 
-@pytest.mark.mha(points=1, probes=("softmax-mutates-input",))
+@mha(points=1, probes=("softmax-mutates-input",))
 def test_softmax_leaves_its_input_unchanged(student, cases):
     expect_unchanged(student, cases["softmax/2d"])
     expect_unchanged(student, cases["softmax/stability"])
