@@ -1,7 +1,8 @@
 """One error hierarchy; ``grader.cli`` turns it into exit codes in one place.
 
-Exit codes: 0 everything passed (or a batch finished), 1 checks failed,
-2 usage or configuration error.
+Exit codes: 0 everything passed (or a batch finished), 1 checks failed (or
+``mha merge`` refused some folders and merged the rest), 2 usage or
+configuration error.
 """
 
 
@@ -25,5 +26,11 @@ class ContentError(MhaError):
 
 class ChecksFailed(MhaError):
     """Some checks failed; the report has already been printed."""
+
+    exit_code = 1
+
+
+class ShardsRefused(MhaError):
+    """``mha merge`` refused some folders (each named already) and merged the others."""
 
     exit_code = 1

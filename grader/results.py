@@ -83,6 +83,8 @@ class SubmissionResult:
     seed: int | None = None
     duration: float = 0.0
     submission: str | None = None  # the graded file's path inside SUBMISSIONS (set by a batch)
+    file: str | None = None  # the file graded, as outputs name it (None: none could be)
+    set_aside: tuple[str, ...] = ()  # the student's other candidate files, not graded (grader.entries.choosing)
     # ``error`` and ``notes`` as data (see ``TestResult.messages``), for renderers in any language
     error_messages: tuple = ()
     note_messages: tuple = ()  # one tuple of parts per note
@@ -102,6 +104,7 @@ class SubmissionResult:
         data["misconceptions"] = list(self.misconceptions)
         data["tests"] = [test.to_dict() for test in self.tests]
         data["notes"] = list(self.notes)
+        data["set_aside"] = list(self.set_aside)
         data["error_messages"] = list(self.error_messages)
         data["note_messages"] = [list(parts) for parts in self.note_messages]
         return data
@@ -113,6 +116,7 @@ class SubmissionResult:
         values["misconceptions"] = tuple(values.get("misconceptions", ()))
         values["tests"] = tuple(TestResult.from_dict(t) for t in values.get("tests", ()))
         values["notes"] = tuple(values.get("notes", ()))
+        values["set_aside"] = tuple(str(item) for item in values.get("set_aside") or ())
         values["error_messages"] = tuple(values.get("error_messages", ()))
         values["note_messages"] = tuple(tuple(parts) for parts in values.get("note_messages", ()))
         values["adjustments"] = tuple(dict(item) for item in values.get("adjustments") or ())

@@ -75,9 +75,13 @@ class ClassTally:
     isolation: Counter = field(default_factory=Counter)
     roster: list[RosterRow] = field(default_factory=list)  # every student, in the order added
     adjusted: int = 0  # students whose score an adjustment changed or annotated
+    set_aside: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)  # (student, file, others)
 
     def add(self, result: dict) -> None:
         self.students += 1
+        if result.get("set_aside"):
+            self.set_aside.append((str(result.get("student")), str(result.get("file") or ""),
+                                   tuple(str(name) for name in result["set_aside"])))
         final = result.get("final_score")
         adjustments = tuple(str(item.get("reason") or item.get("kind") or "") for item in result.get("adjustments") or ())
         self.adjusted += bool(adjustments)

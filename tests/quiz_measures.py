@@ -173,6 +173,8 @@ def flops_per_token(v):
     x = counted(random(1, v["seq"], d_model))
     layer.forward(x, x, x)
     attention_per_token = (CountingArray.flops[3] + CountingArray.flops[4]) / v["seq"]
+    parameters = 12 * v["layers"] * d_model**2 + 50257 * d_model  # the blocks and the embedding
+    assert abs(v["millions_of_parameters"] * 1e6 - parameters) <= 0.5e6  # the stated N is this model's
     weights = 3 * projection_flops_per_parameter_token() * v["millions_of_parameters"] * 1e6
     return weights + 3 * attention_per_token * v["layers"]
 
@@ -180,7 +182,7 @@ def flops_per_token(v):
 def model_flops_utilisation(v):
     tokens_per_second = v["thousands_of_tokens_per_second"] * 1000
     needed = 3 * projection_flops_per_parameter_token() * v["billions_of_parameters"] * 1e9
-    return needed * tokens_per_second / (v["peak_teraflops"] * 1e12) * 100
+    return needed * tokens_per_second / (v["gpus"] * v["peak_teraflops"] * 1e12) * 100
 
 
 def one_head_weights(seq):
@@ -395,6 +397,37 @@ def ring_block_scores(v):
     queries = np.array_split(np.arange(v["seq"]), v["devices"])
     keys = np.array_split(np.arange(v["seq"]), v["devices"])
     return queries[0].size * keys[1].size
+
+
+# --- memory traffic, heads' memory, cache against weights, cache offsets ------------------
+
+def naive_intensity(v):
+    """FLOPs of the two products over the bytes of the (T, S) arrays written and read back."""
+    seq, d_k = v["seq"], v["d_k"]
+    q, k, val = (np.ones((seq, d_k), dtype=np.float16) for _ in range(3))
+    scores = q @ k.T  # (T, S), written, then read by the softmax
+    weights = np.ones_like(scores)  # (T, S), written, then read by weights @ V
+    flops = 2 * q.shape[0] * k.shape[0] * q.shape[1] + 2 * weights.shape[0] * weights.shape[1] * val.shape[1]
+    moved = 2 * scores.nbytes + 2 * weights.nbytes
+    return flops / moved
+
+
+def weights_memory_growth(v):
+    def weights_bytes(heads):
+        return np.zeros((v["batch"], heads, v["seq"], v["seq"]), dtype=np.float32).nbytes
+
+    return (weights_bytes(v["num_heads"] * v["factor"]) - weights_bytes(v["num_heads"])) / 2**20
+
+
+def context_where_cache_equals_weights(v):
+    per_token = np.zeros((2, 32, 32, 128), dtype=np.float16).nbytes  # K and V, 32 layers, 32 heads
+    return 13.5e9 / (per_token * v["batch"])
+
+
+def last_key_seen(v):
+    cached, new = v["cached"], v["new"]
+    mask = np.tril(np.ones((new, cached + new), dtype=bool), k=cached)  # (T, S), queries after the cache
+    return int(np.flatnonzero(mask[v["index"]])[-1])
 
 
 # --- sampling ----------------------------------------------------------------------------

@@ -64,7 +64,7 @@ def test_every_layout_of_the_contract_gives_one_submission_per_student(tmp_path)
     assert entries["dave"].path.name == "my work.ipynb"
     assert entries["erin"].path.name == "only_file.py"
     assert ignored == ["notes.txt", "alice_quiz.answers.toml"]
-    assert entries["alice"].answers == root / "alice.answers.toml"
+    assert entries["alice"].answers.path == root / "alice.answers.toml"
 
 
 def test_in_a_folder_the_assignment_file_wins_and_checkpoints_are_skipped(tmp_path):
@@ -104,12 +104,14 @@ def test_symlinks_and_paths_leading_outside_are_refused_not_followed(tmp_path):
     assert "symbolic link" in entries["leo"].refusal.render("en")
 
 
-def test_two_entries_for_one_student_are_refused(tmp_path):
+def test_two_entries_for_one_student_grade_the_one_that_can_be_graded_and_name_the_other(tmp_path):
     root = tmp_path / "class"
     write(root / "mia.py")
-    write(root / "mia.ipynb", "{}")
+    write(root / "mia.ipynb", "{}")  # not a notebook: never chosen over code
     entries = by_student(discover_submissions(root, assignment=ASSIGNMENT)[0])
-    assert entries["mia"].path is None and "keep exactly one" in entries["mia"].refusal.render("en")
+    assert entries["mia"].refusal is None and entries["mia"].path == root / "mia.py"
+    assert entries["mia"].set_aside == ("mia.ipynb",)
+    assert "mia.ipynb" in entries["mia"].notes[-1].render("en")
 
 
 def test_shards_split_the_sorted_class_without_overlap():
@@ -350,14 +352,16 @@ def test_a_hard_link_anywhere_in_an_entry_refuses_the_student(tmp_path):
     os.link(secret, root / "quinn.answers.toml")
     entries = by_student(discover_submissions(root, assignment=ASSIGNMENT)[0])
     assert entries["ann"].refusal is None
-    for student, name in (("eve", "eve.py"), ("mallory", "data/notes.txt"), ("quinn", "quinn.answers.toml")):
+    for student, name in (("eve", "eve.py"), ("mallory", "data/notes.txt")):
         assert entries[student].path is None, student
         text = entries[student].refusal.render("en")
         assert "hard links" in text and name in text, text
+    # a hard-linked answers file costs the quiz (graded as an error), never the code
+    assert entries["quinn"].refusal is None and "hard links" in entries["quinn"].answers.render("en")
 
 
 def test_a_folder_deeper_than_the_cap_is_refused_without_recursion(tmp_path):
-    from grader.batch.discovery import MAX_DEPTH
+    from grader.entries.entry import MAX_DEPTH
 
     root = tmp_path / "class"
     here = str(root / "deep")

@@ -51,5 +51,6 @@ def test_one_run_asks_three_questions_then_checks(tmp_path, monkeypatch):
     result = CliRunner().invoke(root, arguments, input="(1, 2)\n" * 12)
     assert result.output.count("Try once more, with new numbers.") == 3 and result.output.count("Why:") == 3
     assert "scaled_dot_product_attention: a question comes first for these, next time" in result.output
+    assert "Not checked yet: scaled_dot_product_attention, still locked" in result.output
     assert all(is_unlocked(name) for name in functions[:3]) and not is_unlocked(functions[3])
     assert result.exit_code == 0, result.output  # the three unlocked functions were checked, and passed

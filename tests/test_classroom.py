@@ -127,3 +127,29 @@ def test_mha_grade_of_collected_repositories_grades_the_script(starter, tmp_path
     (result,) = json.loads((tmp_path / "graded" / "results.json").read_text(encoding="utf-8"))
     assert result["submission"] == f"alice-mha/exercises/{ASSIGNMENT}.py"
     assert result["score"] == result["max_score"] and summary.students == 1
+
+
+def test_a_student_who_worked_in_the_notebook_earns_the_steps_and_the_grade(starter, tmp_path):
+    """The script left as handed out, the notebook completed: the workflow and `mha grade` grade the notebook."""
+    import json
+
+    import nbformat
+    from click.testing import CliRunner
+
+    from grader.cli import root
+
+    repositories = tmp_path / "student-repos"
+    repository = repositories / "bo-mha"
+    shutil.copytree(starter, repository)
+    notebook_path = repository / "exercises" / "notebooks" / f"{ASSIGNMENT}.ipynb"
+    notebook = nbformat.read(notebook_path, as_version=4)
+    notebook.cells.append(nbformat.v4.new_code_cell((PROJECT / "solutions" / f"{ASSIGNMENT}.py").read_text("utf-8")))
+    nbformat.write(notebook, notebook_path)
+    total = sum(float(step["with"]["max-score"]) for step in graded_steps(repository))
+    assert sum(run_like_the_command_grader(repository).values()) == total
+    done = CliRunner().invoke(root, ["grade", str(repositories), "--out", str(tmp_path / "graded"), "--jobs", "1"])
+    assert done.exit_code == 0, done.output
+    (result,) = json.loads((tmp_path / "graded" / "results.json").read_text(encoding="utf-8"))
+    assert result["file"] == f"bo-mha/exercises/notebooks/{ASSIGNMENT}.ipynb"
+    assert f"bo-mha/exercises/{ASSIGNMENT}.py" in result["set_aside"]  # beside the untouched Chinese notebook
+    assert result["score"] == result["max_score"]

@@ -8,6 +8,8 @@ except in CI (``CI`` set), where a missing browser is a failure.
 
 from __future__ import annotations
 
+import re
+
 import json
 import os
 import struct
@@ -124,6 +126,14 @@ def test_global_view_labels_every_shape_with_python_values(page, python_data, sc
     shot(page, screenshots, "global-desktop", 1366)
 
 
+def test_no_view_shows_a_stray_null_or_undefined(page):
+    for mode in ("global", "local", "dynamic", "static"):
+        page.click(f"#tab-{mode}")
+        text = js(page, f"document.querySelector('#panel-{mode}').innerText")
+        assert not re.search(r"\b(null|undefined|NaN)\b", text), (mode, text[:300])
+    page.click("#tab-global")
+
+
 def test_heads_offer_only_divisors_and_say_why(page):
     values = js(page, "[...document.querySelectorAll('input[name=heads]')].map((n) => Number(n.value))")
     assert values == [1, 2, 4, 8, 16]
@@ -172,6 +182,11 @@ def test_global_head_opens_the_local_view(page):
 def test_dynamic_view_steps_plays_and_pauses(page, python_data, screenshots):
     page.click("#tab-dynamic")
     counter = "document.querySelector('#step-counter').textContent"
+    assert js(page, counter) == "step 1 of 13"
+    page.press("ArrowRight")  # straight after the click: the arrow steps, it does not switch tabs
+    assert js(page, "document.querySelector('[role=tab][aria-selected=true]').id") == "tab-dynamic"
+    assert js(page, counter) == "step 2 of 13"
+    page.press("ArrowLeft")
     assert js(page, counter) == "step 1 of 13"
     page.click("#step-forward")
     page.click("#step-forward")

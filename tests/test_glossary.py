@@ -32,7 +32,7 @@ TYPOGRAPHY = {
     "half-width punctuation before Chinese": re.compile(rf"[,;:?!] *[{HAN}]"),
     "no space between Chinese and Latin": re.compile(rf"[{HAN}][A-Za-z0-9(\[]|[A-Za-z0-9)\]][{HAN}]"),
     "a space between Chinese characters": re.compile(rf"[{HAN}] +[{HAN}]"),
-    "a space beside full-width punctuation": re.compile(r" [，。；：？！、）]|[，。；：？！、（] "),
+    "a space beside full-width punctuation": re.compile(r" [，。；：？！、）”’]|[，。；：？！、（“‘] | “|” "),
     "ASCII brackets around Chinese": re.compile(rf"\([^()]*[{HAN}][^()]*\)"),
 }
 

@@ -263,3 +263,21 @@ def test_setup_sh_installs_the_bundle_and_run_autograder_matches_mha_grade(bundl
         assert isolation.split(" (")[0] == expected[student]["isolation"].split(" (")[0]
         assert ("WARNING:" in isolation) == ("WARNING:" in expected[student]["isolation"])
     print(f"\nsetup.sh {setup_seconds:.1f} s; run_autograder " + ", ".join(f"{t:.2f} s" for t in timings))
+
+
+def test_an_upload_of_the_untouched_script_and_a_worked_notebook_grades_the_notebook(bundle, tmp_path):
+    root_folder = unpack(bundle, tmp_path / "autograder")
+    place(root_folder, "alice@example.edu")
+    submission = root_folder / "submission"
+    for path in list(submission.iterdir()):
+        path.unlink()
+    shutil.copy(PROJECT / "exercises" / f"{ASSIGNMENT}.py", submission / f"{ASSIGNMENT}.py")  # as handed out
+    import nbformat
+
+    worked = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(REFERENCE.read_text(encoding="utf-8"))])
+    nbformat.write(worked, submission / f"{ASSIGNMENT}.ipynb")
+    results = grade_upload(root=root_folder)
+    assert results["extra_data"]["submission"] == f"{ASSIGNMENT}.ipynb"
+    assert results["score"] == sum(test["max_score"] for test in results["tests"])
+    shown = ASSIGNMENT.replace("_", "\\_")  # as Markdown shows it
+    assert f"Graded `{shown}.ipynb`" in results["output"] and f"{shown}.py" in results["output"]

@@ -93,7 +93,8 @@ def test_the_sheet_is_the_instructors_and_a_missing_answers_file_scores_zero_of_
         + "".join(f"{json.dumps(posed.id)} = {json.dumps(expected_text(posed, 'en'))}\n" for posed in easy.questions),
         encoding="utf-8")
     (submissions / "dora.answers.toml").write_text("not toml at all [[[", encoding="utf-8")
-    done = CliRunner().invoke(root, ["grade", str(submissions), "--out", str(tmp_path / "out"), "--jobs", "1"])
+    done = CliRunner().invoke(root, ["grade", str(submissions), "--out", str(tmp_path / "out"), "--jobs", "1",
+                                     "--quiz-points", "1"])
     assert done.exit_code == 0, done.output
     results = {r["student"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
     assert len({result["max_score"] for result in results.values()}) == 1  # the same sheet size for everyone
@@ -122,3 +123,63 @@ def test_points_per_level_and_bad_points():
     for bad in ("expert=5", "-1", "basic=-2", "nan"):
         with pytest.raises(UsageError):
             parse_points(bad)
+
+
+def _grade(tmp_path, submissions, *options, out="out"):
+    done = CliRunner().invoke(root, ["grade", str(submissions), "--out", str(tmp_path / out), "--jobs", "1", *options])
+    assert done.exit_code == 0, done.output
+    return {r["student"]: r for r in json.loads((tmp_path / out / "results.json").read_text())}
+
+
+def test_one_students_answers_file_changes_no_score_without_a_quiz_option(tmp_path):
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    for student in ("alice", "bob", "carol"):
+        shutil.copy(REFERENCE, submissions / f"{student}.py")
+    answers, _ = answered_file(tmp_path, "carol", right=4)
+    shutil.copy(answers, submissions / "carol.answers.toml")
+    results = _grade(tmp_path, submissions)
+    code = sum(t["max_score"] for t in results["alice"]["tests"])
+    assert {result["max_score"] for result in results.values()} == {code}  # nobody's maximum moved
+    assert not any(quiz_tests(result) for result in results.values())
+    assert results["carol"]["score"] == results["alice"]["score"] == code
+    assert any("grades no quiz" in note for note in results["carol"]["notes"])
+    assert not any("quiz" in note for note in results["alice"]["notes"])
+    assert "carol.answers.toml" in (tmp_path / "out" / "feedback" / "carol.md").read_text(encoding="utf-8")
+
+
+def test_every_sheet_of_a_run_is_worth_the_same_with_points_per_level(tmp_path):
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    students = [f"student{index}" for index in range(8)]
+    for student in students:
+        shutil.copy(REFERENCE, submissions / f"{student}.py")
+    results = _grade(tmp_path, submissions, "--quiz-points", "basic=1,intermediate=2,advanced=3")
+    worth = {sum(t["max_score"] for t in quiz_tests(results[student])) for student in students}
+    assert len(worth) == 1, worth  # before: 71, 72 and 73 in one class
+    assert len({results[student]["max_score"] for student in students}) == 1
+
+
+def test_a_fifo_or_a_huge_sparse_answers_file_costs_the_quiz_never_the_code(tmp_path):
+    import os
+
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    for student in ("zoe", "yan", "xia"):
+        shutil.copy(REFERENCE, submissions / f"{student}.py")
+    os.mkfifo(submissions / "zoe.answers.toml")  # opened with a plain open(), it blocks until a writer comes
+    with open(submissions / "yan.answers.toml", "wb") as sparse:
+        sparse.truncate(512 << 20)  # 512 MiB, no byte on disk
+    results = _grade(tmp_path, submissions, "--quiz-count", "3")
+    code = sum(t["max_score"] for t in results["xia"]["tests"] if t["function"] != "quiz")
+    for student in ("zoe", "yan"):
+        result = results[student]
+        assert result["status"] == "graded"
+        assert sum(t["score"] for t in result["tests"] if t["function"] != "quiz") == code  # the code: full marks
+        assert result["max_score"] == results["xia"]["max_score"]
+        (quiz,) = quiz_tests(result)
+        assert quiz["outcome"] == "error" and quiz["score"] == 0
+    assert "regular file" in quiz_tests(results["zoe"])[0]["message"]
+    assert "bytes" in quiz_tests(results["yan"])[0]["message"]
+    results = _grade(tmp_path, submissions, out="no-quiz")  # no quiz assigned: only a note, and no wait
+    assert {result["score"] for result in results.values()} == {code}

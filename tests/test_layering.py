@@ -72,6 +72,7 @@ LAYERS = (
     ("grader", "grader.cli", "grader.verbs", "grader.notebook", "grader.pytest_plugin"),  # entry points
     ("grader.authoring", "grader.similarity"),
     ("grader.batch", "grader.viz"),
+    ("grader.entries",),  # a student's entry: the file graded, read as found (mha check, mha grade, Gradescope)
     ("grader.practice", "grader.tinymodel"),  # the tiny model computes with the core exercise's blocks
     ("grader.assignments",),  # one folder per exercise; its suites are loaded by the runner by name
     ("grader.grading", "grader.render"),
@@ -140,11 +141,12 @@ EVERY = "every layer"
 ALLOWED = {
     "grader": EVERY, "grader.cli": EVERY, "grader.verbs": EVERY, "grader.notebook": EVERY,
     "grader.pytest_plugin": EVERY,
-    "grader.authoring": {"batch", "viz", "practice", "assignments", "grading", "render", "sandbox", "stubs",
-                         "tinymodel", "content"},
+    "grader.authoring": {"batch", "viz", "entries", "practice", "assignments", "grading", "render", "sandbox",
+                         "stubs", "tinymodel", "content"},
     "grader.similarity": {"batch", "grading", "render", "sandbox", "content"},
-    "grader.batch": {"practice", "grading", "render", "sandbox", "content"},
+    "grader.batch": {"entries", "practice", "grading", "render", "sandbox", "content"},
     "grader.viz": {"practice", "assignments", "grading", "render", "sandbox", "tinymodel", "content"},
+    "grader.entries": {"practice", "grading", "render", "sandbox", "content"},
     "grader.practice": {"grading", "stubs", "content"},
     "grader.assignments": {"grading", "sandbox", "content"},
     "grader.grading": {"sandbox", "content"},

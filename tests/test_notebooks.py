@@ -223,7 +223,7 @@ def test_with_stubs_every_check_reports_not_implemented(executed, lang):
     shown = check_outputs(notebook)
     assert len(shown) == 5
     for cell_id, html in shown.items():
-        outcomes = re.findall(r"data-misconception='([\w-]*)'><td>", html)
+        outcomes = re.findall(r"data-misconception='([\w-]*)'><td[^>]*>", html)
         assert outcomes and set(outcomes) == {"not-implemented"}, (cell_id, outcomes)
         assert "data-passed='false'" in html
     heatmaps = next(cell for cell in notebook.cells if cell.id == "heatmaps")

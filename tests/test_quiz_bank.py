@@ -129,13 +129,13 @@ def test_non_shapes_are_refused(typed):
 @pytest.mark.parametrize("typed,value", [
     ("1,048,576", 1048576), ("1_048_576", 1048576), ("1.05e6", 1.05e6), ("2.4M", 2.4e6),
     ("12 k", 12000), ("８", 8), ("-0.5", -0.5), (".25", 0.25), ("1 048 576", 1048576),
-    ("1/4", 0.25), ("3 / 8", 0.375), ("１／４", 0.25),
+    ("1/4", 0.25), ("3 / 8", 0.375), ("１／４", 0.25), ("42.5%", 42.5), ("42.5 ％", 42.5), ("１２％", 12),
 ])
 def test_numbers_are_read_leniently(typed, value):
     assert quiz_answers.parse_number(typed) == pytest.approx(value)
 
 
-@pytest.mark.parametrize("typed", ["", "abc", "1.2.3", "1e", "M", "3 1 2 4", "12 34", "1/0", "1/2/3"])
+@pytest.mark.parametrize("typed", ["", "abc", "1.2.3", "1e", "M", "3 1 2 4", "12 34", "1/0", "1/2/3", "%", "4%2"])
 def test_non_numbers_are_refused(typed):
     assert quiz_answers.parse_number(typed) is None
 
@@ -300,6 +300,15 @@ def test_option_length_does_not_give_the_answer_away(lang):
     # nor does "pick the second longest" work: no rank by length holds most answers
     ranks = collections.Counter(sum(other > right for other in others) for _, right, others in lengths)
     assert max(ranks.values()) <= len(lengths) / 2, ranks
+
+
+def test_a_missing_mask_offset_is_drilled_by_a_question_it_gets_wrong():
+    for misconception in ("mask-causal-no-offset", "kv-cache-mask-no-offset"):
+        assert questions_for_misconception(misconception)[0].id == "decoding-new-token-last-key"
+    question = default_bank().get("decoding-new-token-last-key")
+    for values in question.instances():
+        without_offset = values["index"]  # np.tril(np.ones((T, T))) for the new tokens alone
+        assert question.answer_for(values) != without_offset
 
 
 def test_the_linked_question_index_agrees_with_the_bank_and_follows_its_files(tmp_path, monkeypatch):

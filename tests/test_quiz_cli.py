@@ -17,7 +17,7 @@ from grader.cli import root
 from grader.practice.bank import KINDS, default_bank
 from grader.practice.prompts import PlainPrompter
 from grader.practice.plan import plan_quiz
-from grader.practice.session import run_session
+from grader.practice.session import run_session, summary_lines
 from grader.practice.review import load_progress
 from grader.practice.user_data import DATA_DIR_VARIABLE
 
@@ -136,11 +136,16 @@ def test_a_late_answer_does_not_count_and_ends_the_session():
     prompter = PlainPrompter(read=answer_after_twenty_seconds, write=shown.append)
     summary = run_session(questions=questions, lang="en", prompter=prompter, titles=default_bank().titles,
                           time_limit=30, clock_seconds=lambda: now[0])
-    assert summary.timed_out and len(summary.records) == 1 and summary.records[0].correct
+    assert summary.timed_out and len(summary.records) == 2 and summary.records[0].correct
+    late = summary.records[1]  # asked, answered after the limit: not right, and never "unanswered"
+    assert late.late and not late.correct and late.question == questions[1].id
     assert [line for line in shown if "Time left" in line][:2] == [
         line for line in shown if "Time left: 0:30" in line or "Time left: 0:10" in line]
     assert any("Time is up (0:30). That answer came late" in line for line in shown)
-    assert any("2 questions left unanswered" in line for line in shown)
+    assert any("Stopped: 1 question left unanswered." in line for line in shown)
+    lines = summary_lines(summary, lang="en", titles=default_bank().titles)
+    assert any(line.startswith("Total: 1/2 right") for line in lines)
+    assert sum(asked for _, asked in summary.by_topic.values()) == 2
 
 
 def test_end_of_input_stops_and_keeps_what_was_answered():
@@ -309,4 +314,4 @@ def test_the_command_the_feedback_suggests_works_as_pasted():
     pasted = CliRunner().invoke(root, [*shlex.split(commands[0])[1:], "--plain", "--count", "1", "--seed", "0"],
                                 input="\n")
     assert pasted.exit_code == 0, pasted.output
-    assert "Drilling the questions linked to" in pasted.output or "1 questions" in pasted.output
+    assert "Drilling the questions linked to" in pasted.output or "Questions in this quiz: 1" in pasted.output

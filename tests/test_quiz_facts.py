@@ -183,7 +183,15 @@ def test_rotary_scores_depend_only_on_the_offset():
     score = lambda m, n: rotate(q, m) @ rotate(k, n)  # noqa: E731
     assert math.isclose(score(7, 3), score(107, 103), rel_tol=1e-9)
     assert not math.isclose(score(7, 3), score(7, 4), rel_tol=1e-3)
-    assert answer("rope-relative") is True
+    assert answer("rope-relative") is False  # the statement says a common shift changes the score
+
+
+def test_the_softmax_is_about_one_percent_of_the_flops_of_a_head():
+    length, d_k = 4096, 128
+    products = 2 * (2 * length * length * d_k)  # Q K^T and weights @ V
+    softmax_flops = 5 * length * length
+    assert softmax_flops / products < 0.02
+    assert answer("complexity-softmax-flops") is False
 
 
 def test_a_sinusoidal_shift_is_one_linear_map_for_every_position():

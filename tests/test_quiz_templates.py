@@ -242,6 +242,10 @@ MEASURE = {
     "logits-qk-clip": measure.qk_clip_factor,
     "parallel-heads-per-device": measure.columns_per_device,
     "parallel-ring-block-scores": measure.ring_block_scores,
+    "complexity-naive-intensity": measure.naive_intensity,
+    "heads-weights-memory-growth": measure.weights_memory_growth,
+    "serving-cache-rivals-weights": measure.context_where_cache_equals_weights,
+    "decoding-new-token-last-key": measure.last_key_seen,
     "sampling-renormalised-share": measure.renormalised_share,
 }
 
@@ -258,12 +262,14 @@ SMALL = {
     "flash-memory-saved": {"seq": (6, 9, 16)},
     "sizing-block-weights": {"d_model": (16, 32)},
     "sizing-tied-embeddings": {"vocabulary": (10, 50), "d_model": (4, 8)},
-    "sizing-flops-per-token": {"num_heads": (2, 4), "d_k": (4, 8), "seq": (8, 16)},
+    "sizing-flops-per-token": {"num_heads": (2, 4), "d_k": (8, 16), "seq": (8, 16), "layers": (1,)},
     "sizing-weights-memory-long-context": {"seq": (64, 128)},
     "decoding-arithmetic-intensity": {"d_model": (8, 16, 32)},
     "window-reach": {"window": (3, 5), "layers": (2, 4)},
     "serving-rolling-buffer": {"window": (4, 8), "pos": (9, 17, 23)},
     "parallel-heads-per-device": {"num_heads": (4, 8), "devices": (2, 4), "d_k": (2, 4)},
+    "complexity-naive-intensity": {"seq": (8, 16)},
+    "heads-weights-memory-growth": {"seq": (8, 16)},
 }
 
 

@@ -142,6 +142,38 @@ def test_slurm_job_array(workspace):
     print(f"\nSlurm array: {last - first + 1} tasks at once {seconds:.1f} s; one run {workspace['full_seconds']:.1f} s")
 
 
+@pytest.fixture()
+def slurm(tmp_path):
+    """A real single-node Slurm cluster (tests/slurm_cluster.py); CI installs its packages (.ci/run)."""
+    from conftest import require
+    from slurm_cluster import SlurmCluster, missing
+
+    reason = missing()
+    require(reason is None, f"no Slurm cluster can start here: {reason}")
+    cluster = SlurmCluster(Path("/tmp") / f"mha-slurm-{os.getpid()}-{time.monotonic_ns()}")
+    try:
+        yield cluster.start()
+    finally:
+        cluster.stop()
+        shutil.rmtree(cluster.folder, ignore_errors=True)
+
+
+def test_slurm_array_on_a_real_scheduler(workspace, slurm):
+    """The shipped scripts as an instructor submits them: sbatch the array, sbatch the merge after it."""
+    shared = new_machine(workspace, "slurm-cluster")
+    environment = slurm.environment(workspace["env"])
+    submitted = subprocess.run(["sbatch", "--parsable", str(EXAMPLES / "slurm-grade.sbatch")], cwd=shared,
+                               env=environment, capture_output=True, text=True, timeout=60)
+    assert submitted.returncode == 0, submitted.stderr + slurm.logs()
+    job = submitted.stdout.strip().split(";")[0]
+    merged = subprocess.run(["sbatch", "--wait", f"--dependency=afterok:{job}", str(EXAMPLES / "slurm-merge.sbatch")],
+                            cwd=shared, env=environment, capture_output=True, text=True, timeout=1200)
+    logs = "\n".join(path.read_text(errors="replace")[-1500:] for path in sorted(shared.glob("mha-*.log")))
+    assert merged.returncode == 0, merged.stderr + logs + slurm.logs()
+    assert sorted(path.name for path in shared.glob("mha-grade-*.log")) == [f"mha-grade-{n}.log" for n in range(1, 5)]
+    assert_same_as_one_run(shared / "graded", workspace["full"])
+
+
 def test_kubernetes_indexed_job(workspace):
     job = yaml.safe_load((EXAMPLES / "kubernetes-job.yaml").read_text(encoding="utf-8"))
     merge = yaml.safe_load((EXAMPLES / "kubernetes-merge.yaml").read_text(encoding="utf-8"))

@@ -10,6 +10,7 @@ from grader.cli import root
 from grader.errors import UsageError
 from grader.practice.sheets import (
     SheetSpec,
+    answer_key,
     answers_template,
     grade_answers,
     grade_answers_file,
@@ -27,7 +28,8 @@ def course_key(monkeypatch, tmp_path):
 
 
 def right_answers(sheet):
-    return {posed.id: quiz_answers.expected_text(posed, "en") for posed in sheet.questions}
+    return {answer_key(number): quiz_answers.expected_text(posed, "en")
+            for number, posed in enumerate(sheet.questions, start=1)}
 
 
 def test_a_student_always_gets_the_same_sheet():
@@ -58,13 +60,14 @@ def test_right_answers_get_full_marks():
 def test_outcomes_blank_wrong_unreadable_and_points_by_level():
     sheet = make_sheet(student="dave", count=6, topics=["heads", "split-combine"])
     answers = right_answers(sheet)
-    first, second, third = (posed.id for posed in sheet.questions[:3])
+    first, second, third = "q01", "q02", "q03"
     del answers[first]
     answers[second] = "?!"
     answers[third] = "1" if sheet.questions[2].kind == "ordering" else "(1, 2, 3, 4, 5)"
     points = {"basic": 1.0, "intermediate": 2.0, "advanced": 3.0}
     result = grade_answers(sheet=sheet, answers=answers, points=points)
-    outcomes = {o.question: o.outcome for o in result.outcomes}
+    outcomes = {o.key: o.outcome for o in result.outcomes}
+    assert [o.question for o in result.outcomes] == [posed.id for posed in sheet.questions]
     assert outcomes[first] == "blank" and outcomes[second] == "unreadable"
     assert outcomes[third] in ("wrong", "unreadable")
     worth = [points[posed.question.level] for posed in sheet.questions]
@@ -89,7 +92,8 @@ def test_answers_file_round_trip_and_the_student_decides_the_sheet(tmp_path):
     path.write_text(template, encoding="utf-8")
     header = read_answers(path)
     assert header["student"] == "erin" and header["levels"] == ["basic"] and header["count"] == 5
-    assert set(header["answers"]) == {posed.id for posed in sheet.questions}
+    assert set(header["answers"]) == {answer_key(n) for n in range(1, 6)}
+    assert not any(posed.id in template for posed in sheet.questions)  # an id may name its answer
     spec = SheetSpec(count=5, levels=("basic",))
     assert grade_answers_file(path=path, student="erin", spec=spec).score == 0.0
     filled = template
@@ -116,6 +120,14 @@ def test_the_header_of_an_answers_file_decides_nothing(tmp_path):
     assert result.score <= 1.0
 
 
+def test_an_answers_file_keyed_by_question_ids_is_still_read():
+    sheet = make_sheet(student="hana", count=4)
+    by_id = {posed.id: quiz_answers.expected_text(posed, "en") for posed in sheet.questions}
+    result = grade_answers(sheet=sheet, answers=by_id)
+    assert result.score == 4.0
+    assert [test.name for test in result.tests()] == ["quiz:q01", "quiz:q02", "quiz:q03", "quiz:q04"]
+
+
 def test_an_unreadable_answers_file_names_itself(tmp_path):
     path = tmp_path / "broken.answers.toml"
     path.write_text('schema_version = 1\nstudent = "x"\n[answers]\nq = (2, 3)\n', encoding="utf-8")
@@ -136,7 +148,10 @@ def test_quiz_sheet_command_writes_the_sheet_and_answers(tmp_path):
     markdown = out.read_text(encoding="utf-8")
     sheet = make_sheet(student="alice", count=4)
     assert "alice 的题目单" in markdown and "alice.answers.toml" in markdown
-    assert all(f"`{posed.id}`" in markdown and posed.prompt["zh"] in markdown for posed in sheet.questions)
+    assert all(posed.prompt["zh"] in markdown for posed in sheet.questions)
+    assert [f"## {answer_key(n)} ·" in markdown for n in range(1, 5)] == [True] * 4
+    assert not any(posed.id in markdown or posed.id in answers.read_text(encoding="utf-8")
+                   for posed in sheet.questions)  # the ids stay with the instructor
     assert read_answers(answers)["student"] == "alice"
 
 

@@ -73,35 +73,42 @@ def grade_upload(*, root: Path, without: tuple[str, ...] = ()) -> dict:
     ``without`` leaves sandbox layers out (``grader.sandbox.client.start_server``),
     to see what a container lacking them gives.
     """
-    from grader.batch.discovery import submission_in_folder
+    from grader.entries.entry import submission_in_folder, with_entry
+    from grader.grading.submitted import entry_source
     from grader.grading.grade import grade_submission
     from grader.render.gradescope import gradescope_results, summary_of
+    from grader.content.messages import Message
+    from grader.render.text_safety import clean_name
     from grader.results import load_failure
     from grader.sandbox.client import start_server
     from grader.seeding import student_seed
 
     root = Path(root)
-    source = root / "source"
-    config = BundleConfig.read(source / CONFIG_NAME)
-    with _using_bundle(source):
-        key = (source / KEY_NAME).read_text(encoding="utf-8").strip()
+    source_folder = root / "source"
+    config = BundleConfig.read(source_folder / CONFIG_NAME)
+    with _using_bundle(source_folder):
+        key = (source_folder / KEY_NAME).read_text(encoding="utf-8").strip()
         student = student_of(root / "submission_metadata.json")
         found = submission_in_folder("submission", root / "submission", assignment=config.assignment)
         graded_file = None
-        if found.refusal is not None:
+        source = found.refusal or entry_source(path=found.path, found=found.found,
+                                                     name=clean_name(found.path.name))
+        if isinstance(source, Message):
             from grader.batch.lanes import full_marks
 
-            result = load_failure(student=student, error=found.refusal.render(config.lang),
+            result = load_failure(student=student, error=source.render(config.lang),
                                   max_score=full_marks(config.assignment, "all"), assignment=config.assignment)
         else:
             graded_file = found.path.relative_to(root / "submission").as_posix()
-            server = start_server(hidden=(str(source.resolve()), str((root / "results").resolve())), without=without)
+            server = start_server(hidden=(str(source_folder.resolve()), str((root / "results").resolve())),
+                                  without=without)
             try:
-                result = grade_submission(path=found.path, student=student, assignment=config.assignment,
+                result = grade_submission(source=source, student=student, assignment=config.assignment,
                                           visibility="all", seed=student_seed(student, key=key), lang=config.lang,
                                           server=server)
             finally:
                 server.stop()
+            result = with_entry(result, found, file=graded_file, lang=config.lang)
     data = result.to_dict()
     results = gradescope_results(data, lang=config.lang, output_format=config.output_format,
                                  hidden_visibility=config.hidden_visibility,

@@ -64,7 +64,8 @@ def graded_steps(assignment: str, lang: str) -> tuple[GradedStep, ...]:
         points = float(sum(test.points for test in public if test.function == function))
         if points:
             step_id = re.sub(r"[^a-z0-9]+", "-", function.lower()).strip("-")
-            command = f"mha check --assignment {assignment} --function {function} --lang {lang}"
+            # the folder, not one file: the script or the notebook, whichever the student worked on
+            command = f"mha check exercises --assignment {assignment} --function {function} --lang {lang}"
             steps.append(GradedStep(id=step_id, function=function, points=points, command=command))
     return tuple(steps)
 

@@ -7,72 +7,40 @@ Accepted layouts (DESIGN.md, ``mha grade``), side by side in one folder:
     SUBMISSIONS/carol/any/depth/<assignment>.py
     SUBMISSIONS/dave/<assignment>/work.ipynb     (nbgrader: submitted/<student>/<assignment>/)
 
-Inside a student's folder the file is the one named after the assignment
-(the shallowest of several; a notebook beside a script of that name),
-else the only ``.py``/``.ipynb`` under a folder named after it, else the only
-one at all. Hidden entries (``.name``), editor leftovers (``name~``,
-``#name#``, ``~$name``) and tool folders (``__pycache__``,
-``.ipynb_checkpoints``, ``__MACOSX``) are not students and are not looked into.
-
-Nothing the grader did not get from the student is graded or read: an
-entry that is a symbolic link, lies behind one, resolves outside
-SUBMISSIONS, or is (or holds) a file with more than one hard link (another
-file's content under a second name, perhaps one only the grader can read)
-is kept as a refusal, so the student gets a ``status: error`` result saying
-why. Folders are walked without recursion, at most ``MAX_DEPTH`` levels
-deep.
+What one entry holds, and which of its files is graded, is
+``grader.entries.entry``'s (the same for ``mha check`` and the Gradescope
+bundle). Entries with the same stem (``mia.py`` and ``mia.ipynb``, or a
+folder ``mia/`` beside ``mia.py``) are one student's candidates, chosen by
+the same rule (``grader.entries.choosing``): a file dropped beside a
+classmate's entry never makes it an error. An entry that is a symbolic link
+is refused, so the student gets a ``status: error`` result saying why; a
+quiz answers file (``<student>.answers.toml``) is recorded with its student's
+entry, and a bad one costs only the quiz.
 
 Student ids come from the entry names through ``clean_name`` (undecodable
 bytes and control characters shown as U+FFFD). Entries whose names differ
 but look the same once cleaned each get a distinct id, the cleaned name plus
 ``~`` and a hash of the raw name (deterministic, whatever else is in the
-class), and a note in their feedback saying so. Two entries with the very
-same stem (``mia.py`` and ``mia.ipynb``) are one student who submitted twice.
+class), and a note in their feedback saying so.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-import stat
 import unicodedata
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from grader.content.messages import Message
+from grader.entries.entry import (SUFFIXES, Submission, answers_at, checked_file, choose_for, file_entry, folder_entry,
+                                  is_skipped, shown_below, with_answers)
+from grader.files import Found
 from grader.practice import ANSWERS_SUFFIX, is_answers_file
 from grader.render.text_safety import REPLACEMENT, clean_name
 
-SUFFIXES = (".py", ".ipynb")
-SKIPPED_FOLDERS = {"__pycache__", ".ipynb_checkpoints", "__MACOSX", ".git"}
-SKIPPED_FILES = {"Thumbs.db", "desktop.ini"}
-MAX_DEPTH = 16  # folder levels inside a student's folder; nbgrader's layout needs 2
 ID_MARK = "~"  # between a cleaned name and the hash that tells look-alike names apart
-
-
-@dataclass(frozen=True)
-class Submission:
-    """One student's entry: a file to grade, or the reason it is refused."""
-
-    student: str
-    path: Path | None
-    refusal: Message | None = None  # why the entry cannot be graded, rendered in the run's language
-    answers: Path | None = None  # quiz answers graded with the code (grader.practice.homework)
-    entry: str = ""  # the entry's name in SUBMISSIONS, as it may be shown
-    notes: tuple[Message, ...] = ()  # about the entry's name, for the student's feedback
-
-    def shown_path(self, root: Path) -> str:
-        """Where the graded file is inside SUBMISSIONS, as results show it (the entry when none is graded)."""
-        if self.path is None:
-            return self.entry or self.student
-        return "/".join(clean_name(part) for part in self.path.relative_to(root).parts)
-
-
-def is_skipped(name: str) -> bool:
-    """Hidden files, editor leftovers and tool folders: never a student, never looked into."""
-    return (name.startswith((".", "~$", "#")) or name.endswith("~") or name in SKIPPED_FOLDERS
-            or name in SKIPPED_FILES)
 
 
 def discover_submissions(root: Path, *, assignment: str) -> tuple[list[Submission], list[str]]:
@@ -80,7 +48,7 @@ def discover_submissions(root: Path, *, assignment: str) -> tuple[list[Submissio
     root = Path(root)
     real_root = root.resolve()
     found: dict[str, list[Submission]] = defaultdict(list)  # raw stem -> entries
-    answers: dict[str, Path | Message] = {}  # raw stem -> answers file, or why it is refused
+    answers: dict[str, Found | Message] = {}  # raw stem -> answers file, or why it cannot be read
     ignored = []
     for entry in sorted(os.scandir(root), key=lambda item: item.name):
         name = entry.name
@@ -89,25 +57,19 @@ def discover_submissions(root: Path, *, assignment: str) -> tuple[list[Submissio
             continue
         path = Path(entry.path)
         if is_answers_file(name) and name != "answers.toml" and not entry.is_dir(follow_symlinks=False):
-            answers[name[: -len(ANSWERS_SUFFIX)]] = _answers_entry(entry, shown)
+            answers[name[: -len(ANSWERS_SUFFIX)]] = answers_at(root, path)
         elif entry.is_symlink():
             stem = path.stem if path.suffix in SUFFIXES else name
             found[stem].append(Submission(stem, None, Message("file_symlink", {"name": shown}), entry=shown))
         elif entry.is_dir(follow_symlinks=False):
-            found[name].append(_from_folder(name, path, real_root, assignment))
-        elif entry.is_file(follow_symlinks=False) and path.suffix in SUFFIXES:
-            found[path.stem].append(_checked(path.stem, path, real_root, entry=shown))
+            found[name].append(folder_entry(name, path, root, real_root, assignment))
+        elif path.suffix in SUFFIXES:
+            found[path.stem].append(checked_file(path.stem, path, root, real_root, entry=shown))
         else:
             ignored.append(shown)
     ignored += [clean_name(stem + ANSWERS_SUFFIX) for stem in answers if stem not in found]  # whose are they?
-    submissions = []
-    for stem, entries in found.items():
-        if len(entries) == 1:
-            submissions.append(_with_answers(entries[0], answers.get(stem)))
-        else:
-            names = ", ".join(sorted(entry.entry for entry in entries))
-            submissions.append(Submission(stem, None, Message(
-                "entry_several", {"student": clean_name(stem), "count": len(entries), "names": names}), entry=names))
+    submissions = [with_answers(_one_of(stem, entries, root, assignment), answers.get(stem))
+                   for stem, entries in found.items()]
     return sorted(_distinct_ids(submissions), key=lambda entry: entry.student), ignored
 
 
@@ -116,41 +78,33 @@ def discover_file(path: Path, *, assignment: str) -> tuple[list[Submission], lis
 
     The student id is the file's stem, as in a class folder, and a quiz
     answers file beside it (``alice.answers.toml``) counts as it would there.
-    The same refusals apply: a link, a file with several hard links.
+    The same refusals apply: a link, a file with several hard links, not a regular file.
     """
     path = Path(path)
-    shown = clean_name(path.name)
-    if path.is_symlink():
-        entry = Submission(path.stem, None, Message("file_symlink", {"name": shown}), entry=shown)
-    else:
-        entry = _checked(path.stem, path, path.parent.resolve(), entry=shown)
-        sheet = path.with_name(path.stem + ANSWERS_SUFFIX)
-        if sheet.exists() or sheet.is_symlink():
-            entry = _with_answers(entry, _answers_of(sheet))
+    entry = file_entry(path)
+    sheet = path.with_name(path.stem + ANSWERS_SUFFIX)
+    if entry.refusal is None and (sheet.exists() or sheet.is_symlink()):
+        entry = with_answers(entry, answers_at(path.parent, sheet))
     return _distinct_ids([entry]), []
 
 
-def _answers_of(path: Path) -> Path | Message:
-    shown = clean_name(path.name)
-    if path.is_symlink():
-        return Message("file_symlink", {"name": shown})
-    links = path.lstat().st_nlink
-    return Message("file_hard_link", {"name": shown, "links": links}) if links > 1 else path
-
-
-def _answers_entry(entry: os.DirEntry, shown: str) -> Path | Message:
-    if entry.is_symlink():
-        return Message("file_symlink", {"name": shown})
-    links = entry.stat(follow_symlinks=False).st_nlink
-    return Message("file_hard_link", {"name": shown, "links": links}) if links > 1 else Path(entry.path)
-
-
-def _with_answers(entry: Submission, answers: Path | Message | None) -> Submission:
-    if entry.refusal is not None or answers is None:
-        return entry
-    if isinstance(answers, Message):
-        return replace(entry, path=None, refusal=answers)
-    return replace(entry, answers=answers)
+def _one_of(stem: str, entries: list[Submission], root: Path, assignment: str) -> Submission:
+    """A student's entry among those sharing ``stem``: the file the student worked on, the others set aside."""
+    if len(entries) == 1:
+        return entries[0]
+    usable = [entry for entry in entries if entry.refusal is None]
+    if not usable:
+        names = ", ".join(sorted(entry.entry for entry in entries))
+        return replace(entries[0], notes=entries[0].notes + (Message(
+            "entry_several", {"student": clean_name(stem), "count": len(entries), "names": names}),))
+    choice = choose_for([entry.path for entry in usable], assignment)
+    chosen = next(entry for entry in usable if entry.path == choice.chosen)
+    others = [shown_below(root, path) for path in choice.set_aside]
+    others += [entry.entry for entry in entries if entry.refusal is not None]
+    note = Message("note_graded_file", {"graded": chosen.shown_path(root), "others": ", ".join(others),
+                                        "reason": Message(choice.reason if choice.set_aside else "choice_unreadable",
+                                                          {})})
+    return replace(chosen, notes=chosen.notes + (note,), set_aside=chosen.set_aside + tuple(others))
 
 
 def _distinct_ids(submissions: list[Submission]) -> list[Submission]:
@@ -226,132 +180,3 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
         raise ValueError(f"--shard {text}: K must be between 1 and N")
     return index, count
 
-
-@dataclass
-class _Walk:
-    """What a student's folder holds, found without recursion and without following links."""
-
-    files: list[Path]
-    links: list[Path]
-    answers: list[Path]
-    problem: Message | None = None
-
-
-def _walk(student: str, folder: Path) -> _Walk:
-    walk = _Walk([], [], [])
-    seen = {_identity(folder)}
-    pending = [(folder, 0)]
-    while pending and walk.problem is None:
-        here, depth = pending.pop()
-        try:
-            entries = sorted(os.scandir(here), key=lambda item: item.name)
-        except OSError as bad:
-            walk.problem = _unreadable(student, folder, here, bad)
-            break
-        for entry in entries:
-            path = Path(entry.path)
-            if is_skipped(entry.name):
-                continue
-            if entry.is_symlink():
-                walk.links.append(path)
-                continue
-            try:
-                info = entry.stat(follow_symlinks=False)
-            except OSError as bad:
-                walk.problem = _unreadable(student, folder, path, bad)
-                break
-            shown = _inside(folder, path)
-            if stat.S_ISDIR(info.st_mode):
-                if (info.st_dev, info.st_ino) in seen:
-                    walk.problem = Message("folder_loop", {"student": student, "name": shown})
-                    break
-                if depth + 1 > MAX_DEPTH:
-                    walk.problem = Message("folder_too_deep", {"student": student, "limit": MAX_DEPTH})
-                    break
-                seen.add((info.st_dev, info.st_ino))
-                pending.append((path, depth + 1))
-            elif stat.S_ISREG(info.st_mode):
-                if info.st_nlink > 1:
-                    walk.problem = Message("folder_hard_link", {"student": student, "name": shown,
-                                                                "links": info.st_nlink})
-                    break
-                if is_answers_file(entry.name):
-                    walk.answers.append(path)
-                elif path.suffix in SUFFIXES:
-                    walk.files.append(path)
-    return walk
-
-
-def submission_in_folder(student: str, folder: Path, *, assignment: str) -> Submission:
-    """The one file to grade in ``folder`` (a student's folder, or a platform's upload folder), or why none is.
-
-    The same choice and the same refusals as for a student's folder of a class.
-    """
-    folder = Path(folder)
-    return _from_folder(student, folder, folder.resolve(), assignment)
-
-
-def _from_folder(stem: str, folder: Path, real_root: Path, assignment: str) -> Submission:
-    student = clean_name(stem)
-    walk = _walk(student, folder)
-    if walk.problem is not None:
-        return Submission(stem, None, walk.problem, entry=student)
-    if not walk.files:
-        if walk.links:
-            return Submission(stem, None, Message("folder_no_code_links", {
-                "student": student, "link": _inside(folder, sorted(walk.links)[0])}), entry=student)
-        return Submission(stem, None, Message("folder_no_code", {"student": student}), entry=student)
-    chosen = _choose(walk.files, assignment)
-    if chosen is None:
-        listed = ", ".join(_inside(folder, path) for path in sorted(walk.files)[:5])
-        return Submission(stem, None, Message("folder_ambiguous", {
-            "student": student, "listed": listed, "assignment": assignment}), entry=student)
-    checked = _checked(stem, chosen, real_root, entry=student)
-    return replace(checked, answers=walk.answers[0]) if len(walk.answers) == 1 and checked.refusal is None else checked
-
-
-def _choose(candidates: list[Path], assignment: str) -> Path | None:
-    named = [path for path in candidates if path.stem == assignment]
-    if len(named) == 1:
-        return named[0]
-    if len(named) > 1:
-        # a clone of the student release has exercises/<a>.py above exercises/notebooks/<a>.ipynb:
-        # the shallowest is the file worked on; side by side, the notebook (nbgrader's layout)
-        depth = min(len(path.parts) for path in named)
-        named = [path for path in named if len(path.parts) == depth]
-        notebooks = [path for path in named if path.suffix == ".ipynb"]
-        return named[0] if len(named) == 1 else notebooks[0] if len(notebooks) == 1 else None
-    in_folder = [path for path in candidates if assignment in path.parent.parts]
-    if len(in_folder) == 1:
-        return in_folder[0]
-    return candidates[0] if len(candidates) == 1 else None
-
-
-def _checked(stem: str, path: Path, real_root: Path, *, entry: str) -> Submission:
-    shown = clean_name(path.name)
-    try:
-        info = path.lstat()
-    except OSError:
-        return Submission(stem, None, Message("file_missing", {"name": shown}), entry=entry)
-    if stat.S_ISLNK(info.st_mode):
-        return Submission(stem, None, Message("file_symlink", {"name": shown}), entry=entry)
-    if info.st_nlink > 1:
-        return Submission(stem, None, Message("file_hard_link", {"name": shown, "links": info.st_nlink}),
-                          entry=entry)
-    if not path.resolve().is_relative_to(real_root):
-        return Submission(stem, None, Message("file_outside", {"name": shown}), entry=entry)
-    return Submission(stem, path, entry=entry)
-
-
-def _identity(path: Path) -> tuple[int, int]:
-    info = path.stat()
-    return info.st_dev, info.st_ino
-
-
-def _inside(folder: Path, path: Path) -> str:
-    return "/".join(clean_name(part) for part in path.relative_to(folder).parts)
-
-
-def _unreadable(student: str, folder: Path, path: Path, error: OSError) -> Message:
-    name = _inside(folder, path) if path != folder else "."
-    return Message("folder_unreadable", {"student": student, "name": name, "reason": error.strerror or error})

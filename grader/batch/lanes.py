@@ -20,7 +20,6 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import signal
-import stat
 import sys
 import time
 from dataclasses import dataclass, field
@@ -52,31 +51,62 @@ class Finished:
 
 
 def grade_task(task: Task) -> dict:
-    """What a lane does with one task: grade the submission, return the result as a dict."""
+    """What a lane does with one task: grade the submission, return the result as a dict.
+
+    The file is read once, from what discovery found (``grader.files.read_found``): a file replaced,
+    or a folder swapped for a link since, is refused the same way as at discovery, never graded.
+    """
     from grader.grading.calibration import Calibration
     from grader.grading.grade import grade_submission
     from grader.seeding import student_seed
 
     run = task.run
-    changed = _refusal_now(task.path)
-    if changed is not None:  # replaced by a link since it was found: refused the same way
+    source = _source_of(task)
+    if isinstance(source, Message):
         from grader.results import load_failure
 
-        result = load_failure(student=task.student, error=changed.render(run.lang), assignment=run.assignment,
-                              max_score=full_marks(run.assignment, run.visibility), error_messages=parts_of(changed))
+        result = load_failure(student=task.student, error=source.render(run.lang), assignment=run.assignment,
+                              max_score=full_marks(run.assignment, run.visibility), error_messages=parts_of(source))
     else:
         # The key comes from the process that started the run, not from this
         # lane's environment, which may be older than the run.
         seed = student_seed(task.student, key=task.course_key) if task.course_key is not None else None
-        result = grade_submission(path=task.path, student=task.student, assignment=run.assignment,
+        result = grade_submission(source=source, student=task.student, assignment=run.assignment,
                                   visibility=run.visibility, limits=run.limits, lang=run.lang, server=task.server,
                                   seed=seed, timeout_scale=run.timeout_scale, isolation=run.isolation,
                                   calibration=Calibration.from_dict(task.calibration) if task.calibration else None)
     if run.quiz.required:
         from grader.practice.homework import with_quiz
 
-        result = with_quiz(result, answers=task.answers, policy=run.quiz, key=task.course_key)
+        result = with_quiz(result, answers=_answers_of(task.answers), policy=run.quiz, key=task.course_key)
     return result.to_dict()
+
+
+def _source_of(task: Task):
+    """The submission's cells, read from what discovery found; or the Message saying why there are none."""
+    from grader.grading.submitted import entry_source
+    from grader.render.text_safety import clean_name
+
+    return entry_source(path=task.path, found=task.found, name=clean_name(os.path.basename(task.path)))
+
+
+def _answers_of(answers):
+    """The quiz answers handed in (``grader.practice.homework.HandedAnswers``), read like a submission."""
+    from grader.files import MAX_ANSWERS_BYTES, EntryError, Found, read_found
+    from grader.practice.homework import HandedAnswers
+    from grader.render.text_safety import clean_name
+
+    if answers is None:
+        return None
+    if isinstance(answers, Message):
+        return HandedAnswers(name=str(answers.params.get("name", "?")), problem=answers)
+    name = clean_name(answers.parts[-1]) if isinstance(answers, Found) else "?"
+    try:
+        return HandedAnswers(name=name, text=read_found(answers, limit=MAX_ANSWERS_BYTES).decode("utf-8"))
+    except EntryError as bad:
+        return HandedAnswers(name=name, problem=Message(bad.key, bad.params))
+    except UnicodeDecodeError as bad:
+        return HandedAnswers(name=name, problem=Message("file_not_utf8", {"name": name, "position": bad.start}))
 
 
 def full_marks(assignment: str, visibility: str) -> float:
@@ -86,21 +116,6 @@ def full_marks(assignment: str, visibility: str) -> float:
     from grader.grading.runner import collect
 
     return float(sum(test.points for test in collect(get_assignment(assignment), VISIBILITIES[visibility])))
-
-
-def _refusal_now(path) -> Message | None:
-    """Checked again just before grading: the file is still neither a symbolic nor a hard link."""
-    from grader.render.text_safety import clean_name
-
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return Message("file_missing", {"name": clean_name(os.path.basename(path))})
-    if stat.S_ISLNK(info.st_mode):
-        return Message("file_symlink", {"name": clean_name(os.path.basename(path))})
-    if info.st_nlink > 1:
-        return Message("file_hard_link", {"name": clean_name(os.path.basename(path)), "links": info.st_nlink})
-    return None
 
 
 def preload(assignment: str) -> list[str]:

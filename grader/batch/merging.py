@@ -1,4 +1,10 @@
-"""Join the output folders of ``mha grade --shard K/N`` runs into one, as if graded at once."""
+"""Join the output folders of ``mha grade --shard K/N`` runs into one, as if graded at once.
+
+Each folder is checked first (``grader.batch.signing``): its signature with
+the course key, every number finite, every score the sum of its checks, every
+student in the shard's share of the class. A folder that fails is refused
+with a warning naming the file, and the others are merged all the same.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,8 @@ import json
 import time
 from pathlib import Path
 
+from grader import seeding
+from grader.batch.signing import ShardRefused, SignedRun, check_shard, sign_outputs, verify_outputs
 from grader.tally import BatchSummary
 from grader.errors import UsageError
 from grader.batch.journal import Journal
@@ -14,6 +22,7 @@ from grader.batch.outputs import write_outputs
 from grader.render.text_safety import clean_strings
 
 RUN_KEYS = ("assignment", "visibility", "submissions")
+REFUSED = "refused "  # how the warning about a refused folder begins
 
 
 def merge_runs(*, sources: list[Path], out: Path, lang: str | None = None, formats: tuple[str, ...] = (),
@@ -31,8 +40,28 @@ def merge_runs(*, sources: list[Path], out: Path, lang: str | None = None, forma
         raise UsageError("name at least one output folder of `mha grade` to merge")
     if any(out.resolve() == source.resolve() for source in sources):
         raise UsageError(f"--out {out} is one of the folders to merge; choose a new folder")
+    for source in sources:
+        _run_of(source)  # a folder that is no output of `mha grade` at all: a usage error, as before
+    course_key = seeding.course_key()
+    checked, warnings, signed = [], [], {}
+    for source in sources:
+        try:
+            signed[source] = verify_outputs(source=source, key=course_key)
+            checked.append(source)
+        except ShardRefused as refused:
+            warnings.append(f"{REFUSED}{source}: {refused}")
+    classes = {signed[source].students for source in checked}
+    if len(classes) > 1:  # shards of different runs (or of a class that changed between them): the first run wins
+        first_class = signed[checked[0]].students
+        for source in [source for source in checked if signed[source].students != first_class]:
+            warnings.append(f"{REFUSED}{source}: {source / 'signature.json'} lists another class than "
+                            f"{checked[0]} (a shard of another run)")
+            checked.remove(source)
+    if not checked:
+        raise UsageError("no folder could be merged: " + "; ".join(warnings))
+    sources = checked
     runs = [_run_of(source) for source in sources]
-    warnings = _check_runs(sources, runs)
+    warnings += _check_runs(sources, runs)
     first = runs[0]
     lang = lang or first.get("lang") or "en"
     merged_run = {key: first.get(key) for key in RUN_KEYS} | {"shard": None, "lang": lang,
@@ -42,7 +71,13 @@ def merge_runs(*, sources: list[Path], out: Path, lang: str | None = None, forma
     owner: dict[str, Path] = {}
     try:
         for source in sources:
-            for result in map(clean_strings, _results_of(source)):
+            try:
+                results = [clean_strings(result) for result in _results_of(source)]
+                check_shard(results, run=signed[source], origin=source / "results.json")
+            except (ShardRefused, UsageError) as refused:
+                warnings.append(f"{REFUSED}{source}: {refused}")
+                continue
+            for result in results:
                 student = result.get("student")
                 if not isinstance(student, str):
                     raise UsageError(f"{source / 'results.json'} holds a result without a student")
@@ -54,6 +89,9 @@ def merge_runs(*, sources: list[Path], out: Path, lang: str | None = None, forma
         tally = write_outputs(out=out, journal=journal, students=sorted(owner), lang=lang, formats=formats,
                               title=f"mha grade: {first.get('assignment')}",
                               assignment=str(first.get("assignment") or ""), adjustments=table)
+        sign_outputs(out=out, key=course_key, run=SignedRun(assignment=str(first.get("assignment") or ""),
+                                                     visibility=str(first.get("visibility") or ""), shard=None,
+                                                     students=tuple(sorted(owner))))
     finally:
         journal.close()
     summary = BatchSummary(out=out, students=len(owner), graded_now=len(owner), ignored=(), tally=tally,

@@ -34,9 +34,10 @@ from grader.batch.settings import GradingRun, Task
 from grader.content.messages import Message, parts_of
 from grader.practice.homework import quiz_worth
 from grader.batch.outputs import write_outputs
+from grader.batch.signing import SignedRun, sign_outputs
 from grader.results import load_failure
 from grader.sandbox.client import hideable
-from grader.render.text_safety import clean_strings
+from grader.render.text_safety import clean_name, clean_strings
 from grader.tally import BatchSummary
 
 ADJUSTMENTS_COPY = "adjustments.csv"  # in the journal: the file --adjust gave, for a later --resume
@@ -108,9 +109,8 @@ def grade_class(*, run: GradingRun, progress: Progress | None = None,
         raise UsageError(f"{submissions} holds no submissions; expected one entry per student: "
                          "<student>.py, <student>.ipynb or a folder <student>/"
                          + (f" (found only {', '.join(ignored[:5])})" if ignored else ""))
-    chosen = select_shard(everyone, run.shard)
-    if any(entry.answers is not None for entry in everyone) and not run.quiz.required:
-        run = replace(run, quiz=replace(run.quiz, required=True))  # one answers file: a sheet for everyone
+    # the quiz is the instructor's (a --quiz-* option): without one, an answers file is only noted, for its student
+    chosen = [entry if run.quiz.required else _without_quiz(entry) for entry in select_shard(everyone, run.shard)]
     table = read_adjustments(run.adjustments) if run.adjustments is not None else None
     journal = Journal(out)
     moved = journal.open(run.identity(), resume=run.resume, overwrite=run.overwrite)
@@ -121,12 +121,27 @@ def grade_class(*, run: GradingRun, progress: Progress | None = None,
         graded_now = _grade_pending(chosen, journal, digests, run=run, progress=progress, runner=runner)
         tally = write_outputs(out=out, journal=journal, students=[entry.student for entry in chosen], lang=run.lang,
                               formats=run.formats, title=run.title, assignment=run.assignment, adjustments=table or {})
+        # signed with the course key, so `mha merge` can tell this run's shard from one forged or edited
+        sign_outputs(out=out, key=seeding.course_key(), run=SignedRun(
+            assignment=run.assignment, visibility=run.visibility, shard=run.shard_text,
+            students=tuple(sorted(entry.student for entry in everyone))))
     finally:
         journal.close()
     unmatched = tuple(sorted(set(table or ()) - {entry.student for entry in everyone}))
     return BatchSummary(out=out, students=len(chosen), graded_now=graded_now, ignored=tuple(ignored), tally=tally,
                         elapsed=time.monotonic() - started, previous=moved, unmatched_adjustments=unmatched,
                         regraded=regraded)
+
+
+def _without_quiz(entry: Submission) -> Submission:
+    """``entry`` in a run that grades no quiz: its answers file changes no score, and its feedback says so."""
+    from grader.files import Found
+    from grader.practice.homework import unassigned_note
+
+    if entry.answers is None:
+        return entry
+    name = entry.answers.parts[-1] if isinstance(entry.answers, Found) else entry.answers.params.get("name", "?")
+    return replace(entry, answers=None, notes=entry.notes + (unassigned_note(clean_name(str(name))),))
 
 
 def _kept_adjustments(journal: Journal, run: GradingRun, table: dict | None) -> dict | None:
@@ -170,6 +185,8 @@ def _grade_pending(chosen: list[Submission], journal: Journal, digests: dict[str
         if len(note_messages) != len(notes):
             note_messages = [list(parts_of(note)) for note in notes]
         result = dict(result, student=student, submission=entry.shown_path(root),
+                      file=entry.shown_path(root) if entry.path is not None else None,
+                      set_aside=list(entry.set_aside),
                       notes=[note.render(run.lang) for note in entry.notes] + notes,
                       note_messages=[list(parts_of(note)) for note in entry.notes] + note_messages)
         result = clean_strings(result)
@@ -239,7 +256,7 @@ def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, run: GradingRu
                 if attempts[entry.student] > 1:
                     alone = entry.student
                 task = Task(student=entry.student, path=entry.path, submission=entry.shown_path(root),
-                            run=run, answers=entry.answers, course_key=course_key,
+                            run=run, answers=entry.answers, found=entry.found, course_key=course_key,
                             server=server.address if server is not None else None,
                             calibration=calibration.to_dict())
                 waiting[entry.student] = entry

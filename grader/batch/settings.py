@@ -65,7 +65,8 @@ class Task:
     path: Path  # the file to grade
     submission: str  # its path inside SUBMISSIONS, as results show it
     run: GradingRun
-    answers: Path | None = None  # quiz answers graded with the code
+    answers: object = None  # quiz answers graded with the code: a grader.files.Found, or why not (Message)
+    found: object = None  # the file as discovery saw it (grader.files.Found): what the lane reads
     course_key: str | None = None  # from the process that started the run, never written to disk
     server: str | None = None  # address of the run's fork server
     calibration: dict | None = None  # the run's call limits (grader.grading.calibration), measured once

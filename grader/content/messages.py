@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass, field
 
 from grader.content.loader import load_bilingual
@@ -11,6 +12,7 @@ from grader.paths import ASSIGNMENTS_DIR, CONTENT_DIR
 
 MESSAGES_FILE = CONTENT_DIR / "messages.toml"
 CHECKS_NAME = "checks.toml"  # the check titles, in each exercise's folder
+TWINS_NAME = "twins.toml"  # the twins' labels in both languages, in each exercise's folder
 
 
 @dataclass(frozen=True)
@@ -21,6 +23,8 @@ class Message:
     params: dict = field(default_factory=dict)
 
     def render(self, lang: str) -> str:
+        if any(isinstance(value, Message) for value in self.params.values()):
+            return render_parts((self.to_data(),), lang)  # a message inside another, in the same language
         return render(self.key, self.params, lang)
 
     def to_data(self) -> dict:
@@ -41,9 +45,22 @@ class CheckName:
         return check_title(self.name, "en")
 
 
+@dataclass(frozen=True)
+class TwinLabel:
+    """A buggy twin's label named inside a message ("no scaling"): rendered in the reader's language."""
+
+    label: str
+
+    def to_data(self) -> dict:
+        return {"twin": self.label}
+
+    def __format__(self, spec: str) -> str:
+        return self.label
+
+
 def _plain(value):
     """A parameter as JSON keeps it and ``format`` shows it: shapes and other tuples as their text."""
-    if isinstance(value, (Message, CheckName)):
+    if isinstance(value, (Message, CheckName, TwinLabel)):
         return value.to_data()
     if isinstance(value, bool) or value is None or isinstance(value, (int, float, str)):
         return value
@@ -66,6 +83,8 @@ def render_parts(parts, lang: str) -> str:
             return one(value)
         if isinstance(value, dict) and "check" in value:
             return check_title(str(value["check"]), lang)
+        if isinstance(value, dict) and "twin" in value:
+            return twin_label(str(value["twin"]), lang)
         return value
 
     def one(part) -> str:
@@ -103,14 +122,54 @@ def templates() -> dict[str, dict[str, str]]:
     return load_bilingual(MESSAGES_FILE, "message")
 
 def render(key: str, params: dict, lang: str) -> str:
+    """Message ``key`` in ``lang``; its ``<key>_one`` form where English needs a singular ("1 check")."""
+    if any(params.get(name) == 1 for name in ("count", "checks")) and f"{key}_one" in templates():
+        key = f"{key}_one"
     try:
         texts = templates()[key]
     except KeyError:
         raise ContentError(f"{MESSAGES_FILE}: no message.{key}") from None
     try:
-        return texts.get(lang, texts["en"]).format(**params)
+        return texts.get(lang, texts["en"]).format(**{name: _in(value, lang) for name, value in params.items()})
     except (KeyError, IndexError) as bad:
         raise ContentError(f"{MESSAGES_FILE}: message.{key} ({lang}) uses an unknown field {bad}") from None
+
+
+def _in(value, lang: str):
+    """A parameter as the reader of ``lang`` sees it: a check's title, a twin's label, a nested message."""
+    if isinstance(value, CheckName):
+        return check_title(value.name, lang)
+    if isinstance(value, TwinLabel):
+        return twin_label(value.label, lang)
+    if isinstance(value, Message):
+        return value.render(lang)
+    return value
+
+
+@functools.cache
+def twin_labels() -> dict[str, dict[str, str]]:
+    """Every twin label (its English form, as the exercise's Twin names it) -> its texts by language
+    (each exercise folder's ``twins.toml``)."""
+    from grader.content.loader import checked_pair, load_toml
+
+    labels: dict[str, dict[str, str]] = {}
+    for path in sorted(ASSIGNMENTS_DIR.glob(f"[!_]*/{TWINS_NAME}")):
+        for index, entry in enumerate(load_toml(path).get("twin", [])):
+            pair = checked_pair(entry, f"twin[{index}]", path)
+            if labels.setdefault(pair["en"], pair) != pair:
+                raise ContentError(f"{path}: twin[{index}] says {pair['en']!r} another way than another exercise")
+    return labels
+
+
+def cell_label(text: str | None):
+    """A notebook cell as the worker names it ("cell 3"), said in the reader's language; other text as given."""
+    found = re.fullmatch(r"cell (\d+)", text or "")
+    return Message("cell_number", {"number": int(found.group(1))}) if found else (text or "")
+
+
+def twin_label(label: str, lang: str) -> str:
+    """A twin's label in ``lang`` (as given when it has no entry)."""
+    return twin_labels().get(label, {}).get(lang) or label
 
 
 @functools.cache

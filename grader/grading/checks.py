@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from grader.content.catalog import load_catalog
-from grader.content.messages import Message
+from grader.content.messages import Message, TwinLabel, cell_label
 from grader.grading import showing
 from grader.grading.case import Case, Raised, same_value
 from grader.grading.findings import Finding, companion_rule, explain, overflow_kind
@@ -215,7 +215,7 @@ def failure_from_value(case: Case, got, *, student: StudentCode | None = None, r
     """Explain a value that differs from the expected one."""
     what = _what(case)
     reached = tuple(reached)
-    matches = [_diagnosed(case, misconception, label, Message("matches_mistake", {"what": what, "label": label}),
+    matches = [_diagnosed(case, misconception, label, Message("matches_mistake", {"what": what, "label": TwinLabel(label)}),
                           reached)
                for misconception, label in (_matching_twins(case, got, student) if case.names_mistakes else ())]
     if matches:
@@ -429,9 +429,13 @@ def _describe(value) -> str:
     return type(value).__name__ if value is not None else "None"
 
 
-def _location(error: CallError) -> str:
-    place = error.location()
-    return f" ({place})" if place else ""
+def _location(error: CallError) -> Message | str:
+    """Where in the student's file the error was raised, said in the reader's language ("" when unknown)."""
+    if error.cell and error.line:
+        return Message("cell_line", {"cell": cell_label(error.cell), "line": error.line})
+    if error.cell:
+        return Message("cell", {"cell": cell_label(error.cell)})
+    return Message("line", {"line": error.line}) if error.line else ""
 
 
 def _limit(error: CallError) -> str:

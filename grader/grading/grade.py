@@ -9,7 +9,7 @@ from typing import Callable
 
 from grader.grading.assignment import get_assignment
 from grader.content.catalog import misconception_ids
-from grader.content.messages import Message, parts_of, render_parts
+from grader.content.messages import Message, cell_label, parts_of, render_parts
 from grader.results import SubmissionResult, load_failure, summarize
 from grader.grading.runner import collect, run_tests
 from grader.grading import calibration as calibrating
@@ -17,11 +17,12 @@ from grader.grading import calibration_cache
 from grader.grading import case as case_module
 from grader.grading.calibration import Calibration
 from grader.grading.imports import with_early_imports
-from grader.sandbox.client import CallError, ForkServer, ForkServerError, Limits, Sandbox, start_server
+from grader.sandbox.client import LOAD_TIMED_OUT, CallError, ForkServer, ForkServerError, Limits, Sandbox, start_server
 from grader.seeding import derived_seed, student_seed
 from grader.grading.settling import CONSTRUCTOR
 from grader.grading.student import StudentCode, construction_of, construction_request, request_of
 from grader.paths import DEFAULT_ASSIGNMENT, solution_path
+from grader.grading.submitted import read_submission_file
 from grader.sandbox.source import SubmissionError, SubmissionSource, read_submission
 
 VISIBILITIES = {"public": ("public",), "all": ("public", "hidden"), "hidden": ("hidden",)}
@@ -54,7 +55,7 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
                                                    functions=functions, student=student, seed=seed)
     common = dict(student=student, max_score=max_score, assignment=assignment)
     try:
-        source = source if source is not None else read_submission(Path(path))
+        source = source if source is not None else read_submission_file(Path(path))
     except SubmissionError as bad:
         parts = parts_of(bad.message)
         return load_failure(error=render_parts(parts, lang), error_messages=parts, **common)
@@ -90,7 +91,7 @@ def _grade_loaded(source: SubmissionSource, *, exercise, tests, visibility: str,
     # a module imported inside a function is imported while loading, under the load limit, not on the first call
     with Sandbox.open(source=with_early_imports(source), limits=limits, server=server, isolation=isolation) as box:
         report = box.load_report
-        isolation = f"{box.isolation}; {calibration.note(lang)}"
+        isolation = f"{box.isolation_in(lang)}{'；' if lang == 'zh' else '; '}{calibration.note(lang)}"
         if not report.ok:
             error, notes = _load_message(report.error), _notes(source.notes)
             return load_failure(error=render_parts(error, lang), error_messages=error,
@@ -229,7 +230,9 @@ def _notes(notes) -> tuple[tuple[dict, ...], ...]:
 def _load_message(error: CallError | None) -> tuple[dict, ...]:
     if error is None:
         return parts_of(Message("load_failed"))
-    location = ([{"plain": f" [{error.cell}]"}] if error.cell else []) + (
+    if error.type == "Timeout" and error.message == LOAD_TIMED_OUT:
+        return parts_of(Message("load_timed_out"))
+    location = (list(parts_of(" [", cell_label(error.cell), "]")) if error.cell else []) + (
         [Message("line", {"line": error.line}).to_data()] if error.line else [])
     message = {"key": "load_error", "params": {"type": error.type, "message": error.message,
                                                "location": {"parts": location}}}
@@ -237,4 +240,5 @@ def _load_message(error: CallError | None) -> tuple[dict, ...]:
 
 
 def _cell_note(error: CallError) -> tuple[dict, ...]:
-    return parts_of(Message("cell_skipped", {"cell": error.cell or "?", "type": error.type, "message": error.message}))
+    return parts_of(Message("cell_skipped", {"cell": cell_label(error.cell or "?"), "type": error.type,
+                                             "message": error.message}))

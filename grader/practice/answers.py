@@ -57,8 +57,12 @@ _FRACTION = re.compile(r"^\s*([+-]?\d+(?:\.\d*)?)\s*/\s*(\d+(?:\.\d*)?)\s*$")
 
 
 def parse_number(text: str) -> float | None:
-    """A number such as ``1,048,576``, ``1_048_576``, ``1.05e6``, ``2.4M``, ``12 k`` or ``1/4``."""
-    cleaned = normalize(text)
+    """A number such as ``1,048,576``, ``1_048_576``, ``1.05e6``, ``2.4M``, ``12 k`` or ``1/4``.
+
+    A trailing ``%`` (or a Chinese keyboard's ``％``) is read as the unit of a
+    question asked in percent: ``42.5%`` is 42.5, not 0.425.
+    """
+    cleaned = re.sub(r"\s*%$", "", normalize(text))
     fraction = _FRACTION.match(cleaned)
     if fraction:  # a ratio typed as a fraction, e.g. "1/4" for 0.25
         denominator = float(fraction.group(2))
@@ -149,6 +153,14 @@ def check(posed: PosedQuestion, text: str) -> Verdict:
     return Verdict(valid=True, correct=given == posed.expected)
 
 
+def _digits(relative_tolerance: float) -> int:
+    """Significant digits that show an answer as precisely as the question asks (3 for a 0.5 % tolerance)."""
+    for digits, tolerance in ((3, 0.005), (4, 0.0005), (5, 0.00005)):
+        if relative_tolerance >= tolerance:
+            return digits
+    return 6
+
+
 def expected_text(posed: PosedQuestion, lang: str) -> str:
     """The right answer as a student would type it."""
     expected = posed.expected
@@ -161,7 +173,9 @@ def expected_text(posed: PosedQuestion, lang: str) -> str:
         return " ".join(str(index + 1) for index in expected)
     if kind == "numeric":
         number = float(expected)
-        return f"{int(number):,}" if number.is_integer() and abs(number) < 1e15 else f"{number:.6g}"
+        if number.is_integer() and abs(number) < 1e15:
+            return f"{int(number):,}"
+        return f"{number:.{_digits(posed.question.relative_tolerance)}g}"
     if kind == "shape":
         return "(" + ", ".join(str(size) for size in expected) + ")"
     words = {"en": ("false", "true"), "zh": ("错", "对")}

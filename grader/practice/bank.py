@@ -10,9 +10,10 @@ memorising an answer does not help.
 from __future__ import annotations
 
 import functools
+import itertools
 import re
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,7 @@ class Question:
     variables: Mapping[str, tuple] = field(default_factory=dict)
     derived: Mapping[str, str] = field(default_factory=dict)
     require: tuple[str, ...] = ()
+    physical: tuple[str, ...] = ()  # what every instance must obey (see the schema)
     misconceptions: tuple[str, ...] = ()
     unlocks: tuple[str, ...] = ()
     nudge: Mapping[str, str] = field(default_factory=dict)  # a pointer for a second try
@@ -83,6 +85,23 @@ class Question:
             if values is not None:
                 return values
         raise ContentError(f"{self.source}: question {self.id!r}: 'require' is never met")
+
+    def instances(self) -> Iterator[dict[str, Any]]:
+        """Every combination of a template's variables that its ``require`` rules allow."""
+        names = list(self.variables)
+        for combination in itertools.product(*(self.variables[name] for name in names)):
+            values = self.complete_values(dict(zip(names, combination)))
+            if values is not None:
+                yield values
+
+    def answer_for(self, values: Mapping[str, Any]) -> Any:
+        """The answer of a template instance (``values`` complete, derived ones included)."""
+        return quiz_formulas.evaluate(self.answer, values) if isinstance(self.answer, str) else self.answer
+
+    def broken_laws(self, values: Mapping[str, Any]) -> list[str]:
+        """The ``physical`` rules this instance breaks (empty for a possible world)."""
+        bound = dict(values, answer=self.answer_for(values))
+        return [rule for rule in self.physical if not quiz_formulas.evaluate(rule, bound)]
 
     def complete_values(self, chosen: Mapping[str, Any]) -> dict[str, Any] | None:
         """``chosen`` plus the derived values, or None where a ``require`` rule fails."""
@@ -272,21 +291,48 @@ def _shuffled_not_identity(count: int, rng: np.random.Generator) -> list[int]:
 
 
 def choose_questions(*, bank: Bank, count: int, seed: int, topics: Iterable[str] = (),
-                     levels: Iterable[str] = (), only: Sequence[str] | None = None) -> list[PosedQuestion]:
+                     levels: Iterable[str] = (), only: Sequence[str] | None = None,
+                     balanced: bool = False) -> list[PosedQuestion]:
     """Pose ``count`` questions drawn with ``seed``.
 
     ``only`` (question ids, e.g. due cards or linked questions) keeps its order;
     otherwise questions are sampled from the topics and levels asked for.
+    ``balanced``: as many questions of each level whatever the seed (``level_quotas``),
+    so sheets worth points per level are all worth the same.
     """
     rng = np.random.default_rng(seed)
     if only is not None:
         pool = [bank.get(question_id) for question_id in only]
         pool = [q for q in pool if _matches(q, set(topics), set(levels))][:count]
+    elif balanced:
+        candidates = bank.select(topics=topics, levels=levels)
+        pool = []
+        for level, quota in level_quotas(candidates, count).items():
+            of_level = [question for question in candidates if question.level == level]
+            pool += [of_level[int(index)] for index in rng.permutation(len(of_level))[:quota]]
+        pool = [pool[int(index)] for index in rng.permutation(len(pool))]
     else:
         candidates = bank.select(topics=topics, levels=levels)
         picked = rng.permutation(len(candidates))[:count]
         pool = [candidates[int(index)] for index in picked]
     return [question.pose(rng) for question in pool]
+
+
+def level_quotas(candidates: Sequence[Question], count: int) -> dict[str, int]:
+    """How many of ``count`` questions each level gets: its share of ``candidates`` (largest remainders),
+    the same for every seed."""
+    sizes: dict[str, int] = {}
+    for question in candidates:
+        sizes[question.level] = sizes.get(question.level, 0) + 1
+    total = sum(sizes.values())
+    count = min(count, total)
+    if not total:
+        return {}
+    exact = {level: count * size / total for level, size in sorted(sizes.items())}
+    quotas = {level: int(share) for level, share in exact.items()}
+    for level in sorted(exact, key=lambda level: (quotas[level] - exact[level], level))[:count - sum(quotas.values())]:
+        quotas[level] += 1
+    return quotas
 
 
 def _matches(question: Question, topics: set[str], levels: set[str]) -> bool:

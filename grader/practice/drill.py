@@ -28,7 +28,8 @@ from grader.errors import ConfigError, UsageError
 from grader.grading.assignment import StandIn, get_assignment
 from grader.paths import DEFAULT_ASSIGNMENT, released_stub, solution_path
 from grader.stubs import BEGIN, DEF, END, HINT, STUB_HINT, generate_stub
-from grader.practice.user_data import read_document, write_document
+from grader.practice.user_data import data_dir, read_document, write_document
+from grader.practice.texts import text
 
 ALL = "all"  # the whole module from scratch
 CURRENT_FILE = "drill-current.json"
@@ -55,6 +56,8 @@ class Drill:
     hints: bool = False  # whether the workspace holds the hints
     attempts: int = 0  # submits so far
     assignment: str = DEFAULT_ASSIGNMENT  # the exercise the module belongs to
+    replaced: str = ""  # when it was started: the function of the drill it replaced, unrecorded
+    kept: str = ""  # where that drill's file was moved, when the new stub took its place
 
 
 @dataclass(frozen=True)
@@ -134,18 +137,26 @@ def _keep_solutions_except(source: str, function: str, *, stand_in: StandIn | No
 def start_drill(*, function: str | None, workspace: Path, time_limit_minutes: float | None = None,
                 seed: int | None = None, assignment: str = DEFAULT_ASSIGNMENT,
                 now: float | None = None, hints: bool = False) -> Drill:
-    """Write a fresh stub into ``workspace`` and start the clock (a running drill is replaced)."""
+    """Write a fresh stub into ``workspace`` and start the clock.
+
+    A running drill is replaced, unrecorded; its file, where the new stub goes, is kept beside it as
+    ``<name>.previous.py`` (``Drill.replaced`` says where), so no work is lost.
+    """
+    running = current_drill()
     if function is None:
         choices = drills(assignment)[:-1]
         function = choices[int(np.random.default_rng(seed).integers(len(choices)))]
     source, graded = drill_source(function, assignment=assignment, hints=hints)
     workspace.mkdir(parents=True, exist_ok=True)
     path = (workspace / f"{assignment}.py").resolve()
+    kept = ""
+    if running is not None and Path(running.path) == path and path.is_file():
+        kept = str(path.replace(path.with_name(f"{path.stem}.previous.py")))
     path.write_text(source, encoding="utf-8")
     drill = Drill(function, str(path), time.time() if now is None else now, time_limit_minutes, graded, hints,
                   assignment=assignment)
     write_document(CURRENT_FILE, {"drill": asdict(drill)})
-    return drill
+    return replace(drill, replaced=running.function if running else "", kept=kept)
 
 
 def current_drill() -> Drill | None:
@@ -169,7 +180,9 @@ def submit_drill(*, now: float | None = None, lang: str = "en",
     """
     drill = current_drill()
     if drill is None:
-        raise UsageError("no drill is running; start one with `mha drill [FUNCTION]`")
+        raise UsageError(text("drill_none_running", lang))
+    if not Path(drill.path).is_file():
+        raise UsageError(text("drill_file_gone", lang, path=drill.path, function=drill.function))
     finished = time.time() if now is None else now
     if grade is None:
         from grader.grading.grade import grade_submission as grade

@@ -7,9 +7,14 @@ in the trusted process and never executed, and it gives nothing but the
 answers: the questions are the instructor's (``QuizPolicy``: the options the
 sheets were made with) for the grader's student id. Each question becomes one
 test of the result (function ``quiz``), so results.json lists every
-question's outcome and the score adds both parts. Once one student has an
-answers file (or the instructor gives a ``--quiz-*`` option) every student
-has a sheet, so nobody raises a percentage by leaving the answers out.
+question's outcome and the score adds both parts.
+
+The quiz is the instructor's: only a ``--quiz-*`` option of ``mha grade``
+turns it on, and then every student has a sheet (one without an answers file
+scores 0 of it) and every sheet is worth the same (``make_sheet`` draws as
+many questions of each level for everyone). Without one, an answers file
+changes nothing but a note in its own student's feedback. A bad, missing,
+oversized or non-regular answers file costs the quiz, never the code.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from grader.content.messages import Message, parts_of
 from grader.errors import MhaError, UsageError
 from grader.practice import ANSWERS_SUFFIX
 from grader.practice.schema import LEVELS
@@ -61,7 +67,16 @@ def _not_negative(value: float) -> float:
     return value
 
 
-def with_quiz(result: SubmissionResult, *, answers: Path | None, policy: QuizPolicy,
+@dataclass(frozen=True)
+class HandedAnswers:
+    """A quiz answers file as the batch read it (``grader.batch.lanes``): its text, or why it could not be read."""
+
+    name: str
+    text: str | None = None
+    problem: Message | None = None
+
+
+def with_quiz(result: SubmissionResult, *, answers: HandedAnswers | None, policy: QuizPolicy,
               key: str | None = None) -> SubmissionResult:
     """``result`` with the questions of the student's sheet added as tests and to the score.
 
@@ -71,7 +86,7 @@ def with_quiz(result: SubmissionResult, *, answers: Path | None, policy: QuizPol
     when it cannot be read (0 of the sheet), and when the code could not be
     graded (the result stays an error, its maximum the code's and the sheet's).
     """
-    from grader.practice.sheets import grade_answers, grade_answers_file, make_sheet
+    from grader.practice.sheets import grade_answers, make_sheet, parse_answers
 
     spec = sheet_spec(policy)
     if result.status != "graded":
@@ -86,20 +101,35 @@ def with_quiz(result: SubmissionResult, *, answers: Path | None, policy: QuizPol
             note_messages = result.note_messages if len(result.note_messages) == len(result.notes) else \
                 tuple(({"plain": text},) for text in result.notes)
             result = replace(result, notes=result.notes + (note,), note_messages=note_messages + (({"plain": note},),))
+        elif answers.problem is not None:
+            raise _Unreadable(answers.problem)
         else:
-            if answers.is_symlink() or answers.lstat().st_nlink > 1:
-                raise UsageError(f"{answers.name} is a link to another file; hand in the answers file itself")
-            graded = grade_answers_file(path=answers, student=result.student, spec=spec, points=policy.points,
-                                        key=key)
+            sheet = make_sheet(student=result.student, count=spec.count, topics=spec.topics, levels=spec.levels,
+                               key=key)
+            given = parse_answers(answers.text or "", name=answers.name)["answers"]
+            graded = grade_answers(sheet=sheet, answers=given, points=policy.points)
         tests = graded.tests(show_answers=policy.show_answers)
-    except (MhaError, OSError, ValueError, KeyError, TypeError) as bad:
-        name = answers.name if answers is not None else "?"
+    except (_Unreadable, MhaError, ValueError, KeyError, TypeError) as bad:
+        reason = bad.message if isinstance(bad, _Unreadable) else str(bad)
+        message = Message("answers_unreadable", {"name": answers.name if answers is not None else "?",
+                                                 "reason": reason})
         tests = (TestResult(name="quiz:answers-file", function="quiz", outcome="error", score=0.0,
                             max_score=quiz_worth(result.student, policy, key=key), misconception="error",
-                            message=f"the answers file {name} could not be read: {bad}"),)
+                            message=message.render("en"), messages=parts_of(message)),)
     return replace(result, tests=result.tests + tuple(tests),
                    score=round(result.score + sum(t.score for t in tests), 6),
                    max_score=result.max_score + sum(t.max_score for t in tests))
+
+
+class _Unreadable(Exception):
+    def __init__(self, message: Message):
+        self.message = message
+        super().__init__(message.render("en"))
+
+
+def unassigned_note(name: str) -> Message:
+    """The note of an answers file handed in to a run that grades no quiz."""
+    return Message("note_answers_unassigned", {"name": name})
 
 
 def sheet_spec(policy: QuizPolicy):
@@ -109,7 +139,7 @@ def sheet_spec(policy: QuizPolicy):
 
 
 def quiz_worth(student: str, policy: QuizPolicy, *, key: str | None = None) -> float:
-    """The points of ``student``'s whole sheet (levels, and so points, differ between sheets)."""
+    """The points of ``student``'s whole sheet: the same for every student of a run (balanced levels)."""
     from grader.practice.sheets import make_sheet
 
     spec = sheet_spec(policy)

@@ -17,11 +17,25 @@ from grader.practice.bank import PosedQuestion
 from grader.practice.texts import text
 
 
+def echo_wrapped(text: str) -> None:
+    """``click.echo``, wrapped at the terminal's width on a terminal (at spaces, and between Chinese
+    characters by their display width): a long question or explanation never breaks inside a word."""
+    import sys
+
+    if not sys.stdout.isatty():
+        click.echo(text)
+        return
+    from rich.console import Console
+    from rich.text import Text
+
+    Console(highlight=False, emoji=False).print(Text.from_ansi(text), overflow="fold")
+
+
 class PlainPrompter:
     """Prints the options with their letters and reads one typed line per answer."""
 
     def __init__(self, *, read: Callable[[str], str] = input,
-                 write: Callable[[str], None] = click.echo, echo_answers: bool = False) -> None:
+                 write: Callable[[str], None] = echo_wrapped, echo_answers: bool = False) -> None:
         self._read = read
         self._echo = echo_answers  # piped input is not echoed; repeat it so a transcript reads well
         self.show = write
@@ -42,7 +56,7 @@ class PlainPrompter:
 class ArrowKeyPrompter:
     """questionary prompts: arrow keys and space for choices, a line editor for the rest."""
 
-    def __init__(self, *, write: Callable[[str], None] = click.echo) -> None:
+    def __init__(self, *, write: Callable[[str], None] = echo_wrapped) -> None:
         import questionary  # the prompt library loads only when a terminal quiz runs
 
         self._questionary = questionary
@@ -52,13 +66,17 @@ class ArrowKeyPrompter:
         q = self._questionary
         labels = [f"{LETTERS[index]}. {pick(option, lang)}" for index, option in enumerate(posed.options)]
         choices = [q.Choice(title=label, value=LETTERS[index]) for index, label in enumerate(labels)]
+        # questionary's own instructions and Ctrl-C message are English: ours are in the quiz's language
+        select = {"qmark": ">", "instruction": text("prompt_select", lang)}
+        stopped = {"kbi_msg": "\n" + text("prompt_stopped", lang)}
         if posed.kind == "single-choice":
-            return q.select(message, choices=choices, qmark=">").ask()
+            return q.select(message, choices=choices, **select).ask(**stopped)
         if posed.kind == "multiple-choice":
-            picked = q.checkbox(message, choices=choices, qmark=">").ask()
+            picked = q.checkbox(message, choices=choices, qmark=">",
+                                instruction=text("prompt_checkbox", lang)).ask(**stopped)
             return None if picked is None else ", ".join(picked)
         if posed.kind == "true-false":
             truth = [q.Choice(title=text("true", lang), value="true"),
                      q.Choice(title=text("false", lang), value="false")]
-            return q.select(message, choices=truth, qmark=">").ask()
-        return q.text(message, qmark=">").ask()
+            return q.select(message, choices=truth, **select).ask(**stopped)
+        return q.text(message, qmark=">").ask(**stopped)

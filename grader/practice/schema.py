@@ -23,7 +23,12 @@ a number (``numeric``, with optional ``relative_tolerance`` /
 (``true-false``). A template adds ``variables`` (name -> values to draw
 from), optional ``derived`` (name -> expression) and ``require``
 (expressions that must hold); its ``answer`` is then an expression and its
-texts may use ``{name}`` and ``{answer}`` placeholders.
+texts may use ``{name}`` and ``{answer}`` placeholders. ``physical`` states
+what the world a template describes must obey, as expressions over its
+values and ``answer`` (a utilisation of at most 60 %, a parameter count that
+fits the layer shapes): a draw is never restricted by them, but
+tests/test_template_worlds.py checks them on every instance, so a draw
+outside them is a content error.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ UNLOCKABLE = frozenset(name for exercise in ASSIGNMENTS.values() for name in exe
 FILE_KEYS = {"schema_version", "topic", "title", "questions"}
 QUESTION_KEYS = {
     "id", "level", "type", "prompt", "explanation", "nudge", "code", "choices", "steps", "answer",
-    "relative_tolerance", "absolute_tolerance", "variables", "derived", "require",
+    "relative_tolerance", "absolute_tolerance", "variables", "derived", "require", "physical",
     "misconceptions", "unlocks",
 }
 _ID = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -138,7 +143,7 @@ def _kind_fields(entry, kind: str, where: str, fields: dict, *, is_template: boo
 
 def _template_fields(entry, where: str, fields: dict) -> set[str]:
     """Check ``variables``, ``derived``, ``require``; return the names a template defines."""
-    if not any(key in entry for key in ("variables", "derived", "require")):
+    if not any(key in entry for key in ("variables", "derived", "require", "physical")):
         return set()
     variables = entry.get("variables")
     if not isinstance(variables, dict) or not variables:
@@ -164,6 +169,13 @@ def _template_fields(entry, where: str, fields: dict) -> set[str]:
     for index, rule in enumerate(require):
         _expression(rule, known, f"{where}: 'require[{index}]'")
     fields["require"] = tuple(require)
+    physical = entry.get("physical", [])
+    physical = [physical] if isinstance(physical, str) else physical
+    if not isinstance(physical, list):
+        raise ContentError(f"{where}: 'physical' must be an expression or a list of them")
+    for index, rule in enumerate(physical):
+        _expression(rule, known | {"answer"}, f"{where}: 'physical[{index}]'")
+    fields["physical"] = tuple(physical)
     if isinstance(entry.get("answer"), str):
         _expression(entry["answer"], known, f"{where}: 'answer'")
     return known

@@ -42,6 +42,7 @@ class AnswerRecord:
     expected: str
     correct: bool
     seconds: float
+    late: bool = False  # given after the time limit: shown as asked and not right, never as unanswered
 
 
 @dataclass(frozen=True)
@@ -87,11 +88,13 @@ def run_session(*, questions: Sequence[PosedQuestion], lang: str, prompter: Prom
         if given is None:
             stopped = True
             break
+        expected = quiz_answers.expected_text(posed, lang)
         if time_limit is not None and clock_seconds() - started > time_limit:
             show(click.style(text("time_up", lang, limit=clock(time_limit)), fg="yellow"))
+            records.append(AnswerRecord(posed.id, posed.topic, posed.kind, given, expected, False,
+                                        round(clock_seconds() - asked_at, 2), late=True))
             timed_out = True
             break
-        expected = quiz_answers.expected_text(posed, lang)
         if verdict.correct:
             show(click.style(text("right", lang), fg="green", bold=True))
         else:

@@ -14,7 +14,12 @@ that was handed out. The answers file is TOML::
     levels = []
 
     [answers]
-    split-heads-shape = "(2, 4, 7, 16)"
+    q01 = "(2, 4, 7, 16)"
+
+Questions are keyed by their number on the sheet (``q01``, ``q02``...), never
+by their bank id: an id such as ``bug-softmax-no-keepdims`` would name the
+answer. The ids stay with the instructor, in each outcome of ``results.json``.
+An answers file keyed by ids (sheets written before numbering) is still read.
 
 Grading reads only the ``[answers]`` table: the student, the count, the
 topics and the levels written in the file are ignored (the grader's own
@@ -75,9 +80,14 @@ class Sheet:
     questions: tuple[PosedQuestion, ...]
 
 
+def answer_key(number: int) -> str:
+    """The key of question ``number`` (from 1) on a sheet and in its answers file."""
+    return f"q{number:02d}"
+
+
 @dataclass(frozen=True)
 class QuestionOutcome:
-    question: str
+    question: str  # the bank id, for the instructor; the student sees only ``key``
     topic: str
     kind: str
     outcome: str  # one of OUTCOMES
@@ -85,6 +95,7 @@ class QuestionOutcome:
     expected: str
     score: float
     max_score: float
+    key: str = ""  # q01, q02...: the question's number on the sheet
 
 
 @dataclass(frozen=True)
@@ -105,7 +116,7 @@ class SheetResult:
         ``show_answers`` (the instructor's choice, e.g. once the due date has passed).
         """
         return tuple(
-            TestResult(name=f"quiz:{o.question}", function="quiz",
+            TestResult(name=f"quiz:{o.key or o.question}", function="quiz",
                        outcome="passed" if o.outcome == "correct" else "failed",
                        score=o.score, max_score=o.max_score, misconception=None,
                        message="" if o.outcome == "correct" else _missed(o, show_answers))
@@ -125,7 +136,8 @@ def make_sheet(*, student: str, count: int = 10, topics: Sequence[str] = (),
     if not student.strip():
         raise UsageError("a sheet needs a student id, e.g. `mha quiz --sheet alice --out alice.md`")
     seed = student_seed(student, key=key, purpose=SHEET_PURPOSE)
-    questions = choose_questions(bank=default_bank(), count=count, seed=seed, topics=topics, levels=levels)
+    questions = choose_questions(bank=default_bank(), count=count, seed=seed, topics=topics, levels=levels,
+                                 balanced=True)  # every sheet of a run worth the same points
     if not questions:
         raise UsageError(f"no question matches topics {list(topics)} and levels {list(levels)}")
     return Sheet(student, seed, count, tuple(topics), tuple(levels), tuple(questions))
@@ -140,9 +152,10 @@ def grade_answers(*, sheet: Sheet, answers: Mapping[str, str],
     text that cannot be read as the asked type is ``unreadable``; both score 0.
     """
     outcomes = []
-    for posed in sheet.questions:
+    for number, posed in enumerate(sheet.questions, start=1):
         worth = points_of(points, posed.question.level)
-        given = str(answers.get(posed.id, "")).strip()
+        key = answer_key(number)
+        given = str(answers.get(key, answers.get(posed.id, ""))).strip()
         verdict = quiz_answers.check(posed, given) if given else None
         if verdict is None:
             outcome = "blank"
@@ -153,7 +166,7 @@ def grade_answers(*, sheet: Sheet, answers: Mapping[str, str],
         outcomes.append(QuestionOutcome(
             question=posed.id, topic=posed.topic, kind=posed.kind, outcome=outcome, given=given,
             expected=quiz_answers.expected_text(posed, "en"),
-            score=worth if outcome == "correct" else 0.0, max_score=worth))
+            score=worth if outcome == "correct" else 0.0, max_score=worth, key=key))
     return SheetResult(student=sheet.student, score=sum(o.score for o in outcomes),
                        max_score=sum(o.max_score for o in outcomes), outcomes=tuple(outcomes))
 
@@ -176,8 +189,18 @@ def read_answers(path: Path) -> dict:
     and may be missing; grading uses only ``answers``.
     """
     try:
-        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"{path}: cannot read the answers ({error}); keep each answer in quotes") from None
+    return parse_answers(text, name=str(path))
+
+
+def parse_answers(text: str, *, name: str) -> dict:
+    """``read_answers`` of an answers file's text, already read (``name`` is how errors call the file)."""
+    path = name
+    try:
+        data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError) as error:
         raise UsageError(f"{path}: cannot read the answers ({error}); keep each answer in quotes") from None
     if data.get("schema_version") != ANSWERS_SCHEMA_VERSION:
         raise UsageError(f"{path}: schema_version must be {ANSWERS_SCHEMA_VERSION}")
@@ -201,8 +224,8 @@ def answers_template(sheet: Sheet, *, lang: str = "en") -> str:
         "[answers]",
     ]
     for number, posed in enumerate(sheet.questions, start=1):
-        lines.append(f"# {number}. {text(f'kind.{posed.kind}', lang)}")
-        lines.append(f'{posed.id} = ""')
+        lines.append(f"# {answer_key(number)}: {text(f'kind.{posed.kind}', lang)}")
+        lines.append(f'{answer_key(number)} = ""')
     return "\n".join(lines) + "\n"
 
 
@@ -212,7 +235,7 @@ def sheet_markdown(sheet: Sheet, *, lang: str, answers_name: str) -> str:
     lines = [f"# {text('sheet_title', lang, student=sheet.student)}", "",
              text("sheet_instructions", lang, answers=f"`{answers_name}`"), ""]
     for number, posed in enumerate(sheet.questions, start=1):
-        lines += [f"## {number}. `{posed.id}` · {pick(titles[posed.topic], lang)} · "
+        lines += [f"## {answer_key(number)} · {pick(titles[posed.topic], lang)} · "
                   f"{text(f'level.{posed.question.level}', lang)}", "", pick(posed.prompt, lang), ""]
         if posed.question.code:
             lines += ["```python", posed.question.code, "```", ""]

@@ -106,7 +106,7 @@ def _ask(question: Question, *, lang: str, prompter: Prompter, rng: np.random.Ge
             return True
         if attempt < TRIES_PER_QUESTION:
             nudge = pick(question.nudge, lang) if question.nudge else text("nudge_default", lang)
-            prompter.show(text("not_quite", lang, nudge=nudge))
+            prompter.show(text("not_quite_numbers" if question.is_template else "not_quite", lang, nudge=nudge))
         else:
             prompter.show(text("wrong", lang, expected=quiz_answers.expected_text(posed, lang)))
             prompter.show(text("why", lang, explanation=pick(posed.explanation, lang)))

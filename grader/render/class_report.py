@@ -41,11 +41,20 @@ def histogram_png(scores: list[float], max_score: float, *, lang: str = "en") ->
     import matplotlib
 
     matplotlib.use("Agg")
+    from matplotlib import rc_context
+
+    from grader.render.fonts import find_cjk_font
+
+    cjk = find_cjk_font() if lang == "zh" else None
+    if lang == "zh" and cjk is None:
+        lang = "en"  # English labels rather than empty boxes where no installed font draws Chinese
+    with rc_context({"font.family": ["DejaVu Sans", cjk] if cjk else ["DejaVu Sans"]}):
+        return _histogram(scores, max_score, lang=lang)
+
+
+def _histogram(scores: list[float], max_score: float, *, lang: str) -> bytes:
     from matplotlib.figure import Figure
 
-    if lang == "zh":  # a font with the Chinese glyphs, where one is installed
-        matplotlib.rcParams["font.sans-serif"] = ["Noto Sans CJK SC", "Noto Sans CJK JP", "WenQuanYi Zen Hei",
-                                                  "DejaVu Sans"]
     figure = Figure(figsize=(6.4, 3.2), dpi=100)
     axis = figure.add_subplot()
     top = max(max_score, max(scores, default=0.0), 1.0)

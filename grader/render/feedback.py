@@ -10,6 +10,8 @@ would let a student rebuild the inputs of a regrade.
 
 from __future__ import annotations
 
+import re
+
 import functools
 import html
 from dataclasses import dataclass
@@ -82,7 +84,7 @@ def by_function(tests) -> list[tuple[str, list[TestResult]]]:
 
 def _label(test: TestResult, lang: str) -> str:
     label = check_title(test.name, lang)
-    return f"{label} ({say('hidden_check', lang)})" if test.visibility == "hidden" else label
+    return say("hidden_label", lang, label=label) if test.visibility == "hidden" else label
 
 
 def _outcome(test: TestResult, lang: str) -> str:
@@ -121,9 +123,19 @@ def adjustment_lines(result: SubmissionResult, lang: str) -> list[str]:
     return lines
 
 
+def graded_line(result: SubmissionResult, lang: str) -> str:
+    """Which file was graded, and which of the student's other candidates were set aside."""
+    line = say("graded_file", lang, file=result.file)
+    if result.set_aside:
+        line += " " + say("set_aside", lang, files=", ".join(result.set_aside))
+    return line
+
+
 def render_markdown(result: SubmissionResult, *, lang: str) -> str:
     lines = [f"# {say('title', lang, assignment=_ours(result.assignment), student=_md(result.student))}", "",
              f"**{say('score', lang, score=result.score, max_score=result.max_score)}**", ""]
+    if result.file:
+        lines += [_md(graded_line(result, lang)), ""]
     if result.adjustments:
         lines += [f"## {say('adjustments_heading', lang)}", ""] + [
             f"- {_md(line)}" for line in adjustment_lines(result, lang)] + [
@@ -132,7 +144,7 @@ def render_markdown(result: SubmissionResult, *, lang: str) -> str:
         lines += [f"## {say('report_notes', lang)}", ""] + [f"- {_md(note)}" for note in note_texts(result, lang)] + [""]
     if result.status != "graded":
         lines += [f"## {say('report_load_error', lang)}", "", "```text", markdown_code_block(error_text(result, lang)),
-                  "```", "", say("what_to_do", lang), ""]
+                  "```", "", say("what_to_do_load", lang), ""]
         return "\n".join(lines)
     lines += [f"## {say('checks', lang)}", ""]
     for function, group in by_function(result.tests):
@@ -153,7 +165,7 @@ def render_markdown(result: SubmissionResult, *, lang: str) -> str:
     lines += [f"## {say('mistakes', lang)}", ""]
     mistakes = mistakes_of(result, lang)
     for mistake in mistakes:
-        lines += [f"### {_ours(mistake.title)} (`{mistake.id}`)", "",
+        lines += [f"### {_ours(mistake.title)}{say('id_in_brackets', lang, id=mistake.id)}", "",
                   f"{say('seen_in', lang)}: {', '.join(f'`{name}`' for name in mistake.functions)}", "",
                   f"**{say('report_why', lang)}**{say('colon', lang)}{_ours(mistake.explanation)}", "",
                   f"**{say('report_hint', lang)}**{say('colon', lang)}{_ours(mistake.hint)}", ""]
@@ -171,6 +183,8 @@ def render_html(result: SubmissionResult, *, lang: str) -> str:
     body = [f"<h1>{e(title)}</h1>",
             f"<p class=score>{e(say('score', lang, score=result.score, max_score=result.max_score))}</p>",
             f"<div class=meter><span style='width:{100 * share:.1f}%'></span></div>"]
+    if result.file:
+        body.append(f"<p class=file>{e(graded_line(result, lang))}</p>")
     if result.adjustments:
         body.append(f"<h2>{e(say('adjustments_heading', lang))}</h2><ul>"
                     + "".join(f"<li>{e(line)}</li>" for line in adjustment_lines(result, lang)) + "</ul>"
@@ -180,7 +194,7 @@ def render_html(result: SubmissionResult, *, lang: str) -> str:
                     + "".join(f"<li>{e(note)}</li>" for note in note_texts(result, lang)) + "</ul>")
     if result.status != "graded":
         body.append(f"<h2>{e(say('report_load_error', lang))}</h2><pre>{e(error_text(result, lang))}</pre>"
-                    f"<p>{e(say('what_to_do', lang))}</p>")
+                    f"<p>{_with_code(say('what_to_do_load', lang))}</p>")
         return _page(title, lang, body)
     body.append(f"<h2>{e(say('checks', lang))}</h2>")
     for function, group in by_function(result.tests):
@@ -206,8 +220,13 @@ def render_html(result: SubmissionResult, *, lang: str) -> str:
                     f"<p><b>{e(say('report_hint', lang))}</b>{e(say('colon', lang))}{e(mistake.hint)}</p></section>")
     if not mistakes:
         body.append(f"<p>{e(say('no_mistakes', lang))}</p>")
-    body.append(f"<p>{e(say('all_good' if result.passed else 'what_to_do', lang))}</p>")
+    body.append(f"<p>{_with_code(say('all_good' if result.passed else 'what_to_do', lang))}</p>")
     return _page(title, lang, body)
+
+
+def _with_code(text: str) -> str:
+    """One of the grader's own texts as HTML: escaped, its `backticked` commands set as code."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html_text(text))
 
 
 def _page(title: str, lang: str, body: list[str]) -> str:

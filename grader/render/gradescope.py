@@ -78,6 +78,9 @@ def summary_of(result: dict, *, graded_file: str | None, lang: str) -> str:
                   passed=sum(test["outcome"] == "passed" for test in public))
     if len(tests) > len(public):
         summary += "\n\n" + say("gradescope_hidden", lang, hidden=len(tests) - len(public))
+    if result.get("set_aside"):
+        shown = ", ".join(markdown_inline(str(name)).replace("`", "'") for name in result["set_aside"])
+        summary += "\n\n" + say("gradescope_set_aside", lang, files=shown)
     return summary
 
 

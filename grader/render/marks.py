@@ -10,7 +10,7 @@ from __future__ import annotations
 from grader.content.messages import render
 from grader.i18n import pick
 
-MARKS = {"passed": "✓", "failed": "✗", "error": "!", "timeout": "⏱"}
+MARKS = {"passed": "✓", "failed": "✗", "error": "!", "timeout": "◷"}  # in DejaVu Sans, so no empty box
 COLOURS = {"passed": "green", "failed": "red", "error": "red", "timeout": "yellow"}  # rich colour names
 
 

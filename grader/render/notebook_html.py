@@ -74,16 +74,16 @@ def _function_table(function: str, tests: list, lang: str) -> str:
     for test in tests:
         label = check_title(test.name, lang)
         rows.append(f"<tr class='mha-{e(test.outcome)}' data-test='{e(test.name)}' data-outcome='{e(test.outcome)}' "
-                    f"data-misconception='{e(test.misconception or '')}'><td>{e(label)}</td>"
-                    f"<td class='mha-points'>{test.score:g}/{test.max_score:g}</td>"
-                    f"<td>{marks.mark(test.outcome)} {e(say('outcome_' + test.outcome, lang))}</td></tr>")
+                    f"data-misconception='{e(test.misconception or '')}'><td{_LEFT}>{e(label)}</td>"
+                    f"<td class='mha-points' style='text-align:right'>{test.score:g}/{test.max_score:g}</td>"
+                    f"<td{_LEFT}>{marks.mark(test.outcome)} {e(say('outcome_' + test.outcome, lang))}</td></tr>")
         if test.outcome != "passed":
             cause = ""
             if test.root_cause:
                 cause = f" <b>{e(say('root_cause', lang, function=test.root_cause))}</b>."
             case = f"<pre>{e(case_text(test, lang))}</pre>" if case_text(test, lang) else ""
-            rows.append(f"<tr class='mha-message'><td colspan='3'>{e(check_text(test, lang))}{cause}{case}</td></tr>")
-    header = "".join(f"<th>{e(say(key, lang))}</th>" for key in ("report_check", "report_points", "report_result"))
+            rows.append(f"<tr class='mha-message'><td colspan='3'{_LEFT}>{e(check_text(test, lang))}{cause}{case}</td></tr>")
+    header = "".join(f"<th{_LEFT}>{e(say(key, lang))}</th>" for key in ("report_check", "report_points", "report_result"))
     return (f"<table class='mha-table'><caption><code>{e(function)}</code></caption>"
             f"<tr>{header}</tr>{''.join(rows)}</table>")
 
@@ -102,6 +102,10 @@ def _mistakes(result: SubmissionResult, lang: str) -> str:
                      f"<p><b>{e(say('report_hint', lang))}</b>{e(say('colon', lang))}{e(mistake.hint)}</p></div>")
     return "".join(boxes)
 
+
+# JupyterLab's own table style right-aligns every cell and outranks a stylesheet in the output: the
+# alignment is set on each cell too.
+_LEFT = " style='text-align:left;vertical-align:top'"
 
 _STYLE = """
 .mha-check{font-family:system-ui,"Noto Sans CJK SC","Microsoft YaHei",sans-serif;font-size:.92rem;line-height:1.4;

@@ -17,10 +17,10 @@ from grader.render.text_safety import clean_line
 SUMMARY_TEXTS = CONTENT_DIR / "summary.toml"
 
 
-def _short(result: dict) -> str:
+def _short(result: dict, lang: str = "en") -> str:
     if result.get("status") != "graded":
         reason = (result.get("error") or "").strip().splitlines()
-        return f"error: {_cut(reason[0]) if reason else 'could not be graded'}"
+        return _say("progress_error", lang=lang, reason=_cut(reason[0]) if reason else _say("not_graded", lang=lang))
     found = ", ".join(result.get("misconceptions", ())[:3])
     return f"{result['score']:g}/{result['max_score']:g}" + (f"  [{found}]" if found else "")
 
@@ -34,24 +34,25 @@ def _cut(text: str, width: int = 100) -> str:
     return cut + " ..."
 
 
-def _count(number: int, noun: str, plural: str | None = None) -> str:
-    return f"{number} {noun if number == 1 else plural or noun + 's'}"
-
-
 class LineProgress:
-    """One plain line per finished submission (for logs and CI)."""
+    """One plain line per finished submission (for logs and CI), in ``lang``."""
+
+    def __init__(self, lang: str = "en"):
+        self.lang = lang
 
     def begin(self, total: int, done: int) -> None:
         self.total, self.count, self.started = total, done, time.monotonic()
-        note = f" ({done} already graded)" if done else ""
-        click.echo(f"grading {_count(total, 'submission')}{note}")
+        note = _say("progress_already", lang=self.lang, count=done) if done else ""
+        click.echo(_say("progress_grading", lang=self.lang,
+                        submissions=_counted("submission", total, lang=self.lang), already=note))
 
     def start(self, student: str) -> None:
         pass
 
     def advance(self, result: dict) -> None:
         self.count += 1
-        click.echo(f"[{self.count}/{self.total}] {clean_line(result['student'])}: {_short(result)}")
+        graded = f" ({clean_line(result['file'])})" if result.get("file") else ""
+        click.echo(f"[{self.count}/{self.total}] {clean_line(result['student'])}{graded}: {_short(result, self.lang)}")
 
     def end(self) -> None:
         pass
@@ -65,9 +66,10 @@ class BarProgress:
     submissions still in flight); without it, rich's own rate-based ETA.
     """
 
-    def __init__(self, estimate=None):
+    def __init__(self, estimate=None, lang: str = "en"):
         self.make_estimate = estimate
         self.estimate = None
+        self.lang = lang
 
     def begin(self, total: int, done: int) -> None:
         from rich.console import Console
@@ -76,8 +78,9 @@ class BarProgress:
 
         self.estimate = self.make_estimate(total, done) if self.make_estimate is not None else None
         remaining = _remaining_column(self.estimate) if self.estimate is not None else TimeRemainingColumn()
-        self.progress = Progress(TextColumn("[bold]grading"), BarColumn(), MofNCompleteColumn(),
-                                 TimeElapsedColumn(), TextColumn("ETA"), remaining,
+        self.progress = Progress(TextColumn(f"[bold]{escape(_say('bar_grading', lang=self.lang))}"), BarColumn(),
+                                 MofNCompleteColumn(), TimeElapsedColumn(),
+                                 TextColumn(escape(_say("bar_eta", lang=self.lang))), remaining,
                                  TextColumn("{task.description}"), console=Console(stderr=True), transient=False)
         self.progress.start()
         self.task = self.progress.add_task("", total=total, completed=done)
@@ -89,7 +92,7 @@ class BarProgress:
     def advance(self, result: dict) -> None:
         if self.estimate is not None:
             self.estimate.finish(result["student"])
-        text = f"{clean_line(result['student'])}: {_short(result)}"[:60]
+        text = f"{clean_line(result['student'])}: {_short(result, self.lang)}"[:60]
         self.progress.update(self.task, advance=1, description=escape(text))
 
     def end(self) -> None:
@@ -142,25 +145,37 @@ def print_summary(summary, *, formats=(), merged: bool = False, lang: str = "en"
     click.echo(say("students", students=count("student", tally.students), graded=tally.graded, timed=timed,
                    errors=count("error", len(tally.errored))))
     if tally.scores:
+        uncounted = say("uncounted", graded=len(tally.scores), errors=len(tally.errored)) if tally.errored else ""
         click.echo(say("scores", mean=f"{tally.mean:.2f}", max_score=f"{tally.max_score:g}",
-                       median=f"{tally.median:g}", full=sum(score >= tally.max_score for score in tally.scores)))
+                       median=f"{tally.median:g}", full=sum(score >= tally.max_score for score in tally.scores),
+                       uncounted=uncounted))
     catalog = load_catalog()
     common = tally.common_misconceptions(5)
     if common:
         click.echo(say("common"))
         for key, number, share in common:
             title = catalog[key].text("title", lang) if key in catalog else ""
-            click.echo(f"    {key:<32} {count('student', number):>12} ({100 * share:.0f}%)  {title}")
+            click.echo(f"    {key:<32} {count('student', number):<13} ({100 * share:.0f}%)  {title}")
     for student, reason in tally.errored[:10]:
         lines = reason.strip().splitlines()
-        click.echo(say("error_row", student=clean_line(student), reason=_cut(lines[0]) if lines else ""))
+        click.echo(say("error_row", student=clean_line(student), reason=_cut(lines[0], 160) if lines else ""))
     for student, functions in tally.timed_out[:10]:
         click.echo(say("timeout_row", student=clean_line(student), functions=", ".join(functions)))
+    if tally.set_aside:
+        click.echo(say("set_aside", students=count("student", len(tally.set_aside))))
+        for student, graded, others in tally.set_aside[:10]:
+            click.echo(say("set_aside_row", student=clean_line(student), file=clean_line(graded),
+                           others=", ".join(clean_line(name) for name in others)))
     if tally.adjusted:
         finals = [row.final for row in tally.roster if row.status == "graded"]
         mean = say("adjusted_mean", mean=f"{sum(finals) / len(finals):.2f}", max_score=f"{tally.max_score:g}") \
             if finals else ""
         click.echo(say("adjusted", students=count("student", tally.adjusted), mean=mean))
+        above = [row for row in tally.roster if row.final > row.max_score > 0]
+        if above:  # bonus points may be meant; a gradebook import may refuse them
+            shown = ", ".join(f"{clean_line(row.student)} {row.final:g}" for row in above[:10])
+            click.echo(say("adjust_above_max", students=shown + (" ..." if len(above) > 10 else ""),
+                           max_score=f"{tally.max_score:g}"), err=True)
     if summary.unmatched_adjustments:
         shown = ", ".join(clean_line(name) for name in summary.unmatched_adjustments[:10])
         more = " ..." if len(summary.unmatched_adjustments) > 10 else ""
@@ -179,6 +194,9 @@ def summary_texts() -> dict[str, dict[str, str]]:
 
 def _say(key: str, *, lang: str, **params) -> str:
     return pick(summary_texts()[key], lang).format(**params)
+
+
+say_summary = _say  # for the verbs: one of this file's texts in ``lang``
 
 
 def _counted(noun: str, number: int, *, lang: str) -> str:

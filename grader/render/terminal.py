@@ -11,7 +11,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from grader.content.catalog import load_catalog
-from grader.content.messages import case_text, check_text, check_title, error_text, note_texts, render
+from grader.content.messages import Message, case_text, check_text, check_title, error_text, note_texts, render
 from grader.render.marks import terminal_mark
 from grader.results import SubmissionResult
 from grader.render.text_safety import clean_text
@@ -36,7 +36,8 @@ def hanging(console: Console, prefix: str, body: str) -> None:
 
 
 def print_result(result: SubmissionResult, *, file: str, lang: str, console: Console | None = None,
-                 linked_question: Callable[[str], str | None] | None = None, failed_only: bool = False) -> None:
+                 linked_question: Callable[[str], str | None] | None = None, failed_only: bool = False,
+                 drill: bool = False) -> None:
     """Print ``result``; ``linked_question(misconception)`` names a question to drill each mistake, if any.
 
     A function whose every check says it is not written yet takes one line; ``failed_only`` leaves out
@@ -98,13 +99,13 @@ def print_result(result: SubmissionResult, *, file: str, lang: str, console: Con
     style = "green" if failed == 0 else "red"
     total = say(key, score=result.score, max_score=result.max_score, failed=failed, checks=len(result.tests))
     console.print(f"[bold {style}]{escape(total)}[/]")
-    step = next_step(result, lang)
+    step = next_step(result, lang, drill=drill)
     if step:
         console.print(escape(step))  # the grader's own text, with the function's and the check's names
 
 
 def _card(console: Console, entry, test, explained: set, say, lang: str, linked_question) -> None:
-    hanging(console, "    ", f"[bold]{escape(entry.text('title', lang))}[/] [dim]({entry.id})[/]")
+    hanging(console, "    ", f"[bold]{escape(entry.text('title', lang))}[/][dim]{escape(say('id_in_brackets', id=entry.id))}[/]")
     if test.root_cause and entry.function is not None and entry.id == test.misconception:
         hanging(console, "    ", f"{say('report_root')}{say('colon')}[bold]{escape(test.root_cause)}[/]")
     if entry.id in explained:
@@ -133,17 +134,26 @@ def _specific_findings(result: SubmissionResult, catalog) -> dict[str, set[str]]
     return found
 
 
-def next_step(result: SubmissionResult, lang: str) -> str | None:
-    """What to do next: write the first function not written yet, else fix the first that fails."""
+def next_step(result: SubmissionResult, lang: str, *, drill: bool = False) -> str | None:
+    """What to do next: write the first function not written yet, else fix the first that fails.
+
+    The functions that fail because of it are named only when the results say so (their checks' root
+    cause is that function); ``drill``: the command to run again is ``mha drill --submit``.
+    """
     for function, group in groupby(result.tests, key=lambda test: test.function):
         tests = list(group)
         failing = [test for test in tests if test.outcome != "passed"]
         if not failing:
             continue
+        again = Message("report_again_drill") if drill else Message("report_again_check", {"function": function})
         if _not_written(tests):
-            return render("report_next_write", {"function": function}, lang)
+            return render("report_next_write", {"function": function, "again": again}, lang)
         # the functions come in the order the computation uses them: the first that fails comes first
-        return render("report_next_fix", {"function": function, "check": check_title(failing[0].name, lang)}, lang)
+        users = list(dict.fromkeys(test.function for test in result.tests if test.outcome != "passed"
+                                   and test.root_cause == function and test.function != function))
+        params = {"function": function, "check": check_title(failing[0].name, lang), "again": again,
+                  "users": render("list_separator", {}, lang).join(users)}
+        return render("report_next_fix_users" if users else "report_next_fix", params, lang)
     return None
 
 

@@ -43,6 +43,10 @@ MAX_NAMES = 100  # names of entered functions kept per call
 MAX_CELL_ERRORS = 20  # errors of notebook cells reported per submission
 
 
+# Why a load failed when the worker ran out of time loading (the trusted side's words, said in the
+# reader's language by grader.grading.grade).
+LOAD_TIMED_OUT = "loading took too long (code at the top level of the file runs forever?)"
+
 @dataclass(frozen=True)
 class Limits:
     """Resource limits of one worker; the defaults suit this exercise."""
@@ -163,6 +167,7 @@ class Sandbox:
         self.spent = 0.0
         self.load_report: LoadReport | None = None
         self.isolation = "not started"
+        self.hello: dict = {}  # the last worker's report of its confinement
         self.apart = True  # whether workers alive at once cannot signal each other (the worker's hello says)
         self.startup_seconds = 0.0  # what the last worker cost to get, up to its hello
         self.phases: tuple[tuple[str, float], ...] = ()  # (step, seconds after the request) of the last worker
@@ -410,6 +415,7 @@ class Sandbox:
         said_hello = time.monotonic()
         self.startup_seconds = said_hello - started
         self.isolation = describe_isolation(hello)
+        self.hello = hello
         self.apart = hello.get("workers_apart") is not False  # else the next worker starts once this one is gone
         self.worker_folder = str(hello.get("cwd", ""))[:300]
         self.phases = _phases(started, self.worker.marks, hello.get("phases"), ("hello", said_hello))
@@ -419,8 +425,7 @@ class Sandbox:
             reply, _ = self.worker.receive(deadline, limit)
         except WorkerGone as gone:
             self._kill()
-            reason = ("loading took too long (code at the top level of the file runs forever?)" if gone.timed_out
-                      else str(gone))
+            reason = LOAD_TIMED_OUT if gone.timed_out else str(gone)
             return LoadReport(ok=False, error=CallError("Timeout" if gone.timed_out else "WorkerGone", reason),
                               ended=TIMEOUT if gone.timed_out else CRASH)
         finally:
@@ -511,6 +516,10 @@ class Sandbox:
         asked = time.monotonic()
         worker.kill(timeout=self.limits.start_timeout)
         self.ending = tuple((name, at - asked) for name, at in [*worker.ending, ("reported", time.monotonic())])
+
+    def isolation_in(self, lang: str) -> str:
+        """What confined the last worker, in ``lang`` (the isolation line of results and summaries)."""
+        return describe_isolation(self.hello, lang=lang) if self.hello else self.isolation
 
     def close(self) -> None:
         worker, self.worker = self.worker, None

@@ -48,25 +48,31 @@ NOT_CONFINED = ("the portable worker does not protect this machine from hostile 
                 "can read and reaches the network")
 
 
-def describe_portable(hello: dict) -> str:
-    """The isolation line of a portable worker, from its own ``hello`` and what this side added to it (``kept``);
-    no Python warning: the caller decides whom to tell."""
+def describe_portable(hello: dict, *, lang: str = "en") -> str:
+    """The isolation line of a portable worker, from its own ``hello`` and what this side added to it (``kept``),
+    in ``lang``; no Python warning: the caller decides whom to tell."""
+    from grader.sandbox.isolation_texts import say as text
+
+    def say(key: str, lang: str, **params) -> str:
+        return text(key, lang=lang, **params)
+
     platform = {"win32": "Windows", "darwin": "macOS"}.get(str(hello.get("platform")), str(hello.get("platform")))
     kept = hello.get("kept") if isinstance(hello.get("kept"), dict) else {}
-    parts = [f"portable worker ({platform[:40]}): a child process of its own"]
+    parts = [say("portable", lang, platform=platform[:40])]
     if hello.get("session"):
-        parts.append("new session")
+        parts.append(say("session", lang))
     rlimits = [str(name)[:20] for name in hello.get("rlimits", ())[:8]] if isinstance(hello.get("rlimits"), list) \
         else []
-    parts.append(f"rlimits ({', '.join(rlimits)})" if rlimits else "no rlimits")
+    parts.append(say("portable_rlimits", lang, names=say("list_separator", lang).join(rlimits)) if rlimits
+                 else say("portable_no_rlimits", lang))
     if kept.get("job"):
-        parts.append("Job Object (memory and processes of its tree)")
+        parts.append(say("portable_job", lang))
     if kept.get("memory_watchdog"):
-        parts.append("memory watchdog over the worker's processes")
-    ended = "process group and descendants" if kept.get("process_group") else "descendants"
-    parts.append(f"process tree ended after it ({'job, ' if kept.get('job') else ''}{ended}), scratch folder, "
-                 "scrubbed environment")
-    return ", ".join(parts) + f"; WARNING: {NOT_CONFINED}"
+        parts.append(say("memory_watched", lang))
+    ended = say("portable_ended_group" if kept.get("process_group") else "portable_ended", lang)
+    parts.append(say("portable_tree_ended", lang, how=say("portable_job_and", lang, what=ended) if kept.get("job")
+                     else ended))
+    return say("separator", lang).join(parts) + say("warning", lang, text=say("portable_not_confined", lang))
 
 
 class PortableServer:

@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.content.messages import Message
+from grader.content.messages import Message, cell_label
 
 MAX_SOURCE_BYTES = 2 << 20
 MAX_NOTES = 20  # notes kept per submission (skipped lines, cells); the rest are counted in one more note
@@ -88,18 +88,18 @@ def notebook_source(text: str, *, name: str) -> SubmissionSource:
         if isinstance(source, list):
             source = "".join(part for part in source if isinstance(part, str))
         if not isinstance(source, str):
-            notes.append(Message("note_malformed_cell", {"cell": label}))
+            notes.append(Message("note_malformed_cell", {"cell": cell_label(label)}))
             continue
         nbgrader = (cell.get("metadata") or {}).get("nbgrader") or {}
         if isinstance(nbgrader, dict) and nbgrader.get("grade") and not nbgrader.get("solution"):
             continue  # an nbgrader test cell: the grader runs its own checks
         if source.lstrip().startswith("%%"):
-            notes.append(Message("note_cell_magic", {"cell": label}))
+            notes.append(Message("note_cell_magic", {"cell": cell_label(label)}))
             continue
         kept = []
         for line in source.splitlines():
             if line.lstrip().startswith(("%", "!")):
-                notes.append(Message("note_line_magic", {"cell": label, "line": line.strip()[:60]}))
+                notes.append(Message("note_line_magic", {"cell": cell_label(label), "line": line.strip()[:60]}))
                 kept.append("")  # keep line numbers true
             else:
                 kept.append(line)

@@ -15,7 +15,10 @@ from pathlib import Path
 
 from grader.batch.discovery import discover_submissions
 from grader.errors import UsageError
-from grader.sandbox.source import SubmissionError, read_submission
+from grader.content.messages import Message
+from grader.grading.submitted import entry_source, read_submission_file
+from grader.render.text_safety import clean_name
+from grader.sandbox.source import SubmissionError
 
 
 @dataclass(frozen=True)
@@ -57,10 +60,10 @@ def read_class(submissions: Path, *, assignment: str, lang: str = "en") -> tuple
         if entry.refusal is not None or entry.path is None:
             skipped.append(Skipped(entry.student, entry.refusal.render(lang) if entry.refusal else "no file"))
             continue
-        try:
-            source = read_submission(entry.path)
-        except SubmissionError as bad:
-            skipped.append(Skipped(entry.student, bad.message.render(lang)))
+        # read once, as discovery found it
+        source = entry_source(path=entry.path, found=entry.found, name=clean_name(entry.path.name))
+        if isinstance(source, Message):
+            skipped.append(Skipped(entry.student, source.render(lang)))
             continue
         notebook = source.mode == "cells"
         documents.append(Document(entry.student, entry.shown_path(submissions),
@@ -74,7 +77,7 @@ def read_one(path: Path, *, student: str) -> Document | None:
     if path is None or not Path(path).is_file():
         return None
     try:
-        source = read_submission(Path(path))
+        source = read_submission_file(Path(path))
     except SubmissionError:
         return None
     return Document(student, Path(path).name, tuple(cell.source for cell in source.cells),

@@ -16,7 +16,7 @@ from grader.paths import DEFAULT_ASSIGNMENT, exercise_path, student_file
 
 
 @click.command("check")
-@click.argument("file", required=False, type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("file", required=False, type=click.Path(path_type=Path))
 @click.option("--function", "functions", multiple=True, metavar="NAME",
               help="Check only this function (repeatable), e.g. --function split_heads.")
 @click.option("--all", "run_all", is_flag=True, help="Also run the hidden checks, where they are installed.")
@@ -36,6 +36,8 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
             assignment: str) -> None:
     """Check FILE (default: exercises/<assignment>.py) and explain every failure.
 
+    FILE may be a folder (a clone of the hand-out, an upload): the file checked is the one you worked on,
+    as `mha grade` chooses it (changed from the hand-out, more functions implemented, then saved last).
     Without --assignment, the exercise is the one FILE is named after, or else the one whose functions
     and classes FILE defines.
 
@@ -50,17 +52,22 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
     except ValueError as bad:
         raise UsageError(str(bad)) from None
     given = click.get_current_context().get_parameter_source("assignment") != click.core.ParameterSource.DEFAULT
-    if file is not None and file.exists() and not given:
+    if file is not None and file.is_file() and not given:
         assignment = assignment_of(file)
     exercise = get_assignment(assignment)
     file = file or student_file(assignment)
     if not file.exists():
-        raise UsageError(f"{file} does not exist; run `mha check path/to/{assignment}.py`")
+        raise UsageError(render("check_no_file", {"file": file, "assignment": assignment}, lang))
+    entry = _entry_of(file, assignment, lang)
     unknown = [name for name in functions if name not in exercise.functions]
     if unknown:
-        raise UsageError(f"unknown function {unknown[0]!r}; choose from: {', '.join(exercise.functions)}")
+        raise UsageError(render("check_unknown_function", {"function": unknown[0],
+                                                           "functions": ", ".join(exercise.functions)}, lang))
+    locked: tuple[str, ...] = ()
     if unlock:
-        functions = _unlocked(functions or exercise.functions, lang, quiet_stdout=as_json)
+        wanted = functions or exercise.functions
+        functions = _unlocked(wanted, lang, quiet_stdout=as_json)
+        locked = tuple(name for name in wanted if name not in functions)
     visibility = "public"
     notice = None
     if run_all:
@@ -68,8 +75,26 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
             visibility = "all"
         else:
             notice = render("report_no_hidden", {}, lang)
-    result = _graded(file, assignment=assignment, visibility=visibility, functions=functions or None, lang=lang,
-                     timeout_scale=timeout_scale, isolation=isolation)
+    from grader.content.messages import Message
+    from grader.entries.entry import with_entry
+    from grader.grading.submitted import entry_source
+    from grader.render.text_safety import clean_name
+
+    shown = str(entry.path)
+    source = entry_source(path=entry.path, found=entry.found, name=clean_name(entry.path.name))
+    if isinstance(source, Message):
+        from grader.grading.grade import plan_checks
+        from grader.results import load_failure
+
+        max_score = plan_checks(assignment=assignment, visibility=visibility, functions=functions or None,
+                                student=entry.path.stem)[2]
+        result = load_failure(student=entry.path.stem, error=source.render(lang), max_score=max_score,
+                              assignment=assignment, error_messages=(source.to_data(),))
+    else:
+        result = _graded(source, student=entry.path.stem, shown=shown, assignment=assignment,
+                         visibility=visibility, functions=functions or None, lang=lang,
+                         timeout_scale=timeout_scale, isolation=isolation)
+    result = with_entry(result, entry, file=shown, lang=lang)
     if as_json:
         from grader.render.text_safety import clean_strings
 
@@ -80,16 +105,18 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
 
         if notice:
             click.echo(notice)
-        print_result(result, file=str(file), lang=lang, linked_question=linked_question, failed_only=failed_only)
+        print_result(result, file=shown, lang=lang, linked_question=linked_question, failed_only=failed_only)
+        if locked:  # the total above counts the checked functions only: say which were left out
+            click.echo(render("report_locked", {"functions": ", ".join(locked)}, lang))
         if verbose:
             click.echo(render("report_isolation", {"isolation": result.isolation}, lang))
     if not result.passed:
         raise ChecksFailed()
 
 
-def _graded(file: Path, *, assignment: str, visibility: str, functions: tuple[str, ...] | None, lang: str,
-            timeout_scale: float, isolation: str):
-    """Grade ``file``. Where the Linux sandbox runs, in a fork server of its own launched before the grader's
+def _graded(source, *, student: str, shown: str, assignment: str, visibility: str,
+            functions: tuple[str, ...] | None, lang: str, timeout_scale: float, isolation: str):
+    """Grade ``source`` (the file ``shown``, read as found). Where the Linux sandbox runs, in a fork server of its own launched before the grader's
     own imports: the server's start (it imports NumPy) and the grader's (NumPy too, and the cases) overlap.
     The portable worker (asked for, or where the Linux sandbox cannot run) is started by ``grade_submission``."""
     import threading
@@ -105,12 +132,13 @@ def _graded(file: Path, *, assignment: str, visibility: str, functions: tuple[st
         from grader.grading.grade import grade_submission
         from grader.render.terminal import CheckSpinner
 
-        with CheckSpinner(file=str(file), lang=lang) as spinner, quiet_sandbox():  # never a blank screen
+        with CheckSpinner(file=shown, lang=lang) as spinner, quiet_sandbox():  # never a blank screen
             try:
                 server = launch.ready() if launch is not None else None
             except ForkServerError:
                 server = None  # grade_submission tries again (auto: the portable worker), or says why
-            result = grade_submission(path=file, assignment=assignment, visibility=visibility, functions=functions,
+            result = grade_submission(source=source, student=student, assignment=assignment,
+                                      visibility=visibility, functions=functions,
                                       lang=lang, timeout_scale=timeout_scale, on_function=spinner.update,
                                       server=server, isolation=isolation, keep_calibration=True)
     except BaseException:
@@ -133,7 +161,7 @@ def defined_names(path: Path) -> set[str]:
         try:
             cells = json.loads(text).get("cells", [])
             text = "\n".join("".join(cell.get("source", "")) for cell in cells if cell.get("cell_type") == "code")
-        except (ValueError, AttributeError, TypeError):
+        except (ValueError, AttributeError, TypeError, RecursionError):
             return set()
     return set(_DEFINITION.findall(text))
 
@@ -170,6 +198,19 @@ def assignment_of(file: Path) -> str:
                      f"pass --assignment NAME (one of: {', '.join(sorted(ASSIGNMENTS))})")
 
 
+def _entry_of(file: Path, assignment: str, lang: str):
+    """What ``mha check FILE`` checks: the file, or the student's work in a folder (``grader.entries.entry``)."""
+    from grader.entries.entry import file_entry, submission_in_folder
+
+    if file.is_dir():
+        entry = submission_in_folder(file.name or "student", file, assignment=assignment)
+    else:
+        entry = file_entry(file)
+    if entry.refusal is not None:
+        raise UsageError(entry.refusal.render(lang))
+    return entry
+
+
 def _unlocked(functions: tuple[str, ...], lang: str, *, quiet_stdout: bool) -> tuple[str, ...]:
     """Ask the unlock questions of each locked function; keep the functions now unlocked.
 
@@ -177,6 +218,8 @@ def _unlocked(functions: tuple[str, ...], lang: str, *, quiet_stdout: bool) -> t
     holds only the result object.
     """
     import sys
+
+    from grader.content.messages import render
 
     import numpy as np
 
@@ -202,5 +245,5 @@ def _unlocked(functions: tuple[str, ...], lang: str, *, quiet_stdout: bool) -> t
     if budget.later:
         prompter.show(text("unlock_later", lang, functions=", ".join(budget.later)))
     if not opened:
-        raise UsageError("no function is unlocked yet; run `mha check --unlock` again and answer its questions")
+        raise UsageError(render("check_none_unlocked", {}, lang))
     return opened

@@ -39,6 +39,7 @@ def command(out, sentences, heads, d_model, seed, lang, as_json):
         return
     if page.shipped:
         click.echo(f"mha: {load_viz_texts().text('message.demo_shipped', lang)}", err=True)
-    click.echo(f"{len(page.sentences)} sentences, heads {', '.join(map(str, page.head_options))}, "
-               f"seed {seed}, {page.size_bytes / 1024:.0f} KiB")
+    click.echo(load_viz_texts().text("message.demo_summary", lang, sentences=len(page.sentences),
+                                     heads=("、" if lang == "zh" else ", ").join(map(str, page.head_options)), seed=seed,
+                                     size=f"{page.size_bytes / 1024:.0f}"))
     click.echo(load_viz_texts().text("message.wrote", lang, path=page.path))

@@ -16,7 +16,7 @@ from grader.verbs.options import assignment_option, json_option, lang_option, se
 
 
 @click.command("drill")
-@click.argument("function", required=False, metavar=f"[{'|'.join(DRILLS)}]")
+@click.argument("function", required=False, metavar="[FUNCTION]")
 @assignment_option
 @time_limit_option
 @click.option("--workspace", type=click.Path(file_okay=False, path_type=Path), default=Path("mha-drill"),
@@ -56,7 +56,7 @@ def command(function, assignment, time_limit, workspace, hints, submit, status, 
 
 def _start(function, assignment, workspace, time_limit, hints, seed, lang, as_json) -> None:
     from grader.practice.drill import start_drill
-    from grader.practice.texts import text
+    from grader.practice.texts import duration, text
 
     drill = start_drill(function=function, workspace=workspace, time_limit_minutes=time_limit, seed=seed,
                         hints=hints, assignment=assignment)
@@ -64,15 +64,18 @@ def _start(function, assignment, workspace, time_limit, hints, seed, lang, as_js
         click.echo(json.dumps({"function": drill.function, "path": drill.path, "started": drill.started,
                                "time_limit_minutes": drill.time_limit_minutes, "hints": drill.hints}))
         return
-    limit = text("drill_limit", lang, minutes=f"{time_limit:g}") if time_limit else ""
+    limit = text("drill_limit", lang, duration=duration(time_limit, lang)) if time_limit else ""
     started = datetime.fromtimestamp(drill.started).strftime("%H:%M:%S")
+    if drill.replaced:
+        click.echo(text("drill_replaced", lang, function=drill.replaced,
+                        kept=text("drill_kept", lang, path=drill.kept) if drill.kept else ""))
     click.echo(text("drill_started", lang, function=drill.function, path=drill.path, started=started, limit=limit))
     click.echo(text("drill_next", lang))
 
 
 def _submit(lang, as_json) -> None:
     from grader.practice.drill import current_drill, submit_drill
-    from grader.practice.texts import clock, text
+    from grader.practice.texts import clock, duration, text
 
     drill = current_drill()
     record, result = submit_drill(lang=lang)
@@ -82,8 +85,8 @@ def _submit(lang, as_json) -> None:
     from grader.practice.linked import linked_question
     from grader.render.terminal import print_result
 
-    print_result(result, file=drill.path, lang=lang, linked_question=linked_question)
-    overtime = text("drill_overtime", lang, minutes=f"{record.time_limit_minutes:g}") if record.overtime else ""
+    print_result(result, file=drill.path, lang=lang, linked_question=linked_question, drill=True)
+    overtime = text("drill_overtime", lang, duration=duration(record.time_limit_minutes, lang)) if record.overtime else ""
     click.echo(text("drill_result", lang, function=record.function, score=f"{record.score:g}",
                     max_score=f"{record.max_score:g}", time=clock(record.seconds), overtime=overtime))
     for misconception in record.misconceptions:

@@ -40,7 +40,8 @@ from grader.verbs.options import (adjust_option, assignment_option, format_optio
                    "a number, or per level such as basic=1,intermediate=2,advanced=3 (default 1).")
 @click.option("--quiz-count", type=click.IntRange(min=1), default=None, metavar="N",
               help="Questions per quiz sheet, as given to `mha quiz --sheet --count` (default 10). "
-                   "Any --quiz-* option gives every student a sheet; without an answers file it scores 0.")
+                   "Any --quiz-* option assigns the quiz: every student has a sheet, worth the same, and one "
+                   "without an answers file scores 0 of it. Without one, answers files change no score.")
 @click.option("--quiz-topic", "quiz_topics", multiple=True, metavar="TOPIC",
               help="A topic of the sheets, as given to `mha quiz --sheet --topic` (repeatable).")
 @click.option("--quiz-level", "quiz_levels", multiple=True, type=click.Choice(QUIZ_LEVELS),
@@ -106,10 +107,11 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
                                       show_answers=show_answers, due=quiz_due),
                      adjustments=adjustments, timeout_scale=timeout_scale, isolation=isolation)
     try:
-        summary = grade_class(run=run, progress=make_progress())
+        summary = grade_class(run=run, progress=make_progress(run.lang))
     except KeyboardInterrupt:
-        click.echo(f"\nInterrupted. The results so far are kept in {out}; continue with the same command "
-                   "and --resume.", err=True)
+        from grader.render.summary import say_summary
+
+        click.echo("\n" + say_summary("interrupted", lang=run.lang, out=out), err=True)
         raise click.Abort() from None
     from grader.render.summary import print_summary
     from grader.render.text_safety import clean_line
@@ -155,13 +157,13 @@ def quiz_policy(*, points: str | None, count: int | None, topics: tuple[str, ...
                       show_answers=show_answers or (due is not None and datetime.now() >= due))
 
 
-def make_progress():
+def make_progress(lang: str = "en"):
     """A rich bar on a terminal, its ETA counting the submissions still in flight; one plain line per
-    submission otherwise."""
+    submission otherwise; in ``lang``."""
     from grader.batch.eta import Estimate
     from grader.render.summary import BarProgress, LineProgress
 
-    return BarProgress(estimate=Estimate) if sys.stderr.isatty() else LineProgress()
+    return BarProgress(estimate=Estimate, lang=lang) if sys.stderr.isatty() else LineProgress(lang)
 
 
 def refuse_unconfined(isolation: str) -> None:

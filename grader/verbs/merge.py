@@ -23,10 +23,12 @@ def command(folders: tuple[Path, ...], out: Path, formats: tuple[str, ...], over
     """Merge the --out FOLDERS of `mha grade --shard K/N` runs into one --out folder.
 
     Example: mha merge out-1 out-2 out-3 --out class. A student graded in two
-    folders is an error; a missing shard is reported. The shards' adjustments
-    are kept, unless --adjust gives the whole class's.
+    folders is an error; a missing shard is reported. Each folder's signature
+    (the course key) and results are checked first: a folder that fails is
+    refused by name, the others are merged, and the exit status is 1. The
+    shards' adjustments are kept, unless --adjust gives the whole class's.
     """
-    from grader.batch.merging import merge_runs
+    from grader.batch.merging import REFUSED, merge_runs
     from grader.render.summary import print_summary
 
     summary, warnings = merge_runs(sources=list(folders), out=out, lang=lang,
@@ -35,3 +37,9 @@ def command(folders: tuple[Path, ...], out: Path, formats: tuple[str, ...], over
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)
     print_summary(summary, formats=formats, merged=True, lang=resolve_language(lang))
+    refused = sum(warning.startswith(REFUSED) for warning in warnings)
+    if refused:
+        from grader.errors import ShardsRefused
+
+        raise ShardsRefused(f"{refused} of {len(folders)} folders refused (see the warnings above); the others are "
+                            f"merged into {out}: grade the refused shards again, then merge once more")

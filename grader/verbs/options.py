@@ -14,11 +14,11 @@ lang_option = click.option(
     "--lang",
     type=click.Choice(LANGUAGES),
     default=None,
-    help="Language of the feedback: en or zh (default: from the locale; zh_* gives Chinese).",
+    help="Language of what this command prints and writes: en or zh (default: from the locale; zh_* gives Chinese).",
 )
 
 json_option = click.option(
-    "--json", "as_json", is_flag=True, help="Print machine-readable JSON instead of a table."
+    "--json", "as_json", is_flag=True, help="Print machine-readable JSON instead of the usual text."
 )
 
 assignment_option = click.option(

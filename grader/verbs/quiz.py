@@ -98,7 +98,7 @@ def _session(bank, *, topics, levels, count, time_limit, lang, seed, review, fee
         return
     terminal = sys.stdin.isatty() and sys.stdout.isatty() and not plain
     prompter = ArrowKeyPrompter() if terminal else PlainPrompter(echo_answers=not sys.stdin.isatty())
-    click.echo(text("quiz_start", lang, count=len(questions), seed=seed))
+    prompter.show(text("quiz_start", lang, count=len(questions), seed=seed))
     try:
         summary = run_session(questions=questions, lang=lang, prompter=prompter, titles=bank.titles,
                               time_limit=None if time_limit is None else time_limit * 60,
@@ -106,7 +106,7 @@ def _session(bank, *, topics, levels, count, time_limit, lang, seed, review, fee
     finally:
         save_progress(progress)  # answers given before an interruption still count
     for line in summary_lines(summary, lang=lang, titles=bank.titles):
-        click.echo(line)
+        prompter.show(line)
 
 
 def _list(bank, topics, levels, as_json) -> None:

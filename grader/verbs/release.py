@@ -82,26 +82,30 @@ def command(student_dir: Path | None, course_dir: Path | None, gradescope_dir: P
     if as_json:
         click.echo(json.dumps(report, ensure_ascii=False, indent=2))
         return
+    from grader.authoring.release import release_texts
+    from grader.i18n import pick
+
+    def say(key: str, **params) -> None:
+        click.echo(pick(release_texts()[f"said.{key}"], lang).format(**params))
+
     if "student" in report:
-        click.echo(f"Student release: {release.folder} ({len(release.files)} files)")
+        say("student", folder=release.folder, files=len(release.files))
         if release.archive:
-            click.echo(f"  zip: {release.archive}")
+            say("zip", archive=release.archive)
         if release.withheld:
-            click.echo(f"  left for students to bring (another exercise's answer): {', '.join(release.withheld)}")
+            say("withheld", names=", ".join(release.withheld))
         if release.given_away:
-            click.echo(f"  gives away another exercise's answer (--give-building-blocks): {', '.join(release.given_away)}")
-        click.echo(f"  next: cd {release.folder} && pip install . && mha check")
+            say("given_away", names=", ".join(release.given_away))
+        say("student_next", folder=release.folder)
     if "nbgrader" in report:
-        click.echo(f"nbgrader course: {course.folder}")
-        click.echo(f"  notebook: {course.notebook}")
-        click.echo("  points per test cell: " + ", ".join(f"{name} {value:g}" for name, value in course.points.items()))
-        click.echo(f"  next: cd {course.folder} && nbgrader generate_assignment {assignment}")
+        say("course", folder=course.folder)
+        say("notebook", notebook=course.notebook)
+        say("points", points=", ".join(f"{name} {value:g}" for name, value in course.points.items()))
+        say("course_next", folder=course.folder, assignment=assignment)
     if "gradescope" in report:
-        click.echo(f"Gradescope autograder: {bundle.archive} (key fingerprint {bundle.key_fingerprint})")
-        click.echo("  next: upload it on the assignment's Configure Autograder page (Ubuntu 22.04 base image); "
-                   "see docs/gradescope.md")
+        say("gradescope", archive=bundle.archive, fingerprint=bundle.key_fingerprint)
+        say("gradescope_next")
     if "github_classroom" in report:
-        click.echo(f"GitHub Classroom starter: {starter.folder} ({len(starter.tests)} graded steps, "
-                   f"{sum(test.points for test in starter.tests):g} points)")
-        click.echo(f"  next: cd {starter.folder} && git init && git add . && git commit -m starter, push it as a "
-                   "template repository; see docs/github-classroom.md")
+        say("classroom", folder=starter.folder, steps=len(starter.tests),
+            points=f"{sum(test.points for test in starter.tests):g}")
+        say("classroom_next", folder=starter.folder)

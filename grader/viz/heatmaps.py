@@ -18,28 +18,12 @@ import numpy as np
 from grader.viz.maps import ALIKE_THRESHOLD, HeadMaps, alike_pairs, most_alike_pair
 from grader.viz.embedding import contains_cjk
 from grader.viz.texts import VizTexts, load_viz_texts
+from grader.render.fonts import CJK_FAMILIES, find_cjk_font  # noqa: F401  (public here too)
 
-# Families tried first for CJK text, most widespread on Linux, macOS and Windows first.
-CJK_FAMILIES = (
-    "Noto Sans CJK SC", "Noto Sans SC", "Source Han Sans SC", "Source Han Sans CN",
-    "WenQuanYi Zen Hei", "WenQuanYi Micro Hei", "Microsoft YaHei", "SimHei",
-    "PingFang SC", "Heiti SC", "Noto Sans CJK JP", "Noto Serif CJK SC", "AR PL UMing CN",
-)
 FLAG_COLOUR = "#d62728"
 # Cell values are printed inside the map when it is this small and there are few heads.
 ANNOTATE_MAX_TOKENS = 6
 ANNOTATE_MAX_PANELS = 4
-
-
-def find_cjk_font() -> str | None:
-    """The name of an installed font family with CJK glyphs, or None."""
-    from matplotlib import font_manager
-
-    installed = {entry.name for entry in font_manager.fontManager.ttflist}
-    for family in CJK_FAMILIES:
-        if family in installed:
-            return family
-    return next((name for name in sorted(installed) if "CJK" in name or "Han Sans" in name), None)
 
 
 @dataclass(frozen=True)

@@ -113,7 +113,8 @@ function render() {
     tab.setAttribute("aria-selected", String(active));
     tab.tabIndex = active ? 0 : -1;
     panel.hidden = !active;
-    panel.replaceChildren(...(active ? VIEWS[mode](context) : []));
+    // a view leaves out what does not apply (null): replaceChildren would write it as the text "null"
+    panel.replaceChildren(...(active ? VIEWS[mode](context) : []).filter((part) => part !== null && part !== undefined));
   }
   if (focusedKey) {
     const again = document.querySelector(`[data-key="${focusedKey}"]`);
@@ -171,7 +172,12 @@ function buildControls() {
   }
   const tabs = [...document.querySelectorAll('[role="tab"]')];
   for (const tab of tabs) {
-    tab.addEventListener("click", () => update({ mode: tab.dataset.mode }));
+    tab.addEventListener("click", (event) => {
+      update({ mode: tab.dataset.mode });
+      // a click on the Dynamic tab lands in its panel, where the arrow keys step (as the panel says);
+      // from the keyboard (detail 0) the focus stays on the tab, where the arrows move between tabs
+      if (tab.dataset.mode === "dynamic" && event.detail > 0) document.getElementById("panel-dynamic").focus();
+    });
     // Arrow keys move between tabs (the usual tablist pattern); Home and End jump.
     tab.addEventListener("keydown", (event) => {
       const index = tabs.indexOf(tab);
