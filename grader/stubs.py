@@ -15,8 +15,11 @@ from pathlib import Path
 
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
-_HINT = re.compile(r"#\s*HINT\((en|zh)\):\s*(.*)")
-_DEF = re.compile(r"^\s*def\s+(\w+)\s*\(")
+# The reference's conventions, used wherever its source is cut (stubs, notebooks, drills):
+HINT = re.compile(r"#\s*HINT\((en|zh)\):\s*(.*)")  # a hint line of the reference: its language and text
+DEF = re.compile(r"^\s*def\s+(\w+)\s*\(")  # a function or method starts: its name
+HINT_LABELS = {"en": "Hint: ", "zh": "提示："}  # how a stub writes a hint, ``# <label><text>``
+STUB_HINT = re.compile(r"^\s*# (" + "|".join(map(re.escape, HINT_LABELS.values())) + ")")  # a stub's hint line
 
 
 class MarkerError(ValueError):
@@ -33,7 +36,7 @@ def generate_stub(source: str, *, origin: str = "<reference>") -> str:
     for number, line in enumerate(lines, start=1):
         stripped = line.strip()
         if block is None:
-            match = _DEF.match(line)
+            match = DEF.match(line)
             if match:
                 function = match.group(1)
             if stripped == BEGIN:
@@ -65,9 +68,9 @@ def _todo(block: list[str], indent: str, function: str | None) -> list[str]:
         f"{indent}# TODO：实现 {name}。",
     ]
     if "en" in hints:
-        lines.append(f"{indent}# Hint: {hints['en']}")
+        lines.append(f"{indent}# {HINT_LABELS['en']}{hints['en']}")
     if "zh" in hints:
-        lines.append(f"{indent}# 提示：{hints['zh']}")
+        lines.append(f"{indent}# {HINT_LABELS['zh']}{hints['zh']}")
     if function != "__init__":
         lines.append(
             f'{indent}raise NotImplementedError("{name}: not implemented yet / 尚未实现")'
@@ -76,7 +79,7 @@ def _todo(block: list[str], indent: str, function: str | None) -> list[str]:
 
 
 def _hint(line: str) -> tuple[str | None, str]:
-    match = _HINT.search(line)
+    match = HINT.search(line)
     return (match.group(1), match.group(2).strip()) if match else (None, "")
 
 
@@ -85,7 +88,7 @@ def strip_markers(source: str) -> str:
     kept = []
     for line in source.splitlines():
         stripped = line.strip()
-        if stripped in (BEGIN, END) or _HINT.search(line):
+        if stripped in (BEGIN, END) or HINT.search(line):
             continue
         kept.append(line)
     return "\n".join(kept) + "\n"

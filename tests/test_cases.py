@@ -109,3 +109,27 @@ def test_stability_rows_defeat_unstable_and_global_max_softmax(name):
     spans = x.max(axis=-1) - x.min(axis=-1)
     assert spans.max() > 1500 and np.ptp(x.max(axis=-1)) > 1000 and np.abs(x).max() >= 1000
     assert {m for m, _, _ in case.known_twins()} >= {"softmax-unstable", "softmax-global-max"}
+
+
+def test_a_case_never_changes_once_built():
+    """Cases are frozen descriptions: what a check relies on is fixed when the case is built, and the
+    twins a case defers are kept in a memo beside its fields."""
+    import dataclasses
+
+    from grader.assignments.twinning import with_expectations
+    from grader.assignments.multihead_attention.cases import TWINS
+
+    case = public_cases()["softmax/2d"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        case.expected = None
+    draft = dataclasses.replace(case, expected=None, twins=[], twin_builder=None)
+    built = with_expectations(draft, "multihead_attention", TWINS)
+    assert draft.expected is None and draft.twins == [] and built is not draft
+    assert same_value(built.expected, case.expected) and built.twins is None and not built.twins_ready
+    twins = built.known_twins()
+    assert built.twins_ready and built.twins is None and built.known_twins() is twins  # computed once
+    assert {misconception for misconception, _, _ in twins} >= {"softmax-wrong-axis"}
+    cases = public_cases()
+    assert cases["attention/cross"].companion_case is cases["attention/self"]  # linked in the dict returned
+    assert all(case.shows_values for case in cases.values())  # the shipped fixtures
+    assert not any(case.shows_values for case in public_cases(seed=5).values())  # a graded run's draw

@@ -201,3 +201,19 @@ def test_the_submit_command_says_the_drill_goes_on(tmp_path):
     assert json.loads(hinted.output)["hints"] is True
     assert "# Hint:" in (tmp_path / "ws" / "multihead_attention.py").read_text(encoding="utf-8")
     assert runner.invoke(root, ["drill", "--submit", "--hint"]).exit_code == 2
+
+
+def test_another_exercise_is_drilled_with_its_own_checks(tmp_path):
+    """`--assignment` drills any exercise: its stub in the workspace, its checks at submit, its own drills."""
+    runner = CliRunner()
+    unknown = runner.invoke(root, ["drill", "softmax", "--assignment", "kv_cache", "--workspace", str(tmp_path)])
+    assert unknown.exit_code != 0 and "choose from: all" in unknown.output  # kv_cache lists no single drills
+    started = runner.invoke(root, ["drill", "all", "--assignment", "kv_cache", "--workspace", str(tmp_path),
+                                   "--json"])
+    assert started.exit_code == 0, started.output
+    path = tmp_path / "kv_cache.py"
+    assert json.loads(started.output)["path"] == str(path.resolve()) and "class KVCache" in path.read_text()
+    shutil.copy(solution_path("kv_cache"), path)  # solved at once
+    record, result = submit_drill(lang="en")
+    assert result.assignment == "kv_cache" and result.score == result.max_score > 0
+    assert {test.function for test in result.tests} == {"update", "forward"} and record.ended

@@ -7,7 +7,12 @@ the exercises are found by their folders (no table to edit).
 from __future__ import annotations
 
 import functools
+import json
+import os
 import re
+import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -85,3 +90,85 @@ def test_each_folder_holds_the_parts_of_an_exercise(name):
              "public_cases.npz"}
     assert parts <= {path.name for path in folder.iterdir()}, name
     assert (PROJECT / "exercises" / f"{name}.py").is_file() and (PROJECT / "solutions" / f"{name}.py").is_file()
+
+
+# ---- a new exercise from the template, graded through the CLI ---------------------------------
+def _copy_of_the_project(target: Path) -> Path:
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for part in ("grader", "exercises", "solutions"):
+        shutil.copytree(PROJECT / part, target / part, ignore=ignore)
+    shutil.copy(PROJECT / "pyproject.toml", target / "pyproject.toml")
+    return target
+
+
+def _mha(project: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {key: value for key, value in os.environ.items() if key not in ("MHA_EXERCISES", "MHA_SOLUTIONS")}
+    env["PYTHONPATH"] = str(project)  # the copy's grader, not the installed one
+    return subprocess.run([sys.executable, *args], cwd=project, env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+@pytest.mark.slow
+def test_a_new_exercise_from_the_template_is_graded_at_once(tmp_path):
+    """One command makes a complete tiny exercise; its stub scores 0, its reference full marks, its mutant
+    is named in a class run, and its audit is clean, with nothing edited outside the new folder but the
+    stub and the reference."""
+    project = _copy_of_the_project(tmp_path / "project")
+    made = _mha(project, "-m", "grader.authoring.new_exercise", "tiny_scores")
+    assert made.returncode == 0, made.stderr
+    folder = project / "grader" / "assignments" / "tiny_scores"
+    assert (folder / "exercise.toml").is_file() and (folder / "public_cases.npz").is_file()
+    assert not list(folder.rglob("*@*")) and "@NAME@" not in (folder / "cases.py").read_text()
+    where = _mha(project, "-c", "import grader; print(grader.__file__)")
+    assert where.stdout.strip() == str(project / "grader" / "__init__.py")
+
+    stub = _mha(project, "-m", "grader.cli", "check", "exercises/tiny_scores.py", "--json")
+    result = json.loads(stub.stdout)
+    assert result["assignment"] == "tiny_scores"  # found by its file name, no table edited
+    assert result["score"] == 0 and result["max_score"] == 3
+    assert {test["misconception"] for test in result["tests"]} == {"not-implemented"}
+    reference = _mha(project, "-m", "grader.cli", "check", "solutions/tiny_scores.py", "--assignment",
+                     "tiny_scores", "--all", "--json")
+    result = json.loads(reference.stdout)
+    assert reference.returncode == 0 and result["score"] == result["max_score"] == 5, reference.stderr
+
+    audit = _mha(project, "-m", "grader.cli", "audit", "--assignment", "tiny_scores", "--json")
+    findings = json.loads(audit.stdout)
+    assert audit.returncode == 0 and len(findings) == 2 and {f["verdict"] for f in findings} == {"ok"}
+
+    submissions = project / "class"
+    submissions.mkdir()
+    shutil.copy(project / "exercises" / "tiny_scores.py", submissions / "ann.py")
+    shutil.copy(project / "solutions" / "tiny_scores.py", submissions / "bob.py")
+    shutil.copy(folder / "mutants" / "mistakes" / "no_scale.py", submissions / "cat.py")
+    graded = _mha(project, "-m", "grader.cli", "grade", "class", "--out", "out", "--assignment", "tiny_scores",
+                  "--jobs", "1")
+    assert graded.returncode == 0, graded.stderr
+    results = {row["student"]: row for row in json.loads((project / "out" / "results.json").read_text())}
+    assert (results["ann"]["score"], results["bob"]["score"]) == (0, 5)
+    assert results["cat"]["score"] < 5 and results["cat"]["misconceptions"] == ["tiny-scores-no-scale"]
+    assert "The scores are not divided by sqrt(d_k)" in (project / "out" / "report.html").read_text()
+
+
+def test_the_template_refuses_a_taken_or_unusable_name(tmp_path, capsys):
+    from grader.authoring.new_exercise import main
+
+    for name, why in (("kv_cache", "already exists"), ("Rotary-Embedding", "cannot name an exercise"),
+                      ("class", "cannot name an exercise")):
+        with pytest.raises(SystemExit) as stopped:
+            main([name])
+        assert stopped.value.code == 2 and why in capsys.readouterr().err
+    assert not (PACKAGE / "assignments" / "Rotary-Embedding").exists()
+
+
+@pytest.mark.parametrize("name", sorted(ASSIGNMENTS))
+def test_each_probed_mistake_is_one_of_the_exercise_the_check_can_name(name):
+    """A check's ``probes`` (the mistakes it is written to reveal) are catalogued mistakes of its exercise."""
+    from grader.content.catalog import load_catalog
+    from grader.grading.runner import collect
+
+    exercise = ASSIGNMENTS[name]
+    own = load_catalog((exercise.folder / "misconceptions.toml",))  # the exercise's own catalog file
+    probes = {probe: test.name for test in collect(exercise, ("public", "hidden")) for probe in test.probes}
+    assert probes and set(probes) <= set(own), {probe: test for probe, test in probes.items() if probe not in own}
+    assert all(own[probe].function in exercise.functions for probe in probes)

@@ -14,10 +14,12 @@ import numpy as np
 import pytest
 
 from grader.content.catalog import load_catalog
+from grader.content.messages import check_title
 from grader.render.class_report import render_report
 from grader.tally import ClassTally
 from grader.errors import ContentError
-from grader.render.exports import GradesCsv, JUnitReport, ResultsJson, gradescope_results
+from grader.render.exports import GradesCsv, JUnitReport, ResultsJson
+from grader.render.gradescope import gradescope_results
 from grader.render.feedback import FEEDBACK_FILE, feedback_texts, render_html, render_markdown
 from grader.results import SubmissionResult, TestResult
 
@@ -85,14 +87,15 @@ def test_results_json_is_a_list_of_contract_objects_that_read_back():
 # ---- Gradescope ----------------------------------------------------------------------------
 def test_gradescope_results_carry_score_and_per_test_fields_with_hidden_checks_held_back():
     result = graded("ann", failing=("forward",), hidden_failing=True).to_dict()
-    data = gradescope_results(result, feedback="# feedback")
+    data = gradescope_results(result, summary="# feedback")
     assert data["score"] == result["score"] == sum(test["score"] for test in data["tests"])
     assert data["output"] == "# feedback"
     for test in data["tests"]:
-        assert {"name", "score", "max_score", "output", "visibility", "status"} <= set(test)
+        assert {"name", "number", "score", "max_score", "output", "visibility", "status"} <= set(test)
     visibility = {test["name"]: test["visibility"] for test in data["tests"]}
-    assert visibility["scaled_dot_product_attention: attention on drawn inputs"] == "after_published"
-    assert visibility["softmax: softmax values"] == "visible"
+    assert visibility[f"scaled_dot_product_attention: {check_title('test_attention_on_drawn_inputs')}"] \
+        == "after_published"
+    assert visibility[f"softmax: {check_title('test_softmax_values')}"] == "visible"
     failed = [test for test in data["tests"] if test["status"] == "failed"]
     assert len(failed) == 2 and all(SCALE in test["output"] for test in failed)
     assert "seed" not in json.dumps(data)

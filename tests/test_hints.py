@@ -15,10 +15,9 @@ import tomllib
 import pytest
 
 from conftest import PROJECT
-from grader.stubs import BEGIN, END
+from grader.stubs import BEGIN, END, HINT
 
 LONGEST_SHARED = 16
-_HINT = re.compile(r"#\s*HINT\((en|zh)\):\s*(.*)")
 
 
 def solution_lines() -> list[tuple[str, str]]:
@@ -47,7 +46,7 @@ def stub_hints() -> list[tuple[str, str]]:
     return [(f"{path.name}:{number} ({match.group(1)})", match.group(2))
             for path in sorted((PROJECT / "solutions").glob("*.py"))
             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1)
-            if (match := _HINT.search(line))]
+            if (match := HINT.search(line))]
 
 
 def api_names() -> set[str]:

@@ -2,6 +2,7 @@
 the worker imports only the standard library and NumPy."""
 
 import ast
+import re
 
 import pytest
 
@@ -10,7 +11,7 @@ from conftest import PROJECT
 
 def imported_modules(path):
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    for node in ast.walk(_without_type_checking(tree)):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             yield from (alias.name.split(".")[0] for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module:
@@ -112,7 +113,7 @@ def _layer(module: str) -> tuple[int, str]:
 
 
 def _without_type_checking(tree):
-    """The module without its ``if TYPE_CHECKING:`` blocks (imports for annotations only)."""
+    """The module without its ``if TYPE_CHECKING:`` blocks (what runs: for what a release must hold)."""
     for node in ast.walk(tree):
         for name in ("body", "orelse"):
             block = getattr(node, name, None)
@@ -123,13 +124,42 @@ def _without_type_checking(tree):
 
 
 def _imports(path):
+    """The grader modules and names ``path`` imports: at the top, in functions, and under ``TYPE_CHECKING``
+    (an annotation's import is a dependency too, and the map holds it)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    for node in ast.walk(_without_type_checking(tree)):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             yield from (alias.name for alias in node.names if alias.name.startswith("grader"))
         elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("grader"):
             yield node.module
             yield from (f"{node.module}.{alias.name}" for alias in node.names)
+
+
+# ---- what each layer may import, written once: the packages' "May import" lines must say the same ----
+FOUNDATION = frozenset(LAYERS[-1])
+EVERY = "every layer"
+ALLOWED = {
+    "grader": EVERY, "grader.cli": EVERY, "grader.verbs": EVERY, "grader.notebook": EVERY,
+    "grader.pytest_plugin": EVERY,
+    "grader.authoring": {"batch", "viz", "entries", "practice", "assignments", "grading", "render", "sandbox",
+                         "stubs", "tinymodel", "content"},
+    "grader.similarity": {"batch", "grading", "render", "sandbox", "content"},
+    "grader.batch": {"entries", "practice", "grading", "render", "sandbox", "content"},
+    "grader.viz": {"practice", "assignments", "grading", "render", "sandbox", "tinymodel", "content"},
+    "grader.entries": {"practice", "grading", "render", "sandbox", "content"},
+    "grader.practice": {"grading", "stubs", "content"},
+    "grader.assignments": {"grading", "sandbox", "content"},
+    "grader.grading": {"sandbox", "content"},
+    "grader.render": {"content"},
+    "grader.sandbox": {"content"},
+    "grader.tinymodel": {"grading"},
+    "grader.stubs": set(), "grader.content": set(),
+    **{module: set() for module in FOUNDATION},
+}
+# a layer that may enter another only through these modules of it (the package's own names, and one module)
+ONLY_THROUGH = {("grader.batch", "grader.practice"): ("grader.practice", "grader.practice.homework")}
+_LAYER_NAME = re.compile(r"\b(" + "|".join(sorted({group.rpartition(".")[2] for row in LAYERS for group in row
+                                                    if group not in FOUNDATION} | {"foundation"})) + r")\b")
 
 
 def test_every_import_points_down_the_layer_map():
@@ -196,6 +226,47 @@ def test_public_suites_import_nothing_the_student_release_withholds():
 def test_the_top_of_the_package_holds_at_most_twelve_modules():
     top = sorted(path.name for path in (PROJECT / "grader").glob("*.py"))
     assert len(top) <= 12, top
+
+
+def test_every_import_is_one_its_layer_may_make():
+    """Lazy and TYPE_CHECKING imports included, each package imports only what ALLOWED gives it."""
+    known = {module for module, _ in _modules()}
+    wrong = []
+    for module, path in _modules():
+        if module.startswith("grader.sandbox.worker"):
+            continue
+        _, group = _layer(module)
+        allowed = ALLOWED[group]
+        for target in set(_imports(path)) & known:
+            _, target_group = _layer(target)
+            if target_group == group or target == "grader" or allowed == EVERY or target_group in FOUNDATION:
+                continue
+            if target_group.rpartition(".")[2] not in allowed:
+                wrong.append(f"{module} -> {target}")
+            gates = ONLY_THROUGH.get((group, target_group))
+            if gates is not None and target not in gates:
+                wrong.append(f"{module} -> {target} (only through {', '.join(gates)})")
+    assert wrong == []
+
+
+def test_every_group_of_the_map_says_what_it_may_import():
+    assert set(ALLOWED) == {group for row in LAYERS for group in row}
+
+
+@pytest.mark.parametrize("package", sorted(group for group in ALLOWED if (PROJECT / group.replace(".", "/")).is_dir()
+                                           and group != "grader"))
+def test_each_package_docstring_says_what_the_map_allows(package):
+    """The "May import" sentence of each package's docstring names exactly the layers ALLOWED gives it."""
+    init = PROJECT / package.replace(".", "/") / "__init__.py"
+    docstring = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8"))) or ""
+    said = re.search(r"May import(.*?)(?:\.\s|\.$|;)", docstring, re.S)
+    assert said, f"{init}: no 'May import' sentence"
+    allowed = ALLOWED[package]
+    if allowed == EVERY:
+        assert "every layer" in said.group(1), init
+        return
+    named = set(_LAYER_NAME.findall(said.group(1))) - {package.rpartition(".")[2]}
+    assert named - {"foundation"} == allowed, init
 
 
 # ---- what ships in the student release: no shipped module imports a withheld one ---------------

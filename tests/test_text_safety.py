@@ -9,7 +9,8 @@ import re
 
 import pytest
 
-from grader.render.exports import GradesCsv, JUnitReport, gradescope_results
+from grader.render.exports import GradesCsv, JUnitReport
+from grader.render.gradescope import gradescope_results
 from grader.render.feedback import render_html, render_markdown
 from grader.results import SubmissionResult, TestResult
 from grader.render.text_safety import (REPLACEMENT, clean_line, clean_name, clean_strings, clean_text, csv_cell,
@@ -120,7 +121,7 @@ def test_no_renderer_lets_a_hostile_string_through(text):
     report.add(result.to_dict())
     report.finish(junit, spool, name="run")
     outputs["junit"] = junit.getvalue()
-    outputs["gradescope"] = json.dumps(gradescope_results(result.to_dict(), feedback=outputs["markdown"]),
+    outputs["gradescope"] = json.dumps(gradescope_results(result.to_dict(), summary=outputs["markdown"]),
                                        ensure_ascii=False)
     for name, output in outputs.items():
         assert bad_characters(output) == [], name
@@ -129,9 +130,10 @@ def test_no_renderer_lets_a_hostile_string_through(text):
         assert "<script" not in outputs[name] and "<img" not in outputs[name], name
     assert "](http" not in outputs["markdown"] and "![" not in outputs["markdown"]
     gradescope = json.loads(outputs["gradescope"])
-    assert gradescope["test_output_format"] == "text"
-    assert [test["output_format"] for test in gradescope["tests"]] == ["text"]  # shown as plain text, never run
-    assert gradescope["tests"][0]["output"].startswith("softmax(x) raised ValueError: " + clean_text(text)[:10])
+    assert gradescope["test_output_format"] == "md" and [test["output_format"] for test in gradescope["tests"]] == ["md"]
+    shown = gradescope["tests"][0]["output"]  # Markdown with the student's text made inert
+    assert shown.startswith("softmax\\(x\\) raised ValueError: ") and "<script" not in shown and "<img" not in shown
+    assert "](http" not in shown and "![" not in shown
 
 
 def test_the_terminal_shows_no_escape_and_no_line_a_student_could_pass_for_the_graders():

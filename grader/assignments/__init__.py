@@ -18,5 +18,5 @@ solutions are loaded by ``grader.grading.reference``, which ships). Public check
 grading, content and foundation modules; hidden checks and ``cases.py`` may
 also use ``twinning``.
 
-May import: grading, content, foundation (errors, paths, i18n, seeding, results).
+May import: grading, sandbox (the worker's call recorder), content, foundation.
 """

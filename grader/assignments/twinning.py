@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import copy
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Callable
 
 import numpy as np
 
-from grader.grading.case import PUBLIC_SIZES, Case, Raised, draw_sizes, same_value
+from grader.grading.case import PUBLIC_SIZES, Case, Raised, draw_sizes, link_companions, same_value
 from grader.grading.reference import fresh_reference, load_reference
 from grader.sandbox.worker.recording import Recorder
 
@@ -101,10 +101,15 @@ def untouched(assignment: str, case: Case) -> frozenset[str]:
     return names - set(reached)
 
 
-def with_expectations(case: Case, assignment: str, twins: tuple[Twin, ...]) -> Case:
-    """Fill in the reference's value; the twins that differ from it follow on first use."""
-    with np.errstate(all="ignore"):
-        case.expected = run_case(load_reference(assignment), case)
+_REFERENCE = object()  # with_expectations: the expected value is the reference's
+
+
+def with_expectations(case: Case, assignment: str, twins: tuple[Twin, ...], *, expected=_REFERENCE) -> Case:
+    """``case`` with its expected value (the reference's, unless ``expected`` is given) and the twins that
+    differ from it, made on first use; a new case, ``case`` itself is left as it is."""
+    if expected is _REFERENCE:
+        with np.errstate(all="ignore"):
+            expected = run_case(load_reference(assignment), case)
 
     # each twin's outcome on this case, run once however many checks ask (None: the same as the expected value)
     outcomes: dict[Twin, object] = {}
@@ -126,8 +131,7 @@ def with_expectations(case: Case, assignment: str, twins: tuple[Twin, ...]) -> C
                 found.append((twin.misconception, twin.label, outcomes[twin][0]))
         return found
 
-    case.twins, case.twin_builder = None, differing
-    return case
+    return replace(case, expected=expected, twins=None, twin_builder=differing)
 
 
 @dataclass(frozen=True)
@@ -149,9 +153,8 @@ class CaseSets:
         inputs repeat when the submission is graded again, so their expected values stay unseen."""
         rng = np.random.default_rng(self.public_seed if seed is None else seed)
         cases = self.build(rng, self.public_sizes, "")
-        for case in cases.values():
-            case.shows_values = seed is None
-        return cases
+        return link_companions({name: replace(case, shows_values=seed is None, companion_case=None)
+                                for name, case in cases.items()})
 
     def hidden(self, seed: int) -> dict[str, Case]:
         rng = np.random.default_rng(seed)

@@ -29,11 +29,10 @@ from pathlib import Path
 from grader.authoring.wheel import FIXED_TIME, build_wheel
 from grader.errors import ConfigError, UsageError
 from grader.paths import DEFAULT_ASSIGNMENT, PACKAGE_DIR, solution_path
+from grader.render.gradescope import HIDDEN_VISIBILITIES, OUTPUT_FORMATS
 
 TEMPLATES = PACKAGE_DIR / "authoring" / "templates" / "gradescope"
 SCRIPTS = ("setup.sh", "run_autograder")
-HIDDEN_VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
-OUTPUT_FORMATS = ("md", "html")
 ZIP_NAME = "autograder.zip"
 
 

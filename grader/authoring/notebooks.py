@@ -27,13 +27,11 @@ from pathlib import Path
 
 from grader.errors import ConfigError, ContentError
 from grader.paths import DEFAULT_ASSIGNMENT, exercises_dir, solution_path
-from grader.stubs import BEGIN, END, generate_stub, strip_markers
+from grader.stubs import BEGIN, DEF, END, HINT, HINT_LABELS, generate_stub, strip_markers
 from grader.authoring.tutorial import LayoutCell, Tutorial, load_tutorial
 
 FILLINGS = ("stub", "solution", "nbgrader")
 NBGRADER_SCHEMA = 3
-_HINT = re.compile(r"#\s*HINT\((en|zh)\):\s*(.*)")
-_HINT_LABELS = {"en": "Hint: ", "zh": "提示："}  # as the script's stubs write them
 _CELL_ID = re.compile(r"[^A-Za-z0-9_-]+")
 
 
@@ -127,7 +125,7 @@ def nbgrader_solution(text: str) -> str:
     block: list[str] | None = None
     function = None
     for line in text.splitlines():
-        match = re.match(r"^\s*def\s+(\w+)\s*\(", line)
+        match = DEF.match(line)
         if block is None and match:
             function = match.group(1)
         stripped = line.strip()
@@ -135,10 +133,10 @@ def nbgrader_solution(text: str) -> str:
             block, indent = [], line[: len(line) - len(line.lstrip())]
             continue
         if stripped == END and block is not None:
-            hints = [(hint.group(1), hint.group(2).strip()) for hint in map(_HINT.search, block) if hint]
-            output.extend(f"{indent}# {_HINT_LABELS[lang]}{hint}" for lang, hint in hints)
+            hints = [(hint.group(1), hint.group(2).strip()) for hint in map(HINT.search, block) if hint]
+            output.extend(f"{indent}# {HINT_LABELS[lang]}{hint}" for lang, hint in hints)
             output.append(f"{indent}{BEGIN}")
-            output.extend(line for line in block if not _HINT.search(line))
+            output.extend(line for line in block if not HINT.search(line))
             output.append(f"{indent}{END}")
             if function != "__init__":
                 output.append(f'{indent}raise NotImplementedError("{function}: not implemented yet / 尚未实现")')

@@ -1,5 +1,5 @@
 """Grading a class: discovery of student entries, lanes of grading processes, the journal, outputs, merging.
 
-May import: practice (only through ``practice.homework``), grading, render, sandbox,
-content, foundation. Never imported by grading or render.
+May import: entries, practice (only its package's own names and ``practice.homework``), grading,
+render, sandbox, content, foundation. Never imported by grading or render.
 """

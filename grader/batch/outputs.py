@@ -22,7 +22,8 @@ from grader.render.class_report import write_report
 from grader.tally import ClassTally
 from grader.batch.journal import Journal
 from grader.files import atomic_write_text, atomic_writer, file_key
-from grader.render.exports import GradesCsv, JUnitReport, ResultsJson, gradescope_results
+from grader.render.exports import GradesCsv, JUnitReport, ResultsJson
+from grader.render.gradescope import gradescope_results
 from grader.render.feedback import render_html, render_markdown
 from grader.results import SubmissionResult, load_failure
 from grader.render.text_safety import clean_line
@@ -92,4 +93,5 @@ def _write_student_files(data: dict, *, out: Path, lang: str, formats: tuple[str
     atomic_write_text(out / "feedback" / f"{key}.html", render_html(result, lang=lang))
     if "gradescope" in formats:
         atomic_write_text(out / "gradescope" / key / "results.json",
-                          json.dumps(gradescope_results(data, feedback=markdown), ensure_ascii=False, indent=1) + "\n")
+                          json.dumps(gradescope_results(data, lang=lang, summary=markdown), ensure_ascii=False, indent=1)
+                          + "\n")

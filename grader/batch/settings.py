@@ -13,19 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.paths import DEFAULT_ASSIGNMENT
+from grader.practice.homework import QuizPolicy
 from grader.sandbox.client import Limits
-
-
-@dataclass(frozen=True)
-class QuizPolicy:
-    """How a batch grades quiz answers files; every part is the instructor's, none the student's."""
-
-    points: float | dict[str, float] = 1.0  # per question: a number, or per level
-    count: int | None = None  # the sheets as made with `mha quiz --sheet`: how many questions (None: its default),
-    topics: tuple[str, ...] = ()  # which topics (all when empty)
-    levels: tuple[str, ...] = ()  # and which levels
-    show_answers: bool = False  # feedback names the expected answers (e.g. once the due date has passed)
-    required: bool = False  # every student has a sheet: one without an answers file scores 0 of it
 
 
 @dataclass(frozen=True)

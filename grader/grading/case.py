@@ -13,7 +13,7 @@ hide behind a coincidence of sizes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import numpy as np
@@ -88,13 +88,18 @@ def _short(function: str | None) -> str | None:
     return function.rpartition(".")[2] if function else function
 
 
-@dataclass
+@dataclass(frozen=True)
 class Case:
     """One call of one graded function, with its expected value and what each mistake gives.
 
     ``function`` is a module function, or a method of ``class_name(*init)``
     whose ``weights`` attributes are set before the call; ``calls`` makes
     several calls on one instance (stateful checks).
+
+    A case never changes once built: its expected value and evidence are
+    computed before (``grader.assignments.twinning.with_expectations`` returns a
+    new case), and the twins a ``twin_builder`` defers are kept, once computed,
+    in a memo beside the fields, not in them.
     """
 
     id: str
@@ -103,7 +108,7 @@ class Case:
     kwargs: dict = field(default_factory=dict)
     weights: dict | None = None  # attributes set on the instance before the call
     expected: object = None
-    # [(misconception id, label, value)]; None until first needed (see known_twins)
+    # [(misconception id, label, value)]; None: made by ``twin_builder`` when first needed (see known_twins)
     twins: list | None = field(default_factory=list)
     class_name: str | None = None  # call ``function`` as a method of ``class_name(*init)``
     init: tuple | None = None
@@ -134,6 +139,8 @@ class Case:
     output_names: tuple | None = None  # how feedback names the value's items, e.g. ("out", "weights")
     companion_case: "Case | None" = field(default=None, repr=False, compare=False)
     twin_builder: Callable | None = field(default=None, repr=False, compare=False)
+    # what known_twins computed (a memo: the case's fields stay as built)
+    _memo: dict = field(default_factory=dict, repr=False, compare=False)
 
     def known_twins(self) -> list:
         """The twins that differ from the expected value, computed on first use.
@@ -141,23 +148,32 @@ class Case:
         Hidden cases defer them: most checks pass, and a passing check never
         needs to know what the mistakes would have returned.
         """
-        if self.twins is None:
-            self.twins = self.twin_builder(self) if self.twin_builder is not None else []
-        return self.twins
+        if self.twins is not None:
+            return self.twins
+        if "twins" not in self._memo:
+            self._memo["twins"] = self.twin_builder(self) if self.twin_builder is not None else []
+        return self._memo["twins"]
+
+    @property
+    def twins_ready(self) -> bool:
+        """Whether the twins are known without running any."""
+        return self.twins is not None or self.twin_builder is None or "twins" in self._memo
 
     def twins_among(self, keys) -> list:
         """Of the twins named by ``keys`` (``(misconception, label)`` pairs), those that differ from the
         expected value; only those are run (and nothing is kept: ``known_twins`` still runs them all)."""
-        if self.twins is not None or self.twin_builder is None:
+        if self.twins_ready:
             return [twin for twin in self.known_twins() if twin[:2] in keys]
         return self.twin_builder(self, only=keys)
 
 
 def link_companions(cases: dict[str, "Case"]) -> dict[str, "Case"]:
-    """Resolve every case's ``companion`` name to the case itself; returns ``cases``."""
+    """The same cases, each with a ``companion`` given the companion case itself (a companion has none)."""
     for case in cases.values():
-        case.companion_case = cases.get(case.companion) if case.companion else None
-    return cases
+        if case.companion and cases[case.companion].companion:
+            raise ValueError(f"{case.id}: its companion {case.companion} has a companion of its own")
+    return {name: replace(case, companion_case=cases[case.companion]) if case.companion else case
+            for name, case in cases.items()}
 
 
 def draw_sizes(rng: np.random.Generator) -> Sizes:

@@ -242,7 +242,7 @@ def _matching_twins(case: Case, got, student: StudentCode | None) -> list[tuple[
     """
     hints = getattr(student, "twin_hints", None)
     hinted = hints.get(case.function) if hints is not None else None
-    if hinted and case.twins is None:
+    if hinted and not case.twins_ready:
         found = [(misconception, label) for misconception, label, value in case.twins_among(hinted)
                  if _same_outcome(got, value)]
         if found:

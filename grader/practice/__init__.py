@@ -1,6 +1,6 @@
 """Practice: the question bank, quizzes, sheets, spaced review, drills, unlocking.
 
-May import: grading (a drill or --from-feedback grades a file), content, foundation.
+May import: grading (a drill or --from-feedback grades a file), stubs, content, foundation.
 Class grading enters this package only through ``homework.py``.
 """
 

@@ -15,7 +15,7 @@ import re
 import string
 import unicodedata
 
-if TYPE_CHECKING:  # annotations only: the bank imports this module's checks
+if TYPE_CHECKING:  # annotations only: reading an answer needs the question's data, not the bank loaded
     from grader.practice.bank import PosedQuestion
 from dataclasses import dataclass
 from typing import Any

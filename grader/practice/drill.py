@@ -17,7 +17,6 @@ or its time limit runs out; every submit is recorded.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -28,16 +27,13 @@ import numpy as np
 from grader.errors import ConfigError, UsageError
 from grader.grading.assignment import StandIn, get_assignment
 from grader.paths import DEFAULT_ASSIGNMENT, released_stub, solution_path
-from grader.stubs import BEGIN, END, generate_stub
+from grader.stubs import BEGIN, DEF, END, HINT, STUB_HINT, generate_stub
 from grader.practice.user_data import data_dir, read_document, write_document
 from grader.practice.texts import text
 
 ALL = "all"  # the whole module from scratch
 CURRENT_FILE = "drill-current.json"
 HISTORY_FILE = "drill-history.json"
-_DEF = re.compile(r"^\s*def\s+(\w+)\s*\(")
-_HINT = re.compile(r"#\s*HINT\((en|zh)\):")
-_STUB_HINT = re.compile(r"^\s*# (Hint: |提示：)")
 
 
 def drills(assignment: str = DEFAULT_ASSIGNMENT) -> tuple[str, ...]:
@@ -59,6 +55,7 @@ class Drill:
     graded: tuple[str, ...] | None  # functions the submit grades; None: all of them
     hints: bool = False  # whether the workspace holds the hints
     attempts: int = 0  # submits so far
+    assignment: str = DEFAULT_ASSIGNMENT  # the exercise the module belongs to
     replaced: str = ""  # when it was started: the function of the drill it replaced, unrecorded
     kept: str = ""  # where that drill's file was moved, when the new stub took its place
 
@@ -106,7 +103,7 @@ def drill_source(function: str, *, assignment: str = DEFAULT_ASSIGNMENT,
         kept = _keep_solutions_except(reference.read_text(encoding="utf-8"), function, stand_in=stand_in)
         source, graded = generate_stub(kept, origin=str(reference)), (function,)
     if not hints:
-        source = "".join(line for line in source.splitlines(keepends=True) if not _STUB_HINT.match(line))
+        source = "".join(line for line in source.splitlines(keepends=True) if not STUB_HINT.match(line))
     return source, graded
 
 
@@ -118,7 +115,7 @@ def _keep_solutions_except(source: str, function: str, *, stand_in: StandIn | No
     inverse, body = (stand_in.inverse, stand_in.body) if stand_in is not None else (None, ())
     kept, current, inside_other = [], None, False
     for line in source.splitlines():
-        match = _DEF.match(line)
+        match = DEF.match(line)
         stripped = line.strip()
         if match and not inside_other:
             current = match.group(1)
@@ -131,7 +128,7 @@ def _keep_solutions_except(source: str, function: str, *, stand_in: StandIn | No
         if inside_other and stripped == END:
             inside_other = False
             continue
-        if inside_other and (_HINT.search(line) or current == inverse):
+        if inside_other and (HINT.search(line) or current == inverse):
             continue
         kept.append(line)
     return "\n".join(kept) + "\n"
@@ -156,7 +153,8 @@ def start_drill(*, function: str | None, workspace: Path, time_limit_minutes: fl
     if running is not None and Path(running.path) == path and path.is_file():
         kept = str(path.replace(path.with_name(f"{path.stem}.previous.py")))
     path.write_text(source, encoding="utf-8")
-    drill = Drill(function, str(path), time.time() if now is None else now, time_limit_minutes, graded, hints)
+    drill = Drill(function, str(path), time.time() if now is None else now, time_limit_minutes, graded, hints,
+                  assignment=assignment)
     write_document(CURRENT_FILE, {"drill": asdict(drill)})
     return replace(drill, replaced=running.function if running else "", kept=kept)
 
@@ -169,7 +167,7 @@ def current_drill() -> Drill | None:
     graded = raw.get("graded")
     return Drill(raw["function"], raw["path"], float(raw["started"]), raw.get("time_limit_minutes"),
                  tuple(graded) if graded is not None else None, bool(raw.get("hints", False)),
-                 int(raw.get("attempts", 0)))
+                 int(raw.get("attempts", 0)), raw.get("assignment", DEFAULT_ASSIGNMENT))
 
 
 def submit_drill(*, now: float | None = None, lang: str = "en",
@@ -188,7 +186,7 @@ def submit_drill(*, now: float | None = None, lang: str = "en",
     finished = time.time() if now is None else now
     if grade is None:
         from grader.grading.grade import grade_submission as grade
-    result = grade(path=Path(drill.path), functions=drill.graded, lang=lang)
+    result = grade(path=Path(drill.path), assignment=drill.assignment, functions=drill.graded, lang=lang)
     seconds = round(finished - drill.started, 1)
     limit = drill.time_limit_minutes
     overtime = limit is not None and seconds > limit * 60
@@ -219,7 +217,3 @@ def best_times(history: list[DrillRecord]) -> dict[str, float]:
         if record.status == "graded" and record.max_score and record.score == record.max_score:
             best[record.function] = min(best.get(record.function, record.seconds), record.seconds)
     return best
-
-
-def history_path() -> Path:
-    return data_dir() / HISTORY_FILE

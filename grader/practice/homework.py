@@ -4,7 +4,7 @@ A student's quiz answers file (made with ``mha quiz --sheet``) sits beside
 their code: ``SUBMISSIONS/<student>.answers.toml``, or ``answers.toml`` /
 ``*.answers.toml`` inside ``SUBMISSIONS/<student>/``. It is TOML, read as data
 in the trusted process and never executed, and it gives nothing but the
-answers: the questions are the instructor's (``grader.batch.settings.QuizPolicy``: the options the
+answers: the questions are the instructor's (``QuizPolicy``: the options the
 sheets were made with) for the grader's student id. Each question becomes one
 test of the result (function ``quiz``), so results.json lists every
 question's outcome and the score adds both parts.
@@ -20,7 +20,7 @@ oversized or non-regular answers file costs the quiz, never the code.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from pathlib import Path
 
 from grader.content.messages import Message, parts_of
 from grader.errors import MhaError, UsageError
@@ -29,8 +29,17 @@ from grader.practice.schema import LEVELS
 from grader.practice.sheets import DEFAULT_COUNT, points_of
 from grader.results import SubmissionResult, TestResult
 
-if TYPE_CHECKING:  # the instructor's settings, handed in by the batch
-    from grader.batch.settings import QuizPolicy
+
+@dataclass(frozen=True)
+class QuizPolicy:
+    """How a batch grades quiz answers files; every part is the instructor's, none the student's."""
+
+    points: float | dict[str, float] = 1.0  # per question: a number, or per level
+    count: int | None = None  # the sheets as made with `mha quiz --sheet`: how many questions (None: its default),
+    topics: tuple[str, ...] = ()  # which topics (all when empty)
+    levels: tuple[str, ...] = ()  # and which levels
+    show_answers: bool = False  # feedback names the expected answers (e.g. once the due date has passed)
+    required: bool = False  # every student has a sheet: one without an answers file scores 0 of it
 
 
 def parse_points(text: str | None) -> float | dict[str, float]:

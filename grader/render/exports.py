@@ -1,4 +1,4 @@
-"""Results in the formats other tools read: CSV, results.json, Gradescope, JUnit XML.
+"""Results in the formats other tools read: CSV, results.json, JUnit XML (Gradescope's: ``gradescope.py``).
 
 Renderers only: each reads result dicts (the JSON contract of DESIGN.md) and
 computes no score. The class-wide files are written while the results stream
@@ -13,11 +13,11 @@ import re
 from typing import IO
 
 from grader.results import final_score
-from grader.render.text_safety import clean_line, clean_text, csv_cell, needs_quotes
+from grader.render.text_safety import clean_text, csv_cell, needs_quotes
 
 # ``score`` is the final score (after adjustments), what a gradebook imports; ``raw_score`` the checks' own
 CSV_COLUMNS = ("student", "score", "max_score", "status", "misconceptions", "raw_score", "adjustments")
-FORMATS = ("gradescope", "junit")
+FORMATS = ("gradescope", "junit")  # the extra exports of a class run
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
@@ -69,44 +69,6 @@ class ResultsJson:
 
     def finish(self) -> None:
         self.handle.write("\n]\n" if self.count else "]\n")
-
-
-# ---- Gradescope ---------------------------------------------------------------------------
-def gradescope_results(result: dict, *, feedback: str = "") -> dict:
-    """One student's Gradescope autograder ``results.json``.
-
-    Public checks are ``visible``; hidden ones ``after_published`` (students see
-    them once grades are published). ``output`` is the check's explanation and
-    its case (for a public check, the rows of expected against returned values
-    the terminal shows), cleaned and shown as plain text (``output_format: text``), so nothing a
-    student wrote is run as HTML or Markdown. The overall ``output`` is the
-    feedback page, Markdown whose student text ``render_markdown`` made inert.
-    """
-    tests = []
-    for number, test in enumerate(result.get("tests", ()), start=1):
-        label = test["name"].removeprefix("test_").replace("_", " ")
-        mistake = f" [{test['misconception']}]" if test.get("misconception") else ""
-        tests.append({
-            "name": clean_line(f"{test['function']}: {label}"),
-            "number": str(number),
-            "score": test["score"],
-            "max_score": test["max_score"],
-            "status": "passed" if test["outcome"] == "passed" else "failed",
-            # the case after the explanation: sizes, and for a public check the expected-against-returned rows
-            "output": clean_text("\n\n".join(part for part in ((test.get("message") or "") + mistake,
-                                                                test.get("case") or "") if part)),
-            "output_format": "text",
-            "visibility": "after_published" if test.get("visibility") == "hidden" else "visible",
-        })
-    data = {"score": final_score(result), "execution_time": round(float(result.get("duration") or 0.0), 3),
-            "output": clean_text(feedback) if feedback else clean_text(result.get("error") or ""),
-            "output_format": "md" if feedback else "text", "test_output_format": "text",
-            "stdout_visibility": "hidden", "tests": tests}
-    if result["status"] != "graded":
-        data["tests"] = [{"name": "loading the submission", "score": 0.0, "max_score": result["max_score"],
-                          "status": "failed", "output": clean_text(result.get("error") or ""),
-                          "output_format": "text", "visibility": "visible"}]
-    return data
 
 
 # ---- JUnit XML ----------------------------------------------------------------------------

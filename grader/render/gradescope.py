@@ -25,7 +25,8 @@ from grader.i18n import pick
 from grader.paths import CONTENT_DIR
 from grader.render.text_safety import html_text, markdown_code_block, markdown_inline
 
-FORMATS = ("md", "html")
+OUTPUT_FORMATS = ("md", "html")  # of the tests' outputs
+HIDDEN_VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")  # Gradescope's, for hidden checks
 TEXTS_FILE = CONTENT_DIR / "platforms.toml"
 
 
@@ -42,8 +43,10 @@ def say(key: str, lang: str, **params) -> str:
 def gradescope_results(result: dict, *, lang: str = "en", output_format: str = "md",
                        hidden_visibility: str = "after_published", summary: str = "") -> dict:
     """Gradescope's results object for ``result``; ``summary`` is the top-level output students see at once."""
-    if output_format not in FORMATS:
-        raise ValueError(f"output_format must be one of {FORMATS}, got {output_format!r}")
+    if output_format not in OUTPUT_FORMATS:
+        raise ValueError(f"output_format must be one of {OUTPUT_FORMATS}, got {output_format!r}")
+    if hidden_visibility not in HIDDEN_VISIBILITIES:
+        raise ValueError(f"hidden_visibility must be one of {HIDDEN_VISIBILITIES}, got {hidden_visibility!r}")
     score = final_score(result)
     data = {"score": score, "execution_time": round(float(result.get("duration") or 0.0), 3),
             "output": summary, "output_format": "md", "test_output_format": output_format,

@@ -493,10 +493,6 @@ class Sandbox:
                 if name[:100] in stop_on:
                     raise _Stopped(name[:100])
 
-    def output(self, limit: int = 4000) -> str:
-        """What the student's code printed (the start of it)."""
-        return self.output_since(0, limit)
-
     def output_size(self) -> int:
         """How many bytes the current worker's student code has printed so far (0 after a restart)."""
         return self._printer.output_size() if self._printer is not None else 0

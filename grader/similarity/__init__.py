@@ -14,4 +14,6 @@
 
 A signal for a person, never a grade: nothing here changes a score, and the
 students' feedback never mentions it.
+
+May import: batch (its discovery), grading, render, sandbox, content, foundation.
 """

@@ -13,4 +13,6 @@ heads, and ``grader.tinymodel.roles`` measures that from the weights.
   student's own solution);
 - ``store``: the shipped weights, ``trained.npz``;
 - ``roles``: each head's role, and the ablation of each head.
+
+May import: grading (the reference or the student's own blocks), foundation.
 """

@@ -4,7 +4,7 @@ They are the core exercise's own, never written out here, so the model ships in
 the student release without handing out that exercise's answer: where the
 solutions are installed (an instructor's copy) they come from the reference;
 elsewhere (a student release) from the student's own
-``exercises/multihead_attention.py``, so the trained model runs on the
+the core exercise's stub in ``exercises/``, so the trained model runs on the
 student's attention once ``mha check`` passes it.
 """
 

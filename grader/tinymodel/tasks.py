@@ -64,15 +64,3 @@ def repeated_runs(generator: np.random.Generator, *, batch: int, length: int,
     positions = np.arange(length - 1)[None, :]  # (1, T-1)
     repeated = positions >= (starts + runs)[:, None]  # (B, T-1)
     return Batch(ids=ids, repeated=repeated, run_lengths=runs, run_starts=starts)
-
-
-def previous_occurrence(ids: np.ndarray) -> np.ndarray:
-    """For each position, the last earlier position holding the same token, or -1: ``(B, T)``."""
-    batch, length = ids.shape
-    found = np.full((batch, length), -1, dtype=np.int64)
-    for row in range(batch):
-        last_seen: dict[int, int] = {}
-        for position, token in enumerate(ids[row]):
-            found[row, position] = last_seen.get(int(token), -1)
-            last_seen[int(token)] = position
-    return found

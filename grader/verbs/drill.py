@@ -9,14 +9,15 @@ from pathlib import Path
 
 import click
 
-from grader.practice.drill import DRILLS
 from grader.errors import UsageError
 from grader.i18n import resolve_language
-from grader.verbs.options import json_option, lang_option, seed_option, time_limit_option
+from grader.practice.drill import DRILLS
+from grader.verbs.options import assignment_option, json_option, lang_option, seed_option, time_limit_option
 
 
 @click.command("drill")
-@click.argument("function", required=False, type=click.Choice(DRILLS), metavar="[FUNCTION]")
+@click.argument("function", required=False, metavar="[FUNCTION]")
+@assignment_option
 @time_limit_option
 @click.option("--workspace", type=click.Path(file_okay=False, path_type=Path), default=Path("mha-drill"),
               show_default=True, help="Folder where the fresh stub is written.")
@@ -29,10 +30,11 @@ from grader.verbs.options import json_option, lang_option, seed_option, time_lim
 @seed_option
 @lang_option
 @json_option
-def command(function, time_limit, workspace, hints, submit, status, history, seed, lang, as_json) -> None:
+def command(function, assignment, time_limit, workspace, hints, submit, status, history, seed, lang,
+            as_json) -> None:
     """Start a timed drill of FUNCTION (default: one drawn at random; `all` for the whole module).
 
-    FUNCTION is one of softmax, scaled_dot_product_attention, split_heads, combine_heads, forward or all.
+    FUNCTION is one of the drills of --assignment (its exercise.toml's [drill]).
 
     Only FUNCTION is stubbed; the rest is the reference where it is installed
     (otherwise the whole exercise is stubbed). Edit the file, then run
@@ -49,15 +51,15 @@ def command(function, time_limit, workspace, hints, submit, status, history, see
         return _status(lang, as_json)
     if history:
         return _history(lang, as_json)
-    _start(function, workspace, time_limit, hints, seed, lang, as_json)
+    _start(function, assignment, workspace, time_limit, hints, seed, lang, as_json)
 
 
-def _start(function, workspace, time_limit, hints, seed, lang, as_json) -> None:
+def _start(function, assignment, workspace, time_limit, hints, seed, lang, as_json) -> None:
     from grader.practice.drill import start_drill
     from grader.practice.texts import duration, text
 
     drill = start_drill(function=function, workspace=workspace, time_limit_minutes=time_limit, seed=seed,
-                        hints=hints)
+                        hints=hints, assignment=assignment)
     if as_json:
         click.echo(json.dumps({"function": drill.function, "path": drill.path, "started": drill.started,
                                "time_limit_minutes": drill.time_limit_minutes, "hints": drill.hints}))

@@ -144,7 +144,7 @@ def quiz_policy(*, points: str | None, count: int | None, topics: tuple[str, ...
     """The instructor's quiz settings; any of them means every student has a sheet."""
     from grader.errors import UsageError
     from grader.practice.bank import default_bank
-    from grader.batch.settings import QuizPolicy
+    from grader.practice.homework import QuizPolicy
     from grader.practice.homework import parse_points
 
     known = default_bank().titles

@@ -10,6 +10,7 @@ import click
 
 from grader.errors import UsageError
 from grader.i18n import resolve_language
+from grader.render.gradescope import HIDDEN_VISIBILITIES, OUTPUT_FORMATS
 from grader.verbs.options import assignment_option, json_option, lang_option
 
 
@@ -21,9 +22,9 @@ from grader.verbs.options import assignment_option, json_option, lang_option
 @click.option("--gradescope", "gradescope_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write a Gradescope autograder here: DIR/autograder.zip with setup.sh and run_autograder.")
 @click.option("--gradescope-hidden", "hidden_visibility", default="after_published", show_default=True,
-              type=click.Choice(("hidden", "after_due_date", "after_published", "visible")),
+              type=click.Choice(HIDDEN_VISIBILITIES),
               help="When Gradescope shows students the results of the hidden checks.")
-@click.option("--gradescope-format", "output_format", default="md", show_default=True, type=click.Choice(("md", "html")),
+@click.option("--gradescope-format", "output_format", default="md", show_default=True, type=click.Choice(OUTPUT_FORMATS),
               help="Format of the Gradescope test outputs: Markdown or HTML.")
 @click.option("--github-classroom", "classroom_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write a GitHub Classroom starter repository here: the student release and its autograding workflow.")

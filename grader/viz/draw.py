@@ -66,7 +66,7 @@ def compute_head_maps(
     if file is None:
         file = student_file()  # no reference to draw: draw the student's own exercise instead
         if not file.is_file():
-            raise ConfigError(texts.text("message.no_reference", lang, file=file.as_posix()))
+            raise ConfigError(texts.text("message.no_reference", lang, file=file.as_posix(), stub=f"exercises/{file.name}"))
     reference = trace.head_weights() if trace is not None else None
     weights, problems = _submission_weights(Path(file), tokens, d_model, num_heads, seed, reference, lang)
     return HeadMaps(tuple(tokens), weights, Path(file).name, problems, reference), trace

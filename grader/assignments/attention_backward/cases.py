@@ -101,9 +101,8 @@ def _softmax_case(prefix: str, name: str, rng: np.random.Generator, shape: tuple
     case = Case(id=f"{prefix}{name}", function="softmax_backward", args=(dweights, weights),
                 call_text="softmax_backward(dweights, weights)", legend="(..., S)",
                 argument_names=("dweights", "weights"))
-    with_expectations(case, ASSIGNMENT, TWINS)
-    case.expected = numerical_gradient(lambda: float(np.sum(module.softmax(scores) * dweights)), scores)
-    return case
+    expected = numerical_gradient(lambda: float(np.sum(module.softmax(scores) * dweights)), scores)
+    return with_expectations(case, ASSIGNMENT, TWINS, expected=expected)
 
 
 def _attention_case(prefix: str, name: str, rng: np.random.Generator, sizes: Sizes, keys: int) -> Case:
@@ -116,10 +115,9 @@ def _attention_case(prefix: str, name: str, rng: np.random.Generator, sizes: Siz
                 call_text="attention_backward(dout, Q, K, V, weights)",
                 legend=("(B, H, T, d_k)", "(B, H, S, d_k)", "(B, H, S, d_k)"),
                 argument_names=("dout", "Q", "K", "V", "weights"))
-    with_expectations(case, ASSIGNMENT, TWINS)
     loss = lambda: float(np.sum(module.attention_forward(Q, K, V)[0] * dout))  # noqa: E731
-    case.expected = tuple(numerical_gradient(loss, x) for x in (Q, K, V))
-    return case
+    expected = tuple(numerical_gradient(loss, x) for x in (Q, K, V))
+    return with_expectations(case, ASSIGNMENT, TWINS, expected=expected)
 
 
 def _layer_case(prefix: str, name: str, rng: np.random.Generator, sizes: Sizes, keys: int) -> Case:
@@ -132,15 +130,14 @@ def _layer_case(prefix: str, name: str, rng: np.random.Generator, sizes: Sizes, 
     case = Case(id=f"{prefix}{name}", function="backward", args=(), class_name="MultiHeadAttention", init=(D, H),
                 weights=weights, calls=calls, call_text="MultiHeadAttention.forward(Q, K, V) then .backward(dout)",
                 legend=("(B, T, D)", ("(B, T, D)", "(B, S, D)", "(B, S, D)"), "(D, D)", "(D, D)", "(D, D)", "(D, D)"))
-    with_expectations(case, ASSIGNMENT, TWINS)
     layer = module.MultiHeadAttention(D, H)
     for key, value in weights.items():
         setattr(layer, key, value.copy())
     loss = lambda: float(np.sum(layer.forward(Q, K, V) * dout))  # noqa: E731
     inputs = tuple(numerical_gradient(loss, x) for x in (Q, K, V))
     parameters = tuple(numerical_gradient(loss, getattr(layer, key)) for key in ("W_Q", "W_K", "W_V", "W_O"))
-    case.expected = (layer.forward(Q, K, V), inputs, *parameters)
-    return case
+    expected = (layer.forward(Q, K, V), inputs, *parameters)
+    return with_expectations(case, ASSIGNMENT, TWINS, expected=expected)
 
 
 def build_cases(rng: np.random.Generator, sizes: Sizes, prefix: str) -> dict[str, Case]:

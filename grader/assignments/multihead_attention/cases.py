@@ -311,10 +311,14 @@ def _case(prefix: str, name: str, function: str, args: tuple, sizes: Sizes, *, k
           heads: int | None = None, companion: str | None = None, evidence: dict | None = None) -> Case:
     method = function in METHODS
     returns_weights = bool((kwargs or {}).get("return_weights"))
+    init = (sizes.D, heads or sizes.H) if method else None
+    if function == "forward" and returns_weights:
+        evidence = _projected_heads(init, args, weights)
+        evidence["logits"] = _scores(evidence["query_heads"], evidence["key_heads"])
     case = Case(
         id=f"{prefix}{name}", function=function, args=args, kwargs=kwargs or {},
         class_name=CLASS if method else None,
-        init=(sizes.D, heads or sizes.H) if method else None,
+        init=init,
         weights=weights,
         call_text="forward(Q, K, V, return_weights=True)" if returns_weights else CALL_TEXT[function],
         legend=("(B, T, D)", "(B, H, T, S)") if returns_weights else LEGENDS[function],
@@ -325,30 +329,27 @@ def _case(prefix: str, name: str, function: str, args: tuple, sizes: Sizes, *, k
         names_mistakes=name.split("/")[1] not in SIZES_OF_ONE, inline_ids=INLINE_IDS.get(function),
         output_names=("out", "weights") if returns_weights or function == ATTENTION else
         ("out",) if function == "forward" else None,
+        evidence=evidence,
     )
-    case.evidence = evidence
-    if function == "forward" and returns_weights:
-        case.evidence = _projected_heads(case)
-        case.evidence["logits"] = _scores(case.evidence["query_heads"], case.evidence["key_heads"])
     return with_expectations(case, ASSIGNMENT, TWINS)
 
 
 PROJECTIONS = {"Q": ("W_Q", "W_K", "W_V"), "K": ("W_K", "W_Q", "W_V"), "V": ("W_V", "W_Q", "W_K")}
 
 
-def _projected_heads(case: Case) -> dict:
+def _projected_heads(init: tuple, args: tuple, weights: dict) -> dict:
     """The reference's heads of each projected input, and of inputs projected with the wrong matrix:
     what the forward signature compares the student's weights and output with."""
-    model = getattr(load_reference(ASSIGNMENT), CLASS)(*case.init)
-    inputs = dict(zip("QKV", case.args))
+    model = getattr(load_reference(ASSIGNMENT), CLASS)(*init)
+    inputs = dict(zip("QKV", args))
     evidence, wrong = {}, {}
     for letter, (right, *others) in PROJECTIONS.items():
         x = inputs[letter]
         evidence[{"Q": "query_heads", "K": "key_heads", "V": "value_heads"}[letter]] = model.split_heads(
-            x @ case.weights[right])
-        wrong[f"{letter} @ {right}.T"] = model.split_heads(x @ case.weights[right].T)
+            x @ weights[right])
+        wrong[f"{letter} @ {right}.T"] = model.split_heads(x @ weights[right].T)
         for other in others:
-            wrong[f"{letter} @ {other}"] = model.split_heads(x @ case.weights[other])
+            wrong[f"{letter} @ {other}"] = model.split_heads(x @ weights[other])
     evidence["projections"] = wrong
     return evidence
 
