@@ -121,3 +121,23 @@ def assert_audit_clean(assignment: str) -> None:
     findings = json.loads(result.output)
     assert [(f["path"], f["verdict"]) for f in findings if f["verdict"] != "ok"] == []
     assert result.exit_code == 0 and len(findings) == len(mistakes(assignment)) + len(correct_variants(assignment))
+
+
+def release_alone(folder: Path, assignment: str) -> Path:
+    """The student release of ``assignment`` alone, built into ``folder``."""
+    from grader.authoring.release import build_student_release
+
+    build_student_release(target=folder, assignment=assignment)
+    return folder
+
+
+def assert_released_alone_gives_nothing_away(release: Path, assignment: str) -> None:
+    """No line of another exercise's solution, no other stub, nothing hidden, no mutant, no case builder."""
+    from test_release import leaks
+
+    assert leaks(release) == []
+    files = {path.relative_to(release).as_posix() for path in release.rglob("*") if path.is_file()}
+    assert f"exercises/{assignment}.py" in files and f"grader/assignments/{assignment}/public_cases.npz" in files
+    assert not any(name.startswith("exercises/") and name.endswith(".py") and assignment not in name
+                   for name in files)
+    assert not any("/hidden/" in name or "/mutants/" in name or name.endswith("/cases.py") for name in files)

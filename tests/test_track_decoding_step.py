@@ -15,7 +15,7 @@ from click.testing import CliRunner
 import advanced_track as track
 from conftest import PROJECT, mutants
 from grader.cli import root
-from test_release import leaks, make_venv_with_our_dependencies
+from test_release import make_venv_with_our_dependencies
 
 ASSIGNMENT = "decoding_step"
 
@@ -152,20 +152,11 @@ def test_a_drill_of_one_function_keeps_the_others_working(tmp_path, monkeypatch)
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory):
-    from grader.authoring.release import build_student_release
-
-    folder = tmp_path_factory.mktemp("release") / "decoding-student"
-    build_student_release(target=folder, assignment=ASSIGNMENT)
-    return folder
+    return track.release_alone(tmp_path_factory.mktemp("release") / "decoding-student", ASSIGNMENT)
 
 
 def test_released_alone_it_gives_nothing_away(release):
-    assert leaks(release) == []
-    files = {path.relative_to(release).as_posix() for path in release.rglob("*") if path.is_file()}
-    assert f"exercises/{ASSIGNMENT}.py" in files and f"grader/assignments/{ASSIGNMENT}/public_cases.npz" in files
-    assert not any(name.startswith("exercises/") and name.endswith(".py") and ASSIGNMENT not in name
-                   for name in files)
-    assert not any("/hidden/" in name or "/mutants/" in name or name.endswith("/cases.py") for name in files)
+    track.assert_released_alone_gives_nothing_away(release, ASSIGNMENT)
 
 
 def test_released_alone_it_installs_and_grades_the_stub_and_the_reference(release, tmp_path):
