@@ -34,7 +34,7 @@ from typing import IO
 
 from grader.errors import UsageError
 from grader.sandbox.source import MAX_SOURCE_BYTES
-from grader.files import atomic_write_text, file_key
+from grader.files import EntryError, Found, atomic_write_text, file_key, read_found
 
 MAX_ATTEMPTS = 2  # a submission in flight during two grader crashes is not tried a third time
 
@@ -69,20 +69,39 @@ def set_aside(out: Path) -> Path:
     return target
 
 
-def content_hash(*, path: Path | None, answers: Path | None = None, refusal: str = "") -> str:
+def content_hash(*, path: Path | None, answers=None, refusal: str = "") -> str:
     """The SHA-256 of what grading a submission reads: the graded file (its name and bytes), the quiz answers
-    file, or the reason the entry is refused. Links are never followed; a file is read up to one byte past
-    the size grading accepts, so any change below that limit changes the hash."""
+    file (a path, what discovery found of it, or the message saying why it cannot be read), or the reason the
+    entry is refused. Links are never followed; a file is read up to one byte past the size grading accepts,
+    so any change below that limit changes the hash."""
     digest = hashlib.sha256()
     for part in (path, answers):
-        digest.update(b"\0file\0" + (part.name.encode("utf-8", "surrogateescape") if part else b"-") + b"\0")
+        digest.update(b"\0file\0" + _name_of(part).encode("utf-8", "surrogateescape") + b"\0")
         if part is not None:
             digest.update(_bounded_bytes(part))
     digest.update(b"\0refusal\0" + refusal.encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
 
 
-def _bounded_bytes(path: Path) -> bytes:
+def _name_of(part) -> str:
+    if part is None:
+        return "-"
+    if isinstance(part, Found):
+        return part.parts[-1] if part.parts else part.root.name
+    if isinstance(part, Path):
+        return part.name
+    return f"problem:{getattr(part, 'key', part)!s}"  # a Message: why the answers file cannot be read
+
+
+def _bounded_bytes(part) -> bytes:
+    if isinstance(part, Found):
+        try:
+            return read_found(part, limit=MAX_SOURCE_BYTES)
+        except EntryError as error:
+            return f"unreadable: {error.key}".encode()
+    if not isinstance(part, Path):
+        return repr(sorted(getattr(part, "params", {}).items())).encode("utf-8", "surrogateescape")
+    path = part
     try:
         descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
     except OSError as error:
