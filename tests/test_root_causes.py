@@ -5,6 +5,7 @@ The submissions are trusted snippets run in this process (the in-process stand-i
 their functions each call entered, as the worker does), so these tests need no worker.
 """
 
+import dataclasses
 from pathlib import Path
 
 from conftest import PROJECT, mutants
@@ -171,7 +172,7 @@ def test_diagnosing_with_less_work_names_every_mistake_as_before(monkeypatch):
 
     def every_time(case, assignment, twins):  # with_expectations as it was: twins run for every asking check
         with np.errstate(all="ignore"):
-            case.expected = twinning.run_case(twinning.load_reference(assignment), case)
+            expected = twinning.run_case(twinning.load_reference(assignment), case)
 
         def differing(case, only=None):
             unreached = twinning.untouched(assignment, case)
@@ -184,8 +185,7 @@ def test_diagnosing_with_less_work_names_every_mistake_as_before(monkeypatch):
                 if not same_value(value, case.expected):
                     found.append((twin.misconception, twin.label, value))
             return found
-        case.twins, case.twin_builder = None, differing
-        return case
+        return dataclasses.replace(case, expected=expected, twins=None, twin_builder=differing)  # a frozen Case
 
     for assignment in {assignment for assignment, _ in modules}:
         monkeypatch.setattr(importlib.import_module(f"grader.assignments.{assignment}.cases"), "with_expectations",
