@@ -188,7 +188,10 @@ def test_an_upload_with_nothing_to_grade_gets_a_visible_reason(bundle, tmp_path)
     assert "helper.py" in results["output"] and "My Attempt" in results["output"]
 
 
-def test_a_container_without_landlock_and_namespaces_grades_the_same_and_says_so(bundle, tmp_path):
+def test_a_container_without_landlock_and_namespaces_grades_the_same_and_says_so(bundle, tmp_path, monkeypatch):
+    from grader.sandbox import isolation
+
+    monkeypatch.setattr(isolation, "_WARNED", set())  # each missing layer is warned of once a process
     root_folder = unpack(bundle, tmp_path / "autograder")
     place(root_folder, "bob@example.edu")
     full = grade_upload(root=root_folder)

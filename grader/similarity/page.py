@@ -240,7 +240,7 @@ SCRIPT = """
     if (button.hasAttribute('data-pair')) openPair(+button.getAttribute('data-pair'));
     else openKey(+button.getAttribute('data-ref'));
   });
-  var linked = /^#(pair|key)-(\d+)$/.exec(location.hash);  // a link to one pair: similarity.html#pair-3
+  var linked = /^#(pair|key)-(\\d+)$/.exec(location.hash);  // a link to one pair: similarity.html#pair-3
   if (linked) (linked[1] === 'pair' ? openPair : openKey)(+linked[2] - 1);
   document.getElementById('close').addEventListener('click', function () {
     document.getElementById('viewer').hidden = true; history.replaceState(null, '', location.pathname);

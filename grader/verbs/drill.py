@@ -34,7 +34,8 @@ def command(function, assignment, time_limit, workspace, hints, submit, status, 
             as_json) -> None:
     """Start a timed drill of FUNCTION (default: one drawn at random; `all` for the whole module).
 
-    FUNCTION is one of the drills of --assignment (its exercise.toml's [drill]).
+    FUNCTION is one of the drills of --assignment (its exercise.toml's [drill]);
+    for the default exercise: DRILL_LIST.
 
     Only FUNCTION is stubbed; the rest is the reference where it is installed
     (otherwise the whole exercise is stubbed). Edit the file, then run
@@ -135,3 +136,6 @@ def _history(lang, as_json) -> None:
                    f"{clock(record.seconds)}{late}")
     for function, seconds in sorted(best_times(history).items()):
         click.echo(f"best {function}: {clock(seconds)}")
+
+
+command.help = (command.help or "").replace("DRILL_LIST", ", ".join(DRILLS))  # the list from the exercise's spec
