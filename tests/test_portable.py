@@ -253,9 +253,27 @@ def student_home():
         os.chown(path, user.pw_uid, user.pw_gid)
     home.chmod(0o755)
     made = Path(tempfile.mkdtemp(prefix="mha-laptop-venv-"))  # for a venv of its own, if it needs one
+    site_packages = [path for path in map(Path, sys.path) if path.name == "site-packages"]
+    opened = traversable(PROJECT, *site_packages)
     yield home, user, student_command(user, made)
+    for folder, mode in opened:
+        folder.chmod(mode)
     shutil.rmtree(home, ignore_errors=True)
     shutil.rmtree(made, ignore_errors=True)
+
+
+def traversable(*paths: Path) -> list[tuple[Path, int]]:
+    """Let any user pass through the folders above ``paths`` (the checkout and its venv may sit in a folder
+    only root can enter, e.g. a clone under ``mktemp -d``): each one lacking the others' search bit gets it
+    until the test ends; returns the folders changed with their old modes. Nothing is made readable."""
+    changed = []
+    for path in paths:
+        for folder in (path, *path.parents):
+            if folder.is_dir() and not folder.stat().st_mode & 0o001 and folder not in dict(changed) \
+                    and not str(folder).startswith("/root"):  # /root stays closed: the test reaches no interpreter there
+                changed.append((folder, folder.stat().st_mode & 0o7777))
+                folder.chmod(folder.stat().st_mode | 0o001)
+    return changed
     if made_user:
         subprocess.run(["userdel", STUDENT], check=False)
 
