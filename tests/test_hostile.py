@@ -392,12 +392,16 @@ def test_submissions_graded_at_once_share_no_ipc_and_leave_none_behind(tmp_path,
     requires_root_and_namespaces()
     before = ipc_objects()
     honest_class(tmp_path / "class", ["ipc_publisher", "ipc_reader"], copies=3)
-    done = mha_grade(tmp_path / "class", tmp_path / "out", "--jobs", "2")
+    # The publisher fills 512 MiB as it loads: on a loaded machine that alone can near the 2 s floor of a load,
+    # and this test is about what crosses between workers, not about time.
+    done = mha_grade(tmp_path / "class", tmp_path / "out", "--jobs", "2", "--timeout-scale", "5")
     assert done.returncode == 0, done.stderr[-2000:]
     results = results_of(tmp_path / "out")
     assert set(results) == {"honest_0", "honest_1", "honest_2", "ipc_publisher", "ipc_reader"}
     for name in ("honest_0", "honest_1", "honest_2", "ipc_publisher"):
-        assert results[name]["score"] == results[name]["max_score"], name
+        result = results[name]
+        assert result["score"] == result["max_score"], (name, result["error"], result["duration"],
+                                                        [(test["name"], test["outcome"], test["message"]) for test in result["tests"] if test["score"] < test["max_score"]][:3])
     assert results["ipc_reader"]["score"] == honest_score("ipc_reader", server) == 0.0
     later = tmp_path / "later"
     honest_class(later, ["ipc_reader"], copies=1)
