@@ -82,6 +82,14 @@ def _scaled_first(module):
     return layer_norm
 
 
+def _in_place(module):
+    def layer_norm(x, gamma, beta, eps=1e-5):
+        x -= x.mean(axis=-1, keepdims=True)  # the caller's array: the block's residual stream is changed
+        x /= np.sqrt(x.var(axis=-1, keepdims=True) + eps)
+        return x * gamma + beta
+    return layer_norm
+
+
 def _rms(divisor):
     """rms_norm that divides by ``divisor(x, eps)``."""
     def make(module):
@@ -117,6 +125,8 @@ TWINS: tuple[Twin, ...] = (
          _rms(lambda x, eps: np.sqrt(_mean_square(x, 0) + eps))),
     Twin("norm-axis", "RMSNorm mean square over the token axis", "rms_norm",
          _rms(lambda x, eps: np.sqrt(_mean_square(x, -2) + eps))),
+    Twin("norm-axis", "RMSNorm mean square over the whole array", "rms_norm",
+         _rms(lambda x, eps: np.sqrt(np.mean(x * x) + eps))),
     Twin("norm-epsilon", "LayerNorm divides by sqrt(var) + eps", "layer_norm",
          _layer(_features(lambda var, eps, x: np.sqrt(var) + eps))),
     Twin("norm-epsilon", "LayerNorm without eps", "layer_norm",
@@ -148,6 +158,8 @@ TWINS: tuple[Twin, ...] = (
          _rms(lambda x, eps: np.sqrt(np.sum(x * x, axis=-1, keepdims=True) + eps))),
     Twin("norm-rms-scale", "RMSNorm divides by the mean square, without the root", "rms_norm",
          _rms(lambda x, eps: _mean_square(x) + eps)),
+    Twin("norm-in-place", "layer_norm writes into x, so the block adds the normalised input back", "layer_norm",
+         _in_place),
     Twin("norm-post-norm", "post-norm: norm(x + sublayer(x))", "pre_norm_block",
          _block(lambda x, norm, sublayer: norm(x + sublayer(x)))),
     Twin("norm-post-norm", "normalised before and after: norm(x + sublayer(norm(x)))", "pre_norm_block",
