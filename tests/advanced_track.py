@@ -8,10 +8,13 @@ each module's ``# expect:`` header says what it is, a catalog id or ``correct``
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import json
+import shutil
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -129,6 +132,38 @@ def release_alone(folder: Path, assignment: str) -> Path:
 
     build_student_release(target=folder, assignment=assignment)
     return folder
+
+
+@dataclass(frozen=True)
+class InstalledRelease:
+    folder: Path  # the release's copy, where `mha check` runs
+    mha: Path  # the `mha` of its own fresh venv
+    env: dict  # the environment with nothing of this checkout in it
+
+
+def install_alone(release: Path, root: Path) -> InstalledRelease:
+    """``release`` copied into ``root`` and installed alone in a fresh venv there, as a student would."""
+    from test_release import make_venv_with_our_dependencies
+
+    copy = root / "student"
+    shutil.copytree(release, copy)
+    python = make_venv_with_our_dependencies(root / "venv")
+    isolation = ["--no-build-isolation"] if importlib.util.find_spec("wheel") else []  # as tests/test_release.py
+    install = subprocess.run([str(python), "-m", "pip", "install", "--no-deps", *isolation, "--ignore-installed",
+                              "--quiet", str(copy)], capture_output=True, text=True)
+    assert install.returncode == 0, install.stdout + install.stderr
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("PYTHONPATH", "MHA_SOLUTIONS", "MHA_EXERCISES", "VIRTUAL_ENV")}
+    return InstalledRelease(folder=copy, mha=root / "venv" / "bin" / "mha", env=env)
+
+
+def check_in_release(installed: InstalledRelease, source: Path, assignment: str, *arguments: str) -> tuple[int, dict]:
+    """``source`` put in place of the release's stub, then ``mha check ARGUMENTS --json`` run there."""
+    shutil.copy(source, installed.folder / "exercises" / f"{assignment}.py")
+    done = subprocess.run([str(installed.mha), "check", *arguments, "--json"], cwd=installed.folder,
+                          env=installed.env, capture_output=True, text=True)
+    assert done.stdout.startswith("{"), done.stdout + done.stderr
+    return done.returncode, json.loads(done.stdout)
 
 
 def assert_released_alone_gives_nothing_away(release: Path, assignment: str) -> None:

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
-import shutil
-import subprocess
 
 import numpy as np
 import pytest
@@ -15,7 +11,6 @@ from click.testing import CliRunner
 import advanced_track as track
 from conftest import PROJECT, mutants
 from grader.cli import root
-from test_release import make_venv_with_our_dependencies
 
 ASSIGNMENT = "layer_norm"
 EPS_CHECK = "test_layer_norm_keeps_eps_inside_the_root"
@@ -149,36 +144,17 @@ def test_released_alone_it_gives_nothing_away(release):
 
 @pytest.fixture(scope="module")
 def installed(release, tmp_path_factory):
-    """The release copied, installed alone in a fresh venv: (its folder, its `mha`, a clean environment)."""
-    root = tmp_path_factory.mktemp("installed")
-    copy = root / "student"
-    shutil.copytree(release, copy)
-    python = make_venv_with_our_dependencies(root / "venv")
-    isolation = ["--no-build-isolation"] if importlib.util.find_spec("wheel") else []  # as tests/test_release.py
-    install = subprocess.run([str(python), "-m", "pip", "install", "--no-deps", *isolation, "--ignore-installed",
-                              "--quiet", str(copy)], capture_output=True, text=True)
-    assert install.returncode == 0, install.stdout + install.stderr
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("PYTHONPATH", "MHA_SOLUTIONS", "MHA_EXERCISES", "VIRTUAL_ENV")}
-    return copy, root / "venv" / "bin" / "mha", env
-
-
-def _graded(installed, source, *arguments: str) -> tuple[int, dict]:
-    copy, mha, env = installed
-    shutil.copy(source, copy / "exercises" / f"{ASSIGNMENT}.py")
-    done = subprocess.run([str(mha), "check", *arguments, "--json"], cwd=copy, env=env, capture_output=True,
-                          text=True)
-    assert done.stdout.startswith("{"), done.stdout + done.stderr
-    return done.returncode, json.loads(done.stdout)
+    return track.install_alone(release, tmp_path_factory.mktemp("installed"))
 
 
 def test_released_alone_it_installs_and_grades_the_stub_the_reference_and_a_mistake(installed):
-    arguments = (f"exercises/{ASSIGNMENT}.py", "--assignment", ASSIGNMENT)
-    code, stub = _graded(installed, PROJECT / "exercises" / f"{ASSIGNMENT}.py", *arguments)
+    arguments = (ASSIGNMENT, f"exercises/{ASSIGNMENT}.py", "--assignment", ASSIGNMENT)
+    code, stub = track.check_in_release(installed, PROJECT / "exercises" / f"{ASSIGNMENT}.py", *arguments)
     assert code == 1 and stub["score"] == 0 < stub["max_score"]
-    code, reference = _graded(installed, PROJECT / "solutions" / f"{ASSIGNMENT}.py", *arguments)
+    code, reference = track.check_in_release(installed, PROJECT / "solutions" / f"{ASSIGNMENT}.py", *arguments)
     assert code == 0 and reference["score"] == reference["max_score"] == stub["max_score"]
-    code, post_norm = _graded(installed, mutants(ASSIGNMENT) / "mistakes" / "norm_post_norm.py", *arguments)
+    code, post_norm = track.check_in_release(installed, mutants(ASSIGNMENT) / "mistakes" / "norm_post_norm.py",
+                                             *arguments)
     assert code == 1 and post_norm["misconceptions"] == ["norm-post-norm"]  # the public checks name it there
 
 
