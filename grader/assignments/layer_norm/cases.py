@@ -44,7 +44,7 @@ def draw_sizes(rng: np.random.Generator) -> NormSizes:
     while True:
         sizes = NormSizes(B=int(rng.integers(2, 4)), T=int(rng.integers(3, 8)), H=int(rng.integers(2, 5)),
                           d_k=int(rng.integers(2, 7)))
-        values = [sizes.B, sizes.T, sizes.H, sizes.d_k, sizes.D]
+        values = [sizes.B, sizes.T, sizes.H, sizes.d_k, sizes.D, sizes.T + sizes.B + 1]  # the last: rows of (rows, D)
         if len(set(values)) == len(values) and sizes.D >= 6:
             return sizes
 
@@ -127,6 +127,11 @@ TWINS: tuple[Twin, ...] = (
          _rms(lambda x, eps: np.sqrt(_mean_square(x, -2) + eps))),
     Twin("norm-axis", "RMSNorm mean square over the whole array", "rms_norm",
          _rms(lambda x, eps: np.sqrt(np.mean(x * x) + eps))),
+    Twin("norm-axis", "LayerNorm statistics without keepdims", "layer_norm",
+         lambda module: lambda x, gamma, beta, eps=1e-5: (x - x.mean(axis=-1)) / np.sqrt(x.var(axis=-1) + eps) * gamma
+         + beta),
+    Twin("norm-axis", "RMSNorm mean square without keepdims", "rms_norm",
+         lambda module: lambda x, gamma, eps=1e-6: x / np.sqrt(np.mean(x * x, axis=-1) + eps) * gamma),
     Twin("norm-epsilon", "LayerNorm divides by sqrt(var) + eps", "layer_norm",
          _layer(_features(lambda var, eps, x: np.sqrt(var) + eps))),
     Twin("norm-epsilon", "LayerNorm without eps", "layer_norm",
