@@ -148,13 +148,17 @@ def _write_notebooks(target: Path, assignment: str) -> None:
         name = f"{assignment}.ipynb" if lang == "en" else f"{assignment}.{lang}.ipynb"
         notebook = build_notebook(lang=lang, filling="stub", tutorial=tutorial)
         (folder / name).write_text(notebook_text(notebook), encoding="utf-8")
-    _write_trained_notebooks(folder)
+    _write_trained_notebooks(folder, target / "grader")
 
 
-def _write_trained_notebooks(folder: Path) -> None:
-    """The trained-heads notebooks: the tiny model runs on the student's own blocks there."""
+def _write_trained_notebooks(folder: Path, package: Path) -> None:
+    """The trained-heads notebooks: the tiny model runs on the student's own blocks there. Their training
+    cell needs ``attention_backward``, another exercise's answer: the release gets the run recorded here, from
+    the reference, and the notebook replays it (``grader.tinymodel.recording``)."""
     from grader.authoring import trained_notebook
+    from grader.tinymodel.recording import RECORDING_FILE, write_recording
 
+    write_recording(package / RECORDING_FILE.relative_to(PACKAGE_DIR))
     for lang in LANGUAGES:
         path = trained_notebook.notebook_path(lang)
         notebook = trained_notebook.build_notebook(lang)
