@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 
 import numpy as np
@@ -31,7 +32,8 @@ class Blocks:
     """The core module the blocks come from, and where it was found (for messages)."""
 
     module: ModuleType
-    origin: str
+    origin: str  # "the reference", or the student's file as found (exercises/<a>.py, or a notebook of it)
+    from_reference: bool = False
 
     def softmax(self, x: np.ndarray) -> np.ndarray:
         return self._called("softmax", lambda: self.module.softmax(x))
@@ -61,28 +63,28 @@ def core_blocks() -> Blocks:
     from grader.entries.entry import own_work
 
     if reference_installed(DEFAULT_ASSIGNMENT):
-        return Blocks(load_reference(DEFAULT_ASSIGNMENT), "the reference")
+        return Blocks(load_reference(DEFAULT_ASSIGNMENT), "the reference", from_reference=True)
     path = own_work(DEFAULT_ASSIGNMENT).chosen
     if not path.is_file():
         raise ConfigError(f"the trained model computes with your own {DEFAULT_ASSIGNMENT}.py, and {path} is not "
                           "here: run this from the folder of your release (where exercises/ is)")
     stat = path.stat()
-    return _student_blocks(path.resolve(), stat.st_mtime_ns, stat.st_size)
+    return _student_blocks(path, path.resolve(), stat.st_mtime_ns, stat.st_size)
 
 
 @functools.lru_cache(maxsize=4)
-def _student_blocks(path: Path, modified: int, size: int) -> Blocks:
+def _student_blocks(shown: Path, path: Path, modified: int, size: int) -> Blocks:
     name = f"mha_student_{DEFAULT_ASSIGNMENT}"
     if path.suffix == ".ipynb":
-        return Blocks(_notebook_module(path, name), path.as_posix())
+        return Blocks(_notebook_module(path, name), shown.as_posix())
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     try:
         spec.loader.exec_module(module)
     except Exception as error:  # the student's own file, on the student's own machine
-        raise ConfigError(f"{path} could not be imported ({type(error).__name__}: {error}); "
+        raise ConfigError(f"{shown} could not be imported ({type(error).__name__}: {error}); "
                           "mha check shows where") from None
-    return Blocks(module, path.as_posix())
+    return Blocks(module, shown.as_posix())
 
 
 def _notebook_module(path: Path, name: str) -> ModuleType:

@@ -80,6 +80,7 @@ def command(file, sentence, num_heads, d_model, heads_subset, out, export, train
 def _trained_command(file, sentence, heads_subset, out, export, ablate, lang, as_json) -> None:
     from click.core import ParameterSource
 
+    from grader.tinymodel.blocks import core_blocks
     from grader.viz.trained_views import draw_trained_attention, print_ablation, role_lines
 
     context = click.get_current_context()
@@ -96,6 +97,9 @@ def _trained_command(file, sentence, heads_subset, out, export, ablate, lang, as
         return
     for warning in result.warnings:
         click.echo(f"mha: {warning}", err=True)
+    blocks = core_blocks()
+    if not blocks.from_reference:
+        click.echo(f"mha: {texts.text('trained.message.computed_with_own', lang, file=blocks.origin)}", err=True)
     for line in role_lines(result.maps, lang):
         click.echo(line)
     if result.report is not None:
