@@ -145,7 +145,7 @@ def test_released_alone_the_readme_command_grades_it(installed):
     assert "run `mha check`" in (copy / "README.md").read_text(encoding="utf-8")
     code, result = _graded(installed, reference=True)
     assert code == 0 and result["score"] == result["max_score"] > 0
-    assert result["assignment"] == ASSIGNMENT if "assignment" in result else True
+    assert result["assignment"] == ASSIGNMENT
     code, stub = _graded(installed, reference=False)
     assert code == 1 and stub["score"] == 0 < stub["max_score"]
 

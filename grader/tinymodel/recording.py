@@ -33,6 +33,7 @@ from grader.tinymodel.train import BACKWARD_EXERCISE, LogCallback, TrainingRun, 
 
 RECORDING_FILE = Path(__file__).resolve().parent / "recorded_run.npz"  # written into a release by its build
 SCHEMA_VERSION = 1
+CACHE_VARIABLE = "MHA_RECORDING_CACHE"  # a folder kept across builds (a test session shares one)
 # The run the trained-heads notebook trains (grader/content/trained_heads/*.toml, cell "train").
 NOTEBOOK_SETTINGS = TrainingSettings(steps=800, learning_rate=1e-2, log_every=25, seed=0)
 
@@ -71,20 +72,26 @@ def record_run(*, path: Path, settings: TrainingSettings = NOTEBOOK_SETTINGS,
 
 
 def write_recording(path: Path) -> Path:
-    """``record_run`` to ``path``, from the user cache when the same sources recorded it before."""
+    """``record_run`` to ``path``, from the cache (``$MHA_RECORDING_CACHE``, else the user cache) when the
+    same sources recorded it before."""
+    import os
+
     from grader.files import user_cache_dir
 
-    cached = user_cache_dir() / f"recorded-run-{_sources_digest()}.npz"
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    folder = Path(os.environ.get(CACHE_VARIABLE) or user_cache_dir())
+    cached = folder / f"recorded-run-{_sources_digest()}.npz"
     if not cached.is_file():
-        temporary = cached.with_suffix(".partial.npz")
+        temporary = cached.with_name(f"{cached.stem}.{os.getpid()}.partial.npz")  # builds in parallel: one each
         try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
             record_run(path=temporary)
             temporary.replace(cached)
         except OSError:  # a cache folder that cannot be written: record straight into the release
             return record_run(path=path)
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(cached, path)
-    return Path(path)
+    return path
 
 
 def _sources_digest() -> str:
