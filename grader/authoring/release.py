@@ -142,9 +142,11 @@ def student_readme(*, assignment: str, functions: tuple[str, ...], notebooks: bo
 
     texts = release_texts()
     kind = "core" if notebooks else "track"
-    drilled = [name for name in drills(assignment) if name != "all"] or ["all"]
-    fields = {"assignment": assignment, "function": functions[0], "drill": drilled[0], "demo_line":
-              pick(texts["student_demo"], lang) if demo else "",
+    alone = [name for name in drills(assignment) if name != "all"]  # the functions one may drill alone
+    fields = {"assignment": assignment, "function": functions[0],
+              "demo_line": pick(texts["student_demo"], lang) if demo else "",
+              "drill_line": pick(texts["student_drill_one" if alone else "student_drill_all"], lang).format(
+                  drill=alone[0] if alone else ""),
               "functions": ", ".join(f"`{name}`" for name in functions)}
     intro = pick(texts[f"student_intro_{kind}"], lang).strip("\n").format(**fields)
     work = pick(texts[f"student_work_{kind}"], lang).strip("\n").format(**fields)
