@@ -51,7 +51,8 @@ def command(file, sentence, num_heads, d_model, heads_subset, out, export, train
     With --trained the heads of the project's own trained model are drawn
     (grader/tinymodel), labelled by role; --ablate adds the head-ablation table.
     The model computes with the reference's softmax and heads, or, in a
-    student release, with those of your own stub in exercises/.
+    student release, with those of your own work in exercises/: the script
+    or its notebook, whichever you worked on (as mha grade chooses).
     """
     lang = resolve_language(lang)
     if trained or ablate:
