@@ -8,13 +8,10 @@ each module's ``# expect:`` header says what it is, a catalog id or ``correct``
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import json
-import shutil
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -134,15 +131,24 @@ def release_alone(folder: Path, assignment: str) -> Path:
     return folder
 
 
-@dataclass(frozen=True)
-class InstalledRelease:
-    folder: Path  # the release's copy, where `mha check` runs
-    mha: Path  # the `mha` of its own fresh venv
-    env: dict  # the environment with nothing of this checkout in it
+def assert_released_alone_gives_nothing_away(release: Path, assignment: str) -> None:
+    """No line of another exercise's solution, no other stub, nothing hidden, no mutant, no case builder."""
+    from test_release import leaks
+
+    assert leaks(release) == []
+    files = {path.relative_to(release).as_posix() for path in release.rglob("*") if path.is_file()}
+    assert f"exercises/{assignment}.py" in files and f"grader/assignments/{assignment}/public_cases.npz" in files
+    assert not any(name.startswith("exercises/") and name.endswith(".py") and assignment not in name
+                   for name in files)
+    assert not any("/hidden/" in name or "/mutants/" in name or name.endswith("/cases.py") for name in files)
 
 
-def install_alone(release: Path, root: Path) -> InstalledRelease:
-    """``release`` copied into ``root`` and installed alone in a fresh venv there, as a student would."""
+def install_alone(release: Path, root: Path) -> tuple[Path, Path, dict]:
+    """``release`` copied under ``root`` and installed alone in a fresh venv: (the copy, its ``mha``, an
+    environment that points at nothing of this checkout)."""
+    import importlib.util
+    import shutil
+
     from test_release import make_venv_with_our_dependencies
 
     copy = root / "student"
@@ -154,25 +160,18 @@ def install_alone(release: Path, root: Path) -> InstalledRelease:
     assert install.returncode == 0, install.stdout + install.stderr
     env = {key: value for key, value in os.environ.items()
            if key not in ("PYTHONPATH", "MHA_SOLUTIONS", "MHA_EXERCISES", "VIRTUAL_ENV")}
-    return InstalledRelease(folder=copy, mha=root / "venv" / "bin" / "mha", env=env)
+    return copy, root / "venv" / "bin" / "mha", env
 
 
-def check_in_release(installed: InstalledRelease, source: Path, assignment: str, *arguments: str) -> tuple[int, dict]:
-    """``source`` put in place of the release's stub, then ``mha check ARGUMENTS --json`` run there."""
-    shutil.copy(source, installed.folder / "exercises" / f"{assignment}.py")
-    done = subprocess.run([str(installed.mha), "check", *arguments, "--json"], cwd=installed.folder,
-                          env=installed.env, capture_output=True, text=True)
+def check_in_release(installed: tuple[Path, Path, dict], source: Path, assignment: str,
+                     *arguments: str) -> tuple[int, dict]:
+    """``source`` put in place of the stub of an ``install_alone`` release, then ``mha check ARGUMENTS --json``
+    run there: (its exit status, its result)."""
+    import shutil
+
+    copy, mha, env = installed
+    shutil.copy(source, copy / "exercises" / f"{assignment}.py")
+    done = subprocess.run([str(mha), "check", *arguments, "--json"], cwd=copy, env=env, capture_output=True,
+                          text=True)
     assert done.stdout.startswith("{"), done.stdout + done.stderr
     return done.returncode, json.loads(done.stdout)
-
-
-def assert_released_alone_gives_nothing_away(release: Path, assignment: str) -> None:
-    """No line of another exercise's solution, no other stub, nothing hidden, no mutant, no case builder."""
-    from test_release import leaks
-
-    assert leaks(release) == []
-    files = {path.relative_to(release).as_posix() for path in release.rglob("*") if path.is_file()}
-    assert f"exercises/{assignment}.py" in files and f"grader/assignments/{assignment}/public_cases.npz" in files
-    assert not any(name.startswith("exercises/") and name.endswith(".py") and assignment not in name
-                   for name in files)
-    assert not any("/hidden/" in name or "/mutants/" in name or name.endswith("/cases.py") for name in files)

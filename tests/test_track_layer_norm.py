@@ -158,6 +158,14 @@ def test_released_alone_it_installs_and_grades_the_stub_the_reference_and_a_mist
     assert code == 1 and post_norm["misconceptions"] == ["norm-post-norm"]  # the public checks name it there
 
 
+def test_released_alone_the_readme_command_grades_it(installed):
+    """The README's bare `mha check` checks the release's own exercise."""
+    copy, _, _ = installed
+    assert "run `mha check`" in (copy / "README.md").read_text(encoding="utf-8")
+    code, result = track.check_in_release(installed, PROJECT / "solutions" / f"{ASSIGNMENT}.py", ASSIGNMENT)
+    assert code == 0 and result["score"] == result["max_score"] > 0 and result["assignment"] == ASSIGNMENT
+
+
 def test_unlocking_asks_about_each_function_before_its_checks(tmp_path, monkeypatch):
     """`mha check --unlock`: a right answer, or two misses that show it, unlock the function's checks."""
     monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path / "data"))

@@ -99,7 +99,7 @@ def test_released_alone_it_gives_nothing_away(release):
 
 @pytest.fixture(scope="module")
 def installed(release, tmp_path_factory):
-    """The release copied, installed alone in a fresh venv."""
+    """The release copied, installed alone in a fresh venv: (its folder, its `mha`, a clean environment)."""
     return track.install_alone(release, tmp_path_factory.mktemp("installed"))
 
 
