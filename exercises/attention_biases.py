@@ -127,6 +127,6 @@ def alibi_attention(Q, K, V, window=None):
     """
     # TODO: implement alibi_attention.
     # TODO：实现 alibi_attention。
-    # Hint: take H, T and S from the shapes; with no window, a window of S keys is plain causal; then combine alibi_bias, sliding_window_mask and biased_attention.
-    # 提示：从形状中取出 H、T 和 S；没有窗口时，窗口取 S 个键就是普通的因果掩码；然后组合 alibi_bias、sliding_window_mask 和 biased_attention。
+    # Hint: take H, T and S from the shapes; with no window, a window of S keys is plain causal; then pass the ALiBi bias of the H heads and the window's mask to your attention with a bias.
+    # 提示：从形状中取出 H、T 和 S；没有窗口时，窗口取 S 个键就是普通的因果掩码；然后把 H 个头的 ALiBi 偏置和窗口的掩码交给你写的带偏置的注意力。
     raise NotImplementedError("alibi_attention: not implemented yet / 尚未实现")

@@ -151,8 +151,8 @@ def alibi_attention(Q, K, V, window=None):
         heads and the causal (or sliding-window) mask.
     """
     ### BEGIN SOLUTION
-    # HINT(en): take H, T and S from the shapes; with no window, a window of S keys is plain causal; then combine alibi_bias, sliding_window_mask and biased_attention.
-    # HINT(zh): 从形状中取出 H、T 和 S；没有窗口时，窗口取 S 个键就是普通的因果掩码；然后组合 alibi_bias、sliding_window_mask 和 biased_attention。
+    # HINT(en): take H, T and S from the shapes; with no window, a window of S keys is plain causal; then pass the ALiBi bias of the H heads and the window's mask to your attention with a bias.
+    # HINT(zh): 从形状中取出 H、T 和 S；没有窗口时，窗口取 S 个键就是普通的因果掩码；然后把 H 个头的 ALiBi 偏置和窗口的掩码交给你写的带偏置的注意力。
     H, T, S = Q.shape[1], Q.shape[2], K.shape[2]
     mask = sliding_window_mask(T, S, S if window is None else window)  # (T, S)
     return biased_attention(Q, K, V, bias=alibi_bias(H, T, S), mask=mask)  # (B, H, T, d_k)
