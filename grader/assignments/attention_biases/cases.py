@@ -121,6 +121,19 @@ def _after_softmax(renormalise):
     return make
 
 
+def _bias_scaled(module):
+    def biased_attention(Q, K, V, bias=None, mask=None):
+        logits = Q @ np.swapaxes(K, -1, -2)  # (B, H, T, S), not yet scaled
+        if bias is not None:
+            logits = logits + bias
+        logits = logits / np.sqrt(Q.shape[-1])  # the bias shrinks with the scores
+        if mask is not None:
+            logits = np.where(mask, logits, -np.inf)
+        weights = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        return weights / weights.sum(axis=-1, keepdims=True) @ V
+    return biased_attention
+
+
 TWINS: tuple[Twin, ...] = (
     Twin("bias-alibi-slope-base", "2^(-8h/H) from h = 0: the first head's slope is 1", "alibi_slopes",
          _slopes(_powers(lambda h, n: -8.0 * h / n))),
@@ -155,6 +168,8 @@ TWINS: tuple[Twin, ...] = (
     Twin("bias-after-softmax", "the bias added to the softmax weights", "biased_attention", _after_softmax(False)),
     Twin("bias-after-softmax", "the bias added to the weights, rows rescaled to sum to 1", "biased_attention",
          _after_softmax(True)),
+    Twin("bias-scaled-with-scores", "(Q K^T + bias) / sqrt(d_k): the bias scaled with the scores",
+         "biased_attention", _bias_scaled),
 )
 
 CALL_TEXT = {

@@ -12,7 +12,7 @@ def test_biased_attention_without_bias_or_mask_is_plain_attention(student, cases
     expect_value(student, cases["attention/plain"])
 
 
-@pytest.mark.mha(points=3, function="biased_attention", probes=("bias-after-softmax",))
+@pytest.mark.mha(points=3, function="biased_attention", probes=("bias-after-softmax", "bias-scaled-with-scores"))
 def test_biased_attention_adds_the_bias_to_the_logits(student, cases):
     expect_value(student, cases["attention/head-bias"])
     expect_value(student, cases["attention/batch-bias"])
