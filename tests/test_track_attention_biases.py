@@ -139,6 +139,14 @@ def test_released_alone_it_installs_and_grades_the_stub_the_reference_and_a_mist
     assert mistaken["misconceptions"] == ["bias-window-not-causal"]  # named from the shipped cases alone
 
 
+def test_released_alone_the_readme_command_grades_it(installed):
+    """The README's bare `mha check` checks the release's own exercise."""
+    copy, _, _ = installed
+    assert "run `mha check`" in (copy / "README.md").read_text(encoding="utf-8")
+    code, result = _graded(installed, source=PROJECT / "solutions" / f"{ASSIGNMENT}.py")
+    assert code == 0 and result["score"] == result["max_score"] > 0 and result["assignment"] == ASSIGNMENT
+
+
 def test_unlocking_asks_about_each_function_before_its_checks(tmp_path, monkeypatch):
     """`mha check --unlock`: two misses show the answer and unlock; the last two functions wait for the next run."""
     monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path / "data"))
