@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from grader.assignments.twinning import CaseSets, Twin, floats, with_expectations
-from grader.grading.case import Case, Sizes
+from grader.grading.case import Case, ErrorRule, Sizes
 
 ASSIGNMENT = "attention_biases"
 PUBLIC_SEED = 20261201
@@ -172,6 +172,12 @@ TWINS: tuple[Twin, ...] = (
          "biased_attention", _bias_scaled),
 )
 
+# (H,) slopes times (T, S) distances, with no axes added for the heads: NumPy cannot broadcast them (sizes are
+# distinct, so H never matches S by chance). No twin raises exactly this, so the message names it.
+UNBROADCAST_SLOPES = (ErrorRule("bias-alibi-per-head", message_any=("could not be broadcast",),
+                                reached_any=("alibi_bias",)),)
+ERROR_RULES = {"alibi_bias": UNBROADCAST_SLOPES, "alibi_attention": UNBROADCAST_SLOPES}
+
 CALL_TEXT = {
     "alibi_slopes": "alibi_slopes(num_heads={H})",
     "alibi_bias": "alibi_bias(num_heads={H}, T={T}, S={S})",
@@ -203,7 +209,8 @@ def _case(name: str, prefix: str, function: str, args: tuple, kwargs: dict | Non
     call_text = CALL_TEXT[function].format(keywords=keywords, H=numbers.get("num_heads"), T=numbers.get("T"),
                                            S=numbers.get("S"), window=numbers.get("window"))
     case = Case(id=f"{prefix}{name}", function=function, args=args, kwargs=kwargs, call_text=call_text,
-                legend=LEGENDS[function], argument_names=ARGUMENT_NAMES[function])
+                legend=LEGENDS[function], argument_names=ARGUMENT_NAMES[function],
+                error_rules=ERROR_RULES.get(function, ()))
     return with_expectations(case, ASSIGNMENT, TWINS)
 
 
