@@ -101,8 +101,9 @@ def _window(visible):
     return make
 
 
-def _after_softmax(renormalise):
-    """biased_attention that adds the bias to the softmax weights (then rescales the rows, or not)."""
+def _after_softmax(renormalise, combine=np.add):
+    """biased_attention that combines the softmax weights with the bias by ``combine`` (then rescales the rows, or
+    not)."""
     def make(module):
         def biased_attention(Q, K, V, bias=None, mask=None):
             logits = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])  # (B, H, T, S)
@@ -111,7 +112,7 @@ def _after_softmax(renormalise):
             weights = np.exp(logits - logits.max(axis=-1, keepdims=True))
             weights = weights / weights.sum(axis=-1, keepdims=True)
             if bias is not None:
-                weights = weights + bias
+                weights = combine(weights, bias)
                 if mask is not None:
                     weights = np.where(mask, weights, 0.0)
                 if renormalise:
@@ -153,6 +154,8 @@ TWINS: tuple[Twin, ...] = (
          _bias(lambda i, j: j - i)),
     Twin("bias-alibi-orientation", "queries placed at positions 0 .. T - 1, not the last T", "alibi_bias",
          _bias(lambda i, j: -np.abs(i - j), query_start=lambda T, S: 0)),
+    Twin("bias-alibi-orientation", "m s: the key's position alone, not the distance", "alibi_bias",
+         _bias(lambda i, j: np.broadcast_to(j, (i.size, j.size)))),  # (T, S)
     Twin("bias-alibi-per-head", "(T, S, H) reshaped to (H, T, S), not transposed", "alibi_bias", _bias_reshaped),
     Twin("bias-alibi-per-head", "every head given the first head's slope", "alibi_bias", _bias_one_slope),
     Twin("bias-window-off-by-one", "window + 1 keys: p - window <= s <= p", "sliding_window_mask",
@@ -168,6 +171,8 @@ TWINS: tuple[Twin, ...] = (
     Twin("bias-after-softmax", "the bias added to the softmax weights", "biased_attention", _after_softmax(False)),
     Twin("bias-after-softmax", "the bias added to the weights, rows rescaled to sum to 1", "biased_attention",
          _after_softmax(True)),
+    Twin("bias-after-softmax", "the weights multiplied by exp(bias), rows not rescaled", "biased_attention",
+         _after_softmax(False, combine=lambda weights, bias: weights * np.exp(bias))),
     Twin("bias-scaled-with-scores", "(Q K^T + bias) / sqrt(d_k): the bias scaled with the scores",
          "biased_attention", _bias_scaled),
 )
