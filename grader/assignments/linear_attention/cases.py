@@ -139,6 +139,8 @@ TWINS: tuple[Twin, ...] = (
     Twin("linear-attention-elu-without-one", "elu(x) without the + 1", "feature_map", _map(_elu)),
     Twin("linear-attention-elu-without-one", "+ 1 on the positive branch only", "feature_map",
          _map(lambda x: np.where(x > 0, x + 1.0, np.expm1(np.minimum(x, 0.0))))),
+    Twin("linear-attention-elu-without-one", "relu(x) + 1: no exponential below zero", "feature_map",
+         _map(lambda x: np.maximum(x, 0.0) + 1.0)),
     Twin(MISSING, "the feature map on the queries only", LINEAR, _full(on_keys=False)),
     Twin(MISSING, "the feature map on the keys only", LINEAR, _full(on_queries=False)),
     Twin(MISSING, "no feature map: raw dot products", LINEAR, _full(on_queries=False, on_keys=False)),
@@ -158,6 +160,8 @@ TWINS: tuple[Twin, ...] = (
     Twin("linear-attention-cumsum-axis", "running sums along the last axis (axis=-1)", CAUSAL,
          _causal(kv_axis=4, z_axis=3)),
     Twin("linear-attention-cumsum-axis", "running sums along the heads", CAUSAL, _causal(kv_axis=1, z_axis=1)),
+    Twin("linear-attention-cumsum-axis", "the state's running sum along axis=-2 (its key features)", CAUSAL,
+         _causal(kv_axis=3)),
     Twin("linear-attention-cumsum-axis", "the normaliser's running sum along the features", CAUSAL,
          _causal(z_axis=3)),
     Twin(MISSING, "the feature map on the queries only", STEP, _step(on_keys=False)),
@@ -167,6 +171,8 @@ TWINS: tuple[Twin, ...] = (
          _step(read_state="old", read_normaliser="old")),
     Twin("linear-attention-step-reads-before-update", "the old state over the new normaliser", STEP,
          _step(read_state="old")),
+    Twin("linear-attention-step-reads-before-update", "the new state over the old normaliser", STEP,
+         _step(read_normaliser="old")),
 )
 
 CALL_TEXT = {
