@@ -96,8 +96,9 @@ def _prefix(terms, how):
 
 
 def _causal(on_queries=True, on_keys=True, numerator="inclusive", normaliser="inclusive", normalise=True,
-            kv_axis=2, z_axis=2):
-    """causal_linear_attention with each sum chosen (see ``_prefix``), or running along other axes."""
+            kv_axis=2, z_axis=2, epsilon=0.0):
+    """causal_linear_attention with each sum chosen (see ``_prefix``), or running along other axes; a small
+    ``epsilon`` in the denominator turns the 0 / 0 of an empty exclusive sum into a row of zeros."""
     def make(module):
         map_q, map_k = _phis(module, on_queries, on_keys)
 
@@ -107,7 +108,7 @@ def _causal(on_queries=True, on_keys=True, numerator="inclusive", normaliser="in
             kv = np.cumsum(outer, axis=kv_axis) if kv_axis != 2 else _prefix(outer, numerator)
             z = np.cumsum(phi_k, axis=z_axis) if z_axis != 2 else _prefix(phi_k, normaliser)
             out = np.einsum("bhtk,bhtkv->bhtv", phi_q, kv)  # (B, H, T, d_v)
-            return out / np.einsum("bhtk,bhtk->bht", phi_q, z)[..., None] if normalise else out
+            return out / (np.einsum("bhtk,bhtk->bht", phi_q, z)[..., None] + epsilon) if normalise else out
         return causal_linear_attention
     return make
 
@@ -151,6 +152,8 @@ TWINS: tuple[Twin, ...] = (
     Twin(UNNORMALISED, "the weighted sum never divided", CAUSAL, _causal(normalise=False)),
     Twin("linear-attention-exclusive-prefix", "both running sums exclude the token itself", CAUSAL,
          _causal(numerator="exclusive", normaliser="exclusive")),
+    Twin("linear-attention-exclusive-prefix", "both running sums exclude the token, with an epsilon: the first row 0",
+         CAUSAL, _causal(numerator="exclusive", normaliser="exclusive", epsilon=1e-9)),
     Twin("linear-attention-exclusive-prefix", "the state's running sum excludes the token itself", CAUSAL,
          _causal(numerator="exclusive")),
     Twin("linear-attention-future-leak", "the normaliser summed over every position", CAUSAL,
