@@ -8,10 +8,8 @@ each module's ``# expect:`` header says what it is, a catalog id or ``correct``
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -145,9 +143,12 @@ def assert_released_alone_gives_nothing_away(release: Path, assignment: str) -> 
     assert not any("/hidden/" in name or "/mutants/" in name or name.endswith("/cases.py") for name in files)
 
 
-def install_release_alone(release: Path, root: Path) -> tuple[Path, Path, dict]:
-    """``release`` copied under ``root`` and installed alone in a fresh venv there: (the copy, its ``mha``, an
-    environment with nothing of this checkout on its paths)."""
+def install_alone(release: Path, root: Path) -> tuple[Path, Path, dict]:
+    """``release`` copied under ``root`` and installed alone in a fresh venv: (the copy, its ``mha``, an
+    environment that points at nothing of this checkout)."""
+    import importlib.util
+    import shutil
+
     from test_release import make_venv_with_our_dependencies
 
     copy = root / "student"

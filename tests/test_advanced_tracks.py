@@ -13,6 +13,7 @@ TRACKS = {
     "attention_backward": "backward-",
     "decoding_step": "decode-",
     "rotary_embedding": "rope-",
+    "attention_biases": "bias-",
     "linear_attention": "linear-attention-",
 }
 MISTAKES = [(name, path) for name in TRACKS for path in track.mistakes(name)]

@@ -141,7 +141,7 @@ def test_released_alone_it_gives_nothing_away(release):
 @pytest.fixture(scope="module")
 def installed(release, tmp_path_factory):
     """The release copied, installed alone in a fresh venv: (its folder, its `mha`, a clean environment)."""
-    return track.install_release_alone(release, tmp_path_factory.mktemp("installed"))
+    return track.install_alone(release, tmp_path_factory.mktemp("installed"))
 
 
 def _graded(installed, source, *arguments: str) -> tuple[int, dict]:
