@@ -1,0 +1,37 @@
+"""Public checks of PagedKVCache.append and free: blocks taken exactly when needed, never shared, reused after free."""
+
+from grader.grading.checks import CheckFailure, expect_value, failure_from_error
+from grader.grading.marker import mha
+from grader.content.messages import Message
+
+pytestmark = mha(visibility="public")
+
+
+@mha(points=3, function="append", probes=("paged-shared-block", "paged-allocate-off-by-one"))
+def test_paged_sequences_appended_in_turns_keep_their_own_blocks(student, cases):
+    expect_value(student, cases["cache/in-turns"])
+
+
+@mha(points=2, function="append", probes=("paged-allocate-off-by-one",))
+def test_paged_a_block_is_taken_exactly_when_the_last_one_is_full(student, cases):
+    expect_value(student, cases["cache/exact-fill"])
+    expect_value(student, cases["cache/one-by-one"])
+
+
+@mha(points=2, function="free", probes=("paged-stale-slots",))
+def test_paged_freed_blocks_are_reused_and_their_old_slots_never_read(student, cases):
+    expect_value(student, cases["cache/reuse"])
+
+
+@mha(points=1, function="append")
+def test_paged_a_full_pool_is_refused(student, cases):
+    case = cases["refused/pool-full"]
+    outcome = student.invoke(case)
+    if outcome.error is not None and outcome.ended is None and outcome.error.type == "RuntimeError":
+        return
+    if outcome.error is not None and (outcome.ended is not None or outcome.error.type == "NotImplementedError"):
+        raise failure_from_error(case.function, outcome, case, student=student)
+    got = f"{outcome.error.type}: {outcome.error.message}" if outcome.error is not None else "a value"
+    call = f"PagedKVCache({', '.join(map(str, case.init))}); {case.call_text}"
+    raise CheckFailure(Message("refusal_expected", {"function": case.function, "expected": "RuntimeError",
+                                                    "call": call, "got": got}), function=case.function)
