@@ -58,12 +58,13 @@ def gather(blocks, block_table, length):
 
     Returns:
         ``(L, H, d_k)``: the sequence's tokens in order, the blocks taken in
-        the table's order and the slots after the last token left out.
+        the table's order and the slots after the last token left out
+        (``slot_mapping`` of positions 0 to L - 1 says where each one is).
     """
     # TODO: implement gather.
     # TODO：实现 gather。
-    # Hint: index the pool with the table itself (not sorted), join the picked blocks end to end, and keep only the first length tokens.
-    # 提示：直接用块表（不要排序）去索引池，把取出的块首尾相接，只保留前 length 个词元。
+    # Hint: see the pool as (N * b, H, d_k) flat slots and take the slots of positions 0 to length - 1 (slot_mapping), in that order; or index the pool with the table itself (never sorted) and keep the first length tokens.
+    # 提示：把池看成 (N * b, H, d_k) 的扁平槽位，按顺序取出位置 0 到 length - 1 的槽位（slot_mapping）；或者直接用块表（绝不排序）索引池，再只保留前 length 个词元。
     raise NotImplementedError("gather: not implemented yet / 尚未实现")
 
 
