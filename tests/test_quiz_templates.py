@@ -247,6 +247,8 @@ MEASURE = {
     "serving-cache-rivals-weights": measure.context_where_cache_equals_weights,
     "decoding-new-token-last-key": measure.last_key_seen,
     "sampling-renormalised-share": measure.renormalised_share,
+    "paged-slot-of-position": measure.paged_slot,
+    "paged-blocks-after-appends": measure.paged_blocks_held,
 }
 
 # Sizes that keep a measurement to a few megabytes, for templates whose own
