@@ -141,3 +141,39 @@ def assert_released_alone_gives_nothing_away(release: Path, assignment: str) -> 
     assert not any(name.startswith("exercises/") and name.endswith(".py") and assignment not in name
                    for name in files)
     assert not any("/hidden/" in name or "/mutants/" in name or name.endswith("/cases.py") for name in files)
+
+
+def install_alone(release: Path, root: Path) -> tuple[Path, Path, dict]:
+    """``release`` copied to ``root/student`` and installed alone in a fresh venv under ``root``: (its folder,
+    its ``mha``, an environment that points at nothing of this checkout)."""
+    import importlib.util
+    import shutil
+
+    from test_release import make_venv_with_our_dependencies
+
+    copy = root / "student"
+    shutil.copytree(release, copy)
+    python = make_venv_with_our_dependencies(root / "venv")
+    isolation = ["--no-build-isolation"] if importlib.util.find_spec("wheel") else []  # as tests/test_release.py
+    install = subprocess.run([str(python), "-m", "pip", "install", "--no-deps", *isolation, "--ignore-installed",
+                              "--quiet", str(copy)], capture_output=True, text=True)
+    assert install.returncode == 0, install.stdout + install.stderr
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("PYTHONPATH", "MHA_SOLUTIONS", "MHA_EXERCISES", "VIRTUAL_ENV")}
+    return copy, root / "venv" / "bin" / "mha", env
+
+
+def assert_installed_release_grades_stub_and_reference(installed: tuple[Path, Path, dict], assignment: str) -> None:
+    """In the installed release, its README's ``mha check`` gives the stub 0 and the reference full marks."""
+    import shutil
+
+    copy, mha, env = installed
+    command = [str(mha), "check", f"exercises/{assignment}.py", "--assignment", assignment, "--json"]
+    stub = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True)
+    assert stub.returncode == 1, stub.stderr
+    assert json.loads(stub.stdout)["score"] == 0
+    shutil.copy(PROJECT / "solutions" / f"{assignment}.py", copy / "exercises" / f"{assignment}.py")
+    reference = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True)
+    assert reference.returncode == 0, reference.stdout + reference.stderr
+    result = json.loads(reference.stdout)
+    assert result["score"] == result["max_score"] > 0

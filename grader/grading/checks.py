@@ -111,6 +111,19 @@ def expect_values(student: StudentCode, cases) -> None:
         raise best
 
 
+def expect_raised(student: StudentCode, case: Case, error_type: str, refusal) -> None:
+    """The call of ``case`` must raise ``error_type`` (an input it must refuse); otherwise the check fails
+    with ``refusal(got)``, a Message saying what the call gave instead (``got``: the exception, or "a value").
+    A hang, a crash or a stub is explained as any failed call is."""
+    outcome = student.invoke(case)
+    if outcome.error is not None and outcome.ended is None and outcome.error.type == error_type:
+        return
+    if outcome.error is not None and (outcome.ended is not None or outcome.error.type == "NotImplementedError"):
+        raise failure_from_error(case.function, outcome, case, student=student)
+    got = f"{outcome.error.type}: {outcome.error.message}" if outcome.error is not None else "a value"
+    raise CheckFailure(refusal(got), function=case.function)
+
+
 def _unexplained(failure: CheckFailure) -> int:
     from grader.results import UNEXPLAINED
 
