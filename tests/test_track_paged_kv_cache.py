@@ -140,6 +140,19 @@ def test_a_full_pool_must_be_refused_with_runtime_error(tmp_path):
     assert all(test["outcome"] == "passed" for test in result["tests"] if test is not refusal)
 
 
+def test_an_append_that_returns_something_is_told_which_step_should_give_none(tmp_path):
+    source = (PROJECT / "solutions" / f"{ASSIGNMENT}.py").read_text(encoding="utf-8")
+    line = "            self.lengths[seq] = length + 1\n"
+    assert line in source
+    path = tmp_path / f"{ASSIGNMENT}.py"
+    path.write_text(source.replace(line, line + "        return self.lengths[seq]\n"), encoding="utf-8")
+    _, result = track.check(path, ASSIGNMENT)
+    turns = next(test for test in result["tests"]
+                 if test["name"].endswith("test_paged_sequences_appended_in_turns_keep_their_own_blocks"))
+    assert turns["outcome"] == "failed" and turns["misconception"] == "wrong-type"
+    assert "cache.value_blocks)[0] should be None; got int." in turns["message"]
+
+
 def test_gather_must_leave_the_pool_unchanged(tmp_path):
     """A gather that zeroes the pool's unused slots in place gives the right tokens and still loses the
     input check on blocks."""

@@ -362,6 +362,12 @@ def generic_failure(case: Case, got) -> CheckFailure:
         for position, (got_item, expected_item) in enumerate(zip(got, expected)):
             if not same_value(got_item, expected_item):
                 part_what = f"{what}[{position}]"
+                if expected_item is None or isinstance(expected_item, (bool, int, float, str)):
+                    # a step that gives no array (a method returning None, a count): say what it should give
+                    kind = "wrong-type" if type(got_item) is not type(expected_item) else "numeric-mismatch"
+                    return CheckFailure(Message("wrong_item", {"what": part_what, "expected": repr(expected_item),
+                                                               "got": describe(got_item)}),
+                                        misconception=kind, function=case.function)
                 legend = legends[position] if isinstance(legends, tuple) else legends
                 failure = _compare_array(case, got_item, expected_item, part_what, legend)
                 if structure_mistake and position > 0 and failure.misconception in ("wrong-shape", "wrong-type"):

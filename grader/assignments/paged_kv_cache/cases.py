@@ -177,7 +177,7 @@ def _calls_case(prefix: str, name: str, sizes: Sizes, function: str, steps: tupl
                     .get(method, "(N, b, H, d_k)") for method, _ in steps)
     case = Case(id=f"{prefix}{name}", function=function, args=(), class_name=CLASS,
                 init=(sizes.N if blocks is None else blocks, sizes.b, sizes.H, sizes.d_k), calls=calls,
-                call_text=" ; ".join(_step_text(method, args) for method, args in steps), legend=legends,
+                call_text="(" + ", ".join(_step_text(method, args) for method, args in steps) + ")", legend=legends,
                 argument_names=("seq", "keys", "values") if function == "append" else ("seq", "query"))
     if expected is not None:
         return replace(case, expected=expected)  # a refusal: no twin is asked
@@ -188,7 +188,7 @@ def _step_text(method: str, args) -> str:
     if args is None:
         return f"cache.{method}"
     if method == "append":
-        return f"cache.append({args[0]!r}, <{len(args[1])} token{'s' if len(args[1]) != 1 else ''}>)"
+        return f"cache.append({args[0]!r}, <{tuple(args[1].shape)}>, <{tuple(args[2].shape)}>)"  # keys, values
     return f"cache.{method}({args[0]!r}{', query' if method == 'attend' else ''})"
 
 
