@@ -145,15 +145,15 @@ class PagedKVCache:
             seq: the id of a sequence the cache holds.
 
         Returns:
-            None. The sequence's blocks go back onto ``free_blocks`` in the
-            order of its table (so its last block is the next one handed
-            out); its table and length are removed. The blocks' contents stay
-            as they are: whoever takes them next writes over them.
+            None. The sequence's blocks go back onto ``free_blocks`` (in
+            any order), ready for other sequences; its table and length are
+            removed. The blocks' contents stay as they are: whoever takes
+            them next writes over them.
         """
         # TODO: implement free.
         # TODO：实现 free。
-        # Hint: remove the sequence's table and length, and extend free_blocks with its blocks in table order; do not clear the blocks.
-        # 提示：删除该序列的块表和长度，并按块表顺序把它的块追加回 free_blocks；不要清空块的内容。
+        # Hint: remove the sequence's table and length, and put its blocks back on free_blocks; there is no need to clear them.
+        # 提示：删除该序列的块表和长度，并把它的块放回 free_blocks；不必清空块的内容。
         raise NotImplementedError("free: not implemented yet / 尚未实现")
 
     def attend(self, seq, query):

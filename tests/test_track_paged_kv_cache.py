@@ -43,9 +43,12 @@ def test_the_cases_hold_the_situations_the_checks_are_about():
     reference = load_reference(ASSIGNMENT)
     reuse = cases["cache/reuse"]
     cache = reference.PagedKVCache(*reuse.init)
-    for path, args, _ in reuse.calls[:-3]:
+    for path, args, _ in reuse.calls[:-2]:
+        if path == "free":
+            a_table = list(cache.block_tables["a"])
         getattr(cache, path)(*args)
     c_table, c_length = cache.block_tables["c"], cache.lengths["c"]
+    assert set(c_table) <= set(a_table)  # the pool held a's and b's blocks only: c reuses a's
     assert c_length % b and len(c_table) * b > c_length
     stale = cache.key_blocks[c_table[-1], c_length % b:]
     assert np.all(np.abs(stale) > 0)  # another sequence's keys, not zeros
@@ -113,6 +116,23 @@ def test_a_block_taken_one_token_late_overwrites_and_is_named_in_append():
     failed = {test["function"] for test in result["tests"] if test["outcome"] != "passed"}
     assert "append" in failed and not failed & {"slot_mapping", "gather", "decode_attention"}
     assert result["misconceptions"] == ["paged-allocate-off-by-one"]
+
+
+def test_free_may_give_the_blocks_back_in_any_order(tmp_path):
+    """Which of a freed sequence's blocks comes back first is not graded; giving none back is."""
+    source = (PROJECT / "solutions" / f"{ASSIGNMENT}.py").read_text(encoding="utf-8")
+    line = "        self.free_blocks.extend(self.block_tables.pop(seq))\n"
+    assert line in source
+    reversed_path, kept_path = tmp_path / "reversed" / f"{ASSIGNMENT}.py", tmp_path / "kept" / f"{ASSIGNMENT}.py"
+    for path, body in ((reversed_path, "        self.free_blocks.extend(reversed(self.block_tables.pop(seq)))\n"),
+                       (kept_path, "        self.block_tables.pop(seq)  # the blocks are lost to the pool\n")):
+        path.parent.mkdir()
+        path.write_text(source.replace(line, body), encoding="utf-8")
+    track.assert_full_marks(*track.check(reversed_path, ASSIGNMENT))
+    _, result = track.check(kept_path, ASSIGNMENT)
+    failed = {test["name"].rpartition("::")[2] for test in result["tests"] if test["outcome"] != "passed"}
+    assert failed == {"test_paged_freed_blocks_are_reused_and_their_old_slots_never_read",
+                      "test_paged_free_and_reuse_on_drawn_sizes"}
 
 
 def test_stale_slots_read_in_attend_alone_fail_attend_and_the_reuse_check_only():

@@ -230,8 +230,10 @@ def build_cases(rng: np.random.Generator, sizes: Sizes, prefix: str) -> dict[str
     large_keys, large_values = _tokens(rng, sizes, length)
     query, query_b = floats(rng, H, d_k), floats(rng, H, d_k)
     one_by_one = tuple(("append", ("a", ka[step:step + 1], va[step:step + 1])) for step in range(b - 1, 2 * b))
-    reuse = turns + (("free", ("a",)), ("append", ("c", kc, vc)),
-                     ("block_table", ("c",)), ("attend", ("c", query)), ("attend", ("b", query_b)))
+    # the pool holds exactly a's and b's blocks: c can only get blocks a gave back (in whatever order free
+    # puts them, which is not compared), and its last block keeps a's keys past its length
+    reuse = turns + (("free", ("a",)), ("append", ("c", kc[:b + 1], vc[:b + 1])),
+                     ("attend", ("c", query)), ("attend", ("b", query_b)))
     cases = {
         "slots/table": _case(prefix, "slots/table", "slot_mapping", (table, np.arange(len(table) * b), b)),
         "slots/shuffled": _case(prefix, "slots/shuffled", "slot_mapping",
@@ -252,7 +254,7 @@ def build_cases(rng: np.random.Generator, sizes: Sizes, prefix: str) -> dict[str
             ("block_table", ("a",)), ("key_blocks", None))),
         "cache/one-by-one": _calls_case(prefix, "cache/one-by-one", sizes, "append", (
             ("append", ("a", ka[:b - 1], va[:b - 1])),) + one_by_one + (("block_table", ("a",)),)),
-        "cache/reuse": _calls_case(prefix, "cache/reuse", sizes, "free", reuse),
+        "cache/reuse": _calls_case(prefix, "cache/reuse", sizes, "free", reuse, blocks=5),
         "attend/in-turns": _calls_case(prefix, "attend/in-turns", sizes, "attend", turns + (
             ("attend", ("a", query)), ("attend", ("b", query_b)))),
         "attend/large-scores": _calls_case(prefix, "attend/large-scores", sizes, "attend", (
