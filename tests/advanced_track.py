@@ -177,3 +177,16 @@ def assert_installed_release_grades_stub_and_reference(installed: tuple[Path, Pa
     assert reference.returncode == 0, reference.stdout + reference.stderr
     result = json.loads(reference.stdout)
     assert result["score"] == result["max_score"] > 0
+
+
+def drill_failures(assignment: str, function: str, workspace: Path) -> set[str]:
+    """A drill of ``function`` started in ``workspace`` (MHA_DATA_DIR set by the caller): its file stubs that
+    function alone, with no hint, and ``mha check`` fails it; the functions whose checks fail."""
+    from grader.practice.drill import start_drill
+
+    drill = start_drill(function=function, workspace=workspace, assignment=assignment)
+    source = open(drill.path, encoding="utf-8").read()
+    assert source.count("raise NotImplementedError") == 1 and "# Hint:" not in source
+    code, result = check(drill.path, assignment)
+    assert code == 1
+    return {test["function"] for test in result["tests"] if test["outcome"] != "passed"}
