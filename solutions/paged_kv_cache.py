@@ -142,8 +142,8 @@ class PagedKVCache:
             RuntimeError: a block is needed and none is free.
         """
         ### BEGIN SOLUTION
-        # HINT(en): for each new token at position length: if length == len(table) * block_size, pop a free block onto the table first; then write at the slot of that position and add one to the length.
-        # HINT(zh): 对每个新词元（位置为 length）：若 length == len(table) * block_size，先从空闲列表 pop 一个块加到块表末尾；再写到该位置的槽位，并把长度加一。
+        # HINT(en): for each new token: when its position equals the slots held so far (blocks in the table times the block size), pop a free block onto the table first; then write the token at the slot of its position and count it in the length.
+        # HINT(zh): 对每个新词元：若它的位置等于目前已占有的槽位数（块表中的块数乘以块大小），先从空闲列表 pop 一个块加到块表末尾；再把词元写到该位置的槽位，并计入长度。
         table = self.block_tables.setdefault(seq, [])
         for key, value in zip(keys, values):  # key, value: (H, d_k)
             length = self.lengths.get(seq, 0)
@@ -189,8 +189,8 @@ class PagedKVCache:
             values, gathered from its blocks (its L tokens, nothing else).
         """
         ### BEGIN SOLUTION
-        # HINT(en): gather the keys and the values with the sequence's table and its length (not the full blocks), then call decode_attention.
-        # HINT(zh): 用该序列的块表和它的长度（而不是整块）取出键和值，再调用 decode_attention。
+        # HINT(en): gather the keys and the values with the sequence's table and its length (not the full blocks), then hand them, with the query, to `decode_attention`.
+        # HINT(zh): 用该序列的块表和它的长度（而不是整块）取出键和值，再连同查询一起交给 `decode_attention`。
         table, length = self.block_tables[seq], self.lengths[seq]
         keys = gather(self.key_blocks, table, length)  # (L, H, d_k)
         values = gather(self.value_blocks, table, length)  # (L, H, d_k)
