@@ -144,8 +144,8 @@ def assert_released_alone_gives_nothing_away(release: Path, assignment: str) -> 
 
 
 def install_alone(release: Path, root: Path) -> tuple[Path, Path, dict]:
-    """``release`` copied to ``root/student`` and installed alone in a fresh venv under ``root``: (its folder,
-    its ``mha``, an environment that points at nothing of this checkout)."""
+    """``release`` copied under ``root`` and installed alone in a fresh venv: (the copy, its ``mha``, an
+    environment that points at nothing of this checkout)."""
     import importlib.util
     import shutil
 

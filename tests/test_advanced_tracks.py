@@ -13,6 +13,7 @@ TRACKS = {
     "attention_backward": "backward-",
     "decoding_step": "decode-",
     "rotary_embedding": "rope-",
+    "attention_biases": "bias-",
     "paged_kv_cache": "paged-",
 }
 MISTAKES = [(name, path) for name in TRACKS for path in track.mistakes(name)]
