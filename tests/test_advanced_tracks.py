@@ -14,6 +14,7 @@ TRACKS = {
     "decoding_step": "decode-",
     "rotary_embedding": "rope-",
     "attention_biases": "bias-",
+    "linear_attention": "linear-attention-",
     "paged_kv_cache": "paged-",
 }
 MISTAKES = [(name, path) for name in TRACKS for path in track.mistakes(name)]
