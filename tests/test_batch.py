@@ -17,8 +17,9 @@ from grader.errors import UsageError
 from grader.batch.journal import MAX_ATTEMPTS, Journal
 from grader.files import atomic_writer, file_key
 from grader.batch.lanes import grade_task
-from grader.batch.settings import GradingRun
+from grader.batch.settings import GradingRun, Task
 from grader.paths import solution_path
+from grader.results import SubmissionResult, load_failure
 from grader.sandbox.client import Limits
 
 ASSIGNMENT = "multihead_attention"
@@ -132,8 +133,9 @@ def test_journal_records_results_and_counts_attempts(tmp_path):
     journal.open({"visibility": "all"}, resume=False)
     assert journal.start("ann") == 1 and journal.start("ann") == 2
     assert journal.attempts("ann") == 2 and journal.in_flight() == ["ann"]
-    journal.record("ann", {"student": "ann", "score": 1.0})
-    assert journal.is_done("ann") and journal.read("ann")["score"] == 1.0
+    ann = load_failure(student="ann", error="could not load", max_score=1.0, assignment="multihead_attention")
+    journal.record("ann", ann)
+    assert journal.is_done("ann") and journal.read("ann") == ann
     assert journal.in_flight() == [] and journal.attempts("ann") == 0
     journal.start("ben")
     journal.abandon("ben", 1)
@@ -155,7 +157,7 @@ def test_a_second_run_on_the_same_folder_is_refused_while_the_first_holds_it(tmp
 def test_resume_refuses_a_folder_of_another_kind_of_run_and_a_fresh_run_starts_empty(tmp_path):
     journal = Journal(tmp_path / "out")
     journal.open({"visibility": "all"}, resume=False)
-    journal.record("ann", {"student": "ann"})
+    journal.record("ann", load_failure(student="ann", error="", max_score=1.0, assignment="multihead_attention"))
     journal.close()
     with pytest.raises(UsageError, match="visibility"):
         Journal(tmp_path / "out").open({"visibility": "public"}, resume=True)
@@ -166,7 +168,7 @@ def test_resume_refuses_a_folder_of_another_kind_of_run_and_a_fresh_run_starts_e
     assert not fresh.is_done("ann")
     fresh.close()
     assert moved.parent == tmp_path / "out" / "previous"
-    assert json.loads((moved / "journal" / "done" / "ann.json").read_text()) == {"student": "ann"}
+    assert json.loads((moved / "journal" / "done" / "ann.json").read_text())["student"] == "ann"
 
 
 def test_an_interrupted_atomic_write_leaves_the_old_file_whole(tmp_path):
@@ -195,14 +197,14 @@ def test_an_id_used_as_it_is_never_equals_the_key_of_another_id():
 
 
 # ---- grading processes that die or hang ---------------------------------------------------
-def crash_for_poison(task: dict) -> dict:
+def crash_for_poison(task: Task) -> SubmissionResult:
     """A lane runner that dies like a grading process killed by its submission."""
     if task.student.startswith("poison"):
         os.kill(os.getpid(), signal.SIGKILL)
     return grade_task(task)
 
 
-def hang_for_stuck(task: dict) -> dict:
+def hang_for_stuck(task: Task) -> SubmissionResult:
     if task.student.startswith("stuck"):
         time.sleep(3600)
     return grade_task(task)

@@ -109,11 +109,10 @@ def grade_upload(*, root: Path, without: tuple[str, ...] = ()) -> dict:
             finally:
                 server.stop()
             result = with_entry(result, found, file=graded_file, lang=config.lang)
-    data = result.to_dict()
-    results = gradescope_results(data, lang=config.lang, output_format=config.output_format,
+    results = gradescope_results(result, lang=config.lang, output_format=config.output_format,
                                  hidden_visibility=config.hidden_visibility,
-                                 summary=summary_of(data, graded_file=graded_file, lang=config.lang))
-    results["extra_data"] = {"student": student, "submission": graded_file, "isolation": data.get("isolation", ""),
+                                 summary=summary_of(result, graded_file=graded_file, lang=config.lang))
+    results["extra_data"] = {"student": student, "submission": graded_file, "isolation": result.isolation,
                              "seed_key": "assignment", "assignment": config.assignment}
     return results
 

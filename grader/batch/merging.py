@@ -20,6 +20,7 @@ from grader.batch.journal import Journal
 from grader.batch.adjustments import read_adjustments
 from grader.batch.outputs import write_outputs
 from grader.render.text_safety import clean_strings
+from grader.results import SubmissionResult
 
 RUN_KEYS = ("assignment", "visibility", "submissions")
 REFUSED = "refused "  # how the warning about a refused folder begins
@@ -72,15 +73,12 @@ def merge_runs(*, sources: list[Path], out: Path, lang: str | None = None, forma
     try:
         for source in sources:
             try:
-                results = [clean_strings(result) for result in _results_of(source)]
-                check_shard(results, run=signed[source], origin=source / "results.json")
+                results = _checked_results(source, run=signed[source])
             except (ShardRefused, UsageError) as refused:
                 warnings.append(f"{REFUSED}{source}: {refused}")
                 continue
             for result in results:
-                student = result.get("student")
-                if not isinstance(student, str):
-                    raise UsageError(f"{source / 'results.json'} holds a result without a student")
+                student = result.student
                 if student in owner:
                     raise UsageError(f"{student} was graded in both {owner[student]} and {source}; "
                                      "merge the shards of one run only")
@@ -108,6 +106,20 @@ def _run_of(source: Path) -> dict:
         return json.loads(run_file.read_text(encoding="utf-8")) if run_file.is_file() else {}
     except ValueError:
         raise UsageError(f"{run_file} is not valid JSON") from None
+
+
+def _checked_results(source: Path, *, run: SignedRun) -> list[SubmissionResult]:
+    """The results of ``source``'s results.json, cleaned and checked against its signed run (ShardRefused if not)."""
+    origin = source / "results.json"
+    data = [clean_strings(result) for result in _results_of(source)]
+    for result in data:
+        if not isinstance(result.get("student"), str):
+            raise UsageError(f"{origin} holds a result without a student")
+    check_shard(data, run=run, origin=origin)
+    try:
+        return [SubmissionResult.from_dict(result) for result in data]
+    except (TypeError, ValueError, AttributeError) as bad:
+        raise ShardRefused(f"{origin} holds a result that is not one grading writes ({bad})") from None
 
 
 def _results_of(source: Path) -> list[dict]:
