@@ -114,7 +114,7 @@ def test_lanes_use_the_key_of_the_run_not_their_own_environment(tmp_path, monkey
     task = Task(student="alice", path=REFERENCE, submission="alice.py", course_key="key-of-the-run",
                 run=GradingRun(submissions=tmp_path, out=tmp_path / "out"))
     monkeypatch.setenv("MHA_COURSE_KEY", "some-older-key")
-    assert grade_task(task)["seed"] == student_seed("alice", key="key-of-the-run")
+    assert grade_task(task).seed == student_seed("alice", key="key-of-the-run")
 
 
 def test_points_per_level_and_bad_points():
