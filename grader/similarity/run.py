@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from grader.results import SubmissionResult
 from grader.similarity.compare import TOP_PAIRS, SimilarityReport, compare_documents, unexplained
 from grader.similarity.mistakes import read_results
 from grader.similarity.outputs import JSON_NAME, StageBar, summary_lines, write_similarity
@@ -20,8 +21,9 @@ from grader.similarity.sources import read_class
 from grader.similarity.values import wrong_values
 
 
-def check_class(*, submissions: Path, assignment: str, results: list[dict] | None = None, fixtures: bool = True,
-                out: Path | None = None, progress=None, top: int = TOP_PAIRS, lang: str = "en") -> SimilarityReport:
+def check_class(*, submissions: Path, assignment: str, results: list[SubmissionResult] | None = None,
+                fixtures: bool = True, out: Path | None = None, progress=None, top: int = TOP_PAIRS,
+                lang: str = "en") -> SimilarityReport:
     """Compare the class in ``submissions``; ``fixtures``: run the unexplained failures on the public fixtures,
     ``submissions`` and ``out`` hidden from the workers."""
     progress = progress or StageBar(enabled=False)
