@@ -19,6 +19,7 @@ from grader.errors import UsageError
 from grader.batch.journal import Journal
 from grader.batch.adjustments import read_adjustments
 from grader.batch.outputs import write_outputs
+from grader.render.exports import read_results_json
 from grader.render.text_safety import clean_strings
 from grader.results import SubmissionResult
 
@@ -109,27 +110,10 @@ def _run_of(source: Path) -> dict:
 
 
 def _checked_results(source: Path, *, run: SignedRun) -> list[SubmissionResult]:
-    """The results of ``source``'s results.json, cleaned and checked against its signed run (ShardRefused if not)."""
-    origin = source / "results.json"
-    data = [clean_strings(result) for result in _results_of(source)]
-    for result in data:
-        if not isinstance(result.get("student"), str):
-            raise UsageError(f"{origin} holds a result without a student")
-    check_shard(data, run=run, origin=origin)
-    try:
-        return [SubmissionResult.from_dict(result) for result in data]
-    except (TypeError, ValueError, AttributeError) as bad:
-        raise ShardRefused(f"{origin} holds a result that is not one grading writes ({bad})") from None
-
-
-def _results_of(source: Path) -> list[dict]:
-    path = source / "results.json"
-    try:
-        results = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as bad:
-        raise UsageError(f"{path} is not valid JSON ({bad})") from None
-    if not isinstance(results, list) or not all(isinstance(item, dict) for item in results):
-        raise UsageError(f"{path} should hold a list of result objects")
+    """The results of ``source``'s results.json, cleaned and checked against its signed run (ShardRefused or
+    UsageError if not)."""
+    results = [clean_strings(result) for result in read_results_json(source / "results.json")]
+    check_shard(results, run=run, origin=source / "results.json")
     return results
 
 

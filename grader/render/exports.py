@@ -1,4 +1,5 @@
-"""Results in the formats other tools read: CSV, results.json, JUnit XML (Gradescope's: ``gradescope.py``).
+"""Results in the formats other tools read: CSV, results.json (written, and read back), JUnit XML (Gradescope's:
+``gradescope.py``).
 
 Renderers only: each reads ``SubmissionResult`` values (``results.json`` is
 their JSON, DESIGN.md's contract) and computes no score. The class-wide files are written while the results stream
@@ -10,8 +11,10 @@ from __future__ import annotations
 import csv
 import json
 import re
+from pathlib import Path
 from typing import IO
 
+from grader.errors import UsageError
 from grader.render.text_safety import clean_text, csv_cell, needs_quotes
 from grader.results import SubmissionResult
 
@@ -67,6 +70,23 @@ class ResultsJson:
 
     def finish(self) -> None:
         self.handle.write("\n]\n" if self.count else "]\n")
+
+
+def read_results_json(path: Path) -> list[SubmissionResult]:
+    """The results of a ``results.json`` that ``ResultsJson`` wrote; a UsageError naming the file and what is wrong
+    when it cannot be read or holds anything else."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as bad:
+        raise UsageError(f"cannot read the results {path} ({bad}); pass the results.json of `mha grade`") from None
+    if not isinstance(data, list) or not all(isinstance(item, dict) and "student" in item for item in data):
+        raise UsageError(f"{path} is not a results.json of `mha grade` (a list of results, each with a student)")
+    try:
+        return [SubmissionResult.from_dict(item) for item in data]
+    except (TypeError, ValueError, AttributeError) as bad:
+        raise UsageError(f"{path} is not a results.json of `mha grade`: a result does not have the fields "
+                         f"grading writes ({bad})") from None
 
 
 # ---- JUnit XML ----------------------------------------------------------------------------

@@ -22,13 +22,10 @@ most; the same wrong numbers add more than the same failed check).
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass
-from pathlib import Path
 
-from grader.errors import UsageError
 from grader.results import GENERIC_OUTCOMES, SubmissionResult
 
 RARE_SHARE = 0.1
@@ -56,21 +53,6 @@ class SharedMistake:
     @classmethod
     def from_dict(cls, data: dict) -> SharedMistake:
         return cls(data["kind"], data["id"], data["outcome"], data["students_with_it"], data.get("function", ""))
-
-
-def read_results(path: Path) -> list[SubmissionResult]:
-    """The results of a results.json written by ``mha grade``; a UsageError when it holds anything else."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as bad:
-        raise UsageError(f"cannot read the results {path} ({bad}); pass the results.json of `mha grade`") from None
-    if not isinstance(data, list) or not all(isinstance(item, dict) and "student" in item for item in data):
-        raise UsageError(f"{path} is not a results.json of `mha grade` (a list of results, each with a student)")
-    try:
-        return [SubmissionResult.from_dict(item) for item in data]
-    except (TypeError, ValueError, AttributeError) as bad:
-        raise UsageError(f"{path} is not a results.json of `mha grade`: a result does not have the fields "
-                         f"grading writes ({bad})") from None
 
 
 def marks(result: SubmissionResult) -> set[tuple[str, str, str, str]]:

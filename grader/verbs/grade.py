@@ -126,10 +126,11 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
 
         similarity_after_grading(run=run, tally=summary.tally)
     if nbgrader_db is not None:
-        from grader.authoring.nbgrader_bridge import read_results, write_to_gradebook
+        from grader.authoring.nbgrader_bridge import write_to_gradebook
+        from grader.render.exports import read_results_json
 
-        written = write_to_gradebook(db=nbgrader_db, assignment=assignment, results=read_results(out / "results.json"),
-                                     add_students=add_students)
+        written = write_to_gradebook(db=nbgrader_db, assignment=assignment,
+                                     results=read_results_json(out / "results.json"), add_students=add_students)
         added = len(written.added)
         click.echo(f"Wrote {len(written.students)} scores into the nbgrader gradebook {nbgrader_db}"
                    + (f"; added {added} student{'s' * (added != 1)} to its roster" if added else ""))
