@@ -210,6 +210,13 @@ def hang_for_stuck(task: Task) -> SubmissionResult:
     return grade_task(task)
 
 
+def fail_for_broken(task: Task) -> SubmissionResult:
+    """A lane runner with a defect on one input: grading raises instead of returning a result."""
+    if task.student.startswith("broken"):
+        raise RuntimeError("no case for this input")
+    return grade_task(task)
+
+
 def small_class(root: Path, names: list[str]) -> Path:
     for name in names:
         write(root / f"{name}.py", reference_text())
@@ -376,3 +383,37 @@ def test_a_folder_deeper_than_the_cap_is_refused_without_recursion(tmp_path):
     entries = by_student(discover_submissions(root, assignment=ASSIGNMENT)[0])
     assert entries["ok"].refusal is None
     assert entries["deep"].path is None and f"more than {MAX_DEPTH} levels" in entries["deep"].refusal.render("en")
+
+
+# ---- the grader's own defects: one student's error, the batch goes on ---------------------------
+def test_a_grader_defect_on_one_submission_is_that_students_error_and_the_others_are_graded(tmp_path):
+    root = small_class(tmp_path / "class", ["ada", "broken", "zoe"])
+    summary = grade_class(run=GradingRun(submissions=root, out=tmp_path / "out", jobs=2, limits=FAST),
+                          runner=fail_for_broken)
+    results = {r["student"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
+    assert results["ada"]["score"] == results["zoe"]["score"] == results["ada"]["max_score"] > 0
+    assert results["broken"]["status"] == "error" and results["broken"]["score"] == 0
+    assert results["broken"]["error"] == "the grader failed on this submission (RuntimeError: no case for this input)"
+    assert results["broken"]["submission"] == "broken.py"  # recorded with what the batch knows of the entry
+    assert summary.graded_now == 3 and summary.tally.graded == 2 and len(summary.tally.errored) == 1
+
+
+def test_a_result_the_outputs_cannot_read_becomes_an_error_naming_the_defect_and_the_others_are_written(tmp_path):
+    from grader.batch.outputs import write_outputs
+
+    out = tmp_path / "out"
+    journal = Journal(out)
+    journal.open({"visibility": "all"}, resume=False)
+    ann = load_failure(student="ann", error="did not parse", max_score=4.0, assignment="multihead_attention")
+    journal.record("ann", ann)
+    journal.record("ben", ann)
+    (out / "journal" / "done" / f"{file_key('ben')}.json").write_text("{not json", encoding="utf-8")
+    tally = write_outputs(out=out, journal=journal, students=["ann", "ben"], lang="en", formats=("junit",),
+                          title="t", assignment="multihead_attention")
+    journal.close()
+    results = {r["student"]: r for r in json.loads((out / "results.json").read_text())}
+    assert results["ann"] == ann.to_dict() | {"adjustments": [], "final_score": 0.0}
+    assert results["ben"]["status"] == "error" and "the grader could not write this result (JSONDecodeError" \
+        in results["ben"]["error"] and results["ben"]["max_score"] == 4.0
+    assert (out / "feedback" / "ben.md").is_file() and tally.students == 2
+    assert 'name="ben"' in (out / "junit.xml").read_text()
