@@ -249,6 +249,15 @@ def test_every_import_is_one_its_layer_may_make():
     assert wrong == []
 
 
+def test_the_map_sees_imports_for_annotations_and_inside_functions_but_the_release_check_skips_annotations(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("from typing import TYPE_CHECKING\n"
+                      "if TYPE_CHECKING:\n    from grader.batch.settings import QuizPolicy\n"
+                      "def later():\n    import grader.viz.draw\n", encoding="utf-8")
+    assert {"grader.batch.settings", "grader.viz.draw"} <= set(_imports(sample))
+    assert "grader.batch.settings" not in set(_all_imports(sample)) and "grader.viz.draw" in set(_all_imports(sample))
+
+
 def test_every_group_of_the_map_says_what_it_may_import():
     assert set(ALLOWED) == {group for row in LAYERS for group in row}
 
