@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from grader.batch import run as batch
-from grader.batch.run import grade_class
 from grader.batch.discovery import discover_submissions, parse_shard, select_shard
-from grader.errors import UsageError
 from grader.batch.journal import MAX_ATTEMPTS, Journal
-from grader.files import atomic_writer, file_key
 from grader.batch.lanes import grade_task
+from grader.batch.run import grade_class
 from grader.batch.settings import GradingRun, Task
+from grader.errors import UsageError
+from grader.files import atomic_writer, file_key
 from grader.paths import solution_path
 from grader.results import SubmissionResult, load_failure
 from grader.sandbox.client import Limits

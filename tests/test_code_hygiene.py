@@ -1,5 +1,5 @@
 """Code a reader is misled by: lines that can never run, imports nothing uses (vulture, at the confidence
-where it is never wrong)."""
+where it is never wrong); and imports in order (isort, configured in pyproject.toml)."""
 
 from __future__ import annotations
 
@@ -30,3 +30,20 @@ def test_the_scan_does_find_unreachable_code(tmp_path):
     sample.write_text("import os\n\n\ndef cleanup(made):\n    return made\n    os.remove(made)\n", encoding="utf-8")
     done = vulture(str(sample))
     assert done.returncode != 0 and "unreachable code after 'return'" in done.stdout, done.stdout + done.stderr
+
+
+def test_imports_are_in_order():
+    """Standard library, then third-party, then the grader, each sorted: a module's dependencies at a glance.
+    (isort rather than ruff: its grid mode wraps a long import under its parenthesis, as this code does.)"""
+    done = subprocess.run([sys.executable, "-m", "isort", "--check-only", "--diff", "grader", "tests", "benchmarks"],
+                          capture_output=True, text=True, cwd=PROJECT)
+    assert done.returncode == 0, (done.stdout[-3000:] + done.stderr[-1000:] + "\nexpected every import in order; "
+                                  "sort them with `isort grader tests benchmarks`")
+
+
+def test_the_import_check_does_find_imports_out_of_order(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text("import sys\nimport os\n\nprint(os, sys)\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "isort", "--check-only", "--settings-path", str(PROJECT),
+                           str(sample)], capture_output=True, text=True, cwd=PROJECT)
+    assert done.returncode != 0 and "incorrectly sorted" in done.stdout + done.stderr

@@ -16,13 +16,13 @@ import pytest
 
 from grader.content.catalog import load_catalog
 from grader.content.messages import check_title
-from grader.render.class_report import render_report
-from grader.tally import ClassTally
 from grader.errors import ContentError
+from grader.render.class_report import render_report
 from grader.render.exports import GradesCsv, JUnitReport, ResultsJson
-from grader.render.gradescope import gradescope_results
 from grader.render.feedback import FEEDBACK_FILE, feedback_texts, render_html, render_markdown
+from grader.render.gradescope import gradescope_results
 from grader.results import SubmissionResult, TestResult
+from grader.tally import ClassTally
 
 SCALE = "attention-no-scale"
 
@@ -161,10 +161,10 @@ def test_feedback_never_shows_the_hidden_seed():
 def test_hidden_check_feedback_explains_without_the_test_code_or_expected_values(tmp_path, monkeypatch):
     monkeypatch.setenv("MHA_COURSE_KEY", "test-exports-key")
     from grader.assignments.multihead_attention.cases import hidden_cases
+    from grader.assignments.multihead_attention.hidden import test_drawn_inputs
     from grader.grading.grade import grade_submission
     from grader.paths import solution_path
     from grader.seeding import student_seed
-    from grader.assignments.multihead_attention.hidden import test_drawn_inputs
 
     source = solution_path("multihead_attention").read_text(encoding="utf-8")
     buggy = tmp_path / "noscale.py"

@@ -9,9 +9,9 @@ from click.testing import CliRunner
 
 from conftest import PROJECT
 from grader.cli import root
-from grader.practice.homework import parse_points, quiz_policy
 from grader.errors import UsageError
 from grader.practice.answers import expected_text
+from grader.practice.homework import parse_points, quiz_policy
 from grader.practice.sheets import make_sheet, read_answers
 
 REFERENCE = PROJECT / "solutions" / "multihead_attention.py"

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch.run import grade_class
 from grader.batch.journal import Journal
 from grader.batch.lanes import grade_task
+from grader.batch.run import grade_class
 from grader.batch.settings import GradingRun
 from grader.paths import solution_path
 from grader.sandbox.client import Limits

@@ -10,11 +10,11 @@ import re
 import pytest
 
 from grader.render.exports import GradesCsv, JUnitReport
-from grader.render.gradescope import gradescope_results
 from grader.render.feedback import render_html, render_markdown
-from grader.results import SubmissionResult, TestResult
+from grader.render.gradescope import gradescope_results
 from grader.render.text_safety import (REPLACEMENT, clean_line, clean_name, clean_strings, clean_text, csv_cell,
-                                decode_os_name, html_text, markdown_code_block, markdown_inline)
+                                       decode_os_name, html_text, markdown_code_block, markdown_inline)
+from grader.results import SubmissionResult, TestResult
 
 CLEAR_AND_FAKE = "oops\x1b[2J\x1b[H\x1b[1;32mAll 26 checks passed: 60/60\x1b[0m"
 HOSTILE_TEXTS = [

@@ -6,18 +6,11 @@ import numpy as np
 import pytest
 
 from grader.practice import answers as quiz_answers
-from grader.practice.prompts import PlainPrompter
 from grader.practice.bank import default_bank
+from grader.practice.prompts import PlainPrompter
 from grader.practice.schema import UNLOCKABLE
-from grader.practice.unlocking import (
-    QUESTIONS_BEFORE_FIRST_CHECK,
-    UnlockBudget,
-    is_unlocked,
-    mark_unlocked,
-    unlock_interactively,
-    unlock_questions,
-    unlocked_functions,
-)
+from grader.practice.unlocking import (QUESTIONS_BEFORE_FIRST_CHECK, UnlockBudget, is_unlocked, mark_unlocked,
+                                       unlock_interactively, unlock_questions, unlocked_functions)
 
 
 @pytest.fixture(autouse=True)

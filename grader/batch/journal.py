@@ -33,9 +33,9 @@ from pathlib import Path
 from typing import IO
 
 from grader.errors import UsageError
-from grader.sandbox.source import MAX_SOURCE_BYTES
 from grader.files import EntryError, Found, atomic_write_text, file_key, read_found
 from grader.results import SubmissionResult
+from grader.sandbox.source import MAX_SOURCE_BYTES
 
 MAX_ATTEMPTS = 2  # a submission in flight during two grader crashes is not tried a third time
 

@@ -13,15 +13,15 @@ import time
 from pathlib import Path
 
 from grader import seeding
-from grader.batch.signing import ShardRefused, SignedRun, check_shard, sign_outputs, verify_outputs
-from grader.tally import BatchSummary
-from grader.errors import UsageError
-from grader.batch.journal import Journal
 from grader.batch.adjustments import read_adjustments
+from grader.batch.journal import Journal
 from grader.batch.outputs import write_outputs
+from grader.batch.signing import ShardRefused, SignedRun, check_shard, sign_outputs, verify_outputs
+from grader.errors import UsageError
 from grader.render.exports import read_results_json
 from grader.render.text_safety import clean_strings
 from grader.results import SubmissionResult
+from grader.tally import BatchSummary
 
 RUN_KEYS = ("assignment", "visibility", "submissions")
 REFUSED = "refused "  # how the warning about a refused folder begins

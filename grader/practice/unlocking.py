@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from grader.practice import answers as quiz_answers
 from grader.i18n import pick
+from grader.practice import answers as quiz_answers
 from grader.practice.bank import Question, default_bank
 from grader.practice.session import Prompter
 from grader.practice.texts import text

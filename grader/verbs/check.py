@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
-from grader.grading.assignment import assignment_of, get_assignment
 from grader.errors import ChecksFailed, UsageError
+from grader.grading.assignment import assignment_of, get_assignment
 from grader.i18n import resolve_language
-from grader.verbs.options import assignment_option, json_option, lang_option, timeout_scale_option, verbose_option
 from grader.paths import student_file
+from grader.verbs.options import assignment_option, json_option, lang_option, timeout_scale_option, verbose_option
 
 
 @click.command("check")

@@ -10,9 +10,9 @@ import click
 
 from grader.errors import UsageError
 from grader.i18n import resolve_language
-from grader.verbs.options import json_option, lang_option, seed_option, time_limit_option
 from grader.practice.bank import LEVELS, default_bank
 from grader.practice.sheets import DEFAULT_COUNT
+from grader.verbs.options import json_option, lang_option, seed_option, time_limit_option
 
 
 @click.command("quiz")
@@ -75,9 +75,9 @@ def _session(bank, *, topics, levels, count, time_limit, lang, seed, review, fee
              plain) -> None:
     from grader.practice.plan import misconceptions_in_feedback, plan_quiz
     from grader.practice.prompts import make_prompter
+    from grader.practice.review import load_progress, save_progress
     from grader.practice.session import run_session, summary_lines
     from grader.practice.texts import text
-    from grader.practice.review import load_progress, save_progress
 
     progress = load_progress()
     linked = list(misconceptions) if misconceptions else None
@@ -123,8 +123,8 @@ def _list(bank, topics, levels, as_json) -> None:
 
 
 def _stats(lang, as_json) -> None:
-    from grader.practice.texts import text
     from grader.practice.review import PROGRESS_FILE, load_progress
+    from grader.practice.texts import text
     from grader.practice.user_data import data_dir
 
     summary = load_progress().stats()

@@ -34,8 +34,8 @@ def command(submissions: Path, out: Path, results: Path | None, fixtures: bool, 
     """
     from grader.errors import UsageError
     from grader.i18n import resolve_language
-    from grader.similarity.compare import TOP_PAIRS
     from grader.render.exports import read_results_json
+    from grader.similarity.compare import TOP_PAIRS
     from grader.similarity.outputs import StageBar, summary_lines, write_similarity
     from grader.similarity.run import check_class
 

@@ -1,8 +1,8 @@
 """Public checks of softmax and apply_temperature: rows of tokens, scaled before any softmax."""
 
-from grader.grading.marker import mha
 from grader.content.messages import Message
 from grader.grading.checks import CheckFailure, expect_unchanged, expect_value, failure_from_error
+from grader.grading.marker import mha
 
 pytestmark = mha(visibility="public")
 
