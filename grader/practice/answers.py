@@ -12,13 +12,11 @@ import math
 import re
 import string
 import unicodedata
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: reading an answer needs the question's data, not the bank loaded
     from grader.practice.bank import PosedQuestion
-
-from dataclasses import dataclass
-from typing import Any
 
 LETTERS = string.ascii_uppercase
 _SEPARATORS = re.compile(r"[\s,;、()\[\]{}<>x×*]+")
