@@ -15,6 +15,7 @@ folder made with this module's options) and review the diff.
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 from pathlib import Path
@@ -59,15 +60,37 @@ def kept_files(out: Path) -> dict[str, str]:
 
 
 def grade(*args) -> None:
-    result = CliRunner().invoke(root, ["grade", *map(str, args), "--jobs", "2", "--adjust",
-                                       str(FIXTURES / "adjustments.csv"), "--format", "junit", "--format", "gradescope"])
+    options = ["--jobs", "2", "--adjust", str(FIXTURES / "adjustments.csv"),
+               "--format", "junit", "--format", "gradescope"]
+    result = CliRunner().invoke(root, ["grade", *map(str, args), *options])
     assert result.exit_code == 0, result.output
+
+
+def first_difference(kept: str, text: str) -> str:
+    """Where two results.json texts first differ: the student, the check and the field, or the bytes."""
+    try:
+        pairs = list(zip(json.loads(kept), json.loads(text), strict=True))
+    except (ValueError, TypeError):
+        return "not the same list of results"
+    for old, new in pairs:
+        for key in old.keys() | new.keys():
+            if key == "tests" and old.get(key) != new.get(key):
+                for check, got in zip(old[key], new[key]):
+                    changed = {field: (value, got.get(field)) for field, value in check.items()
+                               if value != got.get(field)}
+                    if changed:
+                        return f"{old['student']}, {check['name']}: {changed}"
+            if old.get(key) != new.get(key):
+                return f"{old['student']}, {key}: expected {old.get(key)!r}, got {new.get(key)!r}"
+    index = next(i for i, (a, b) in enumerate(zip(kept, text)) if a != b) if kept != text else 0
+    return f"the same values in other bytes, from {kept[index - 80:index + 80]!r}"
 
 
 def assert_same_as_kept(out: Path) -> None:
     for name, text in kept_files(out).items():
         kept = (FIXTURES / name).read_text(encoding="utf-8")
-        assert text == kept, f"{name} differs from tests/fixtures/results_contract/{name} (expected the kept bytes)"
+        where = first_difference(kept, text) if name == "results.json" and text != kept else ""
+        assert text == kept, f"{name} differs from the kept tests/fixtures/results_contract/{name}: {where}"
 
 
 def test_a_graded_class_writes_the_kept_results_json_and_renderings(tmp_path):
