@@ -5,8 +5,9 @@ adjustments of every kind (late, waived by an extension, manual, on an error)
 and both extra formats; the files must equal those kept in
 ``tests/fixtures/results_contract/``, which were written before the batch
 carried result dataclasses instead of dicts. Only what a machine changes is
-masked: durations and the sandbox's description of its isolation. A sharded
-run merged by ``mha merge`` must give the same bytes.
+masked: durations, the sandbox's description of its isolation and the
+calibrated time limit a timeout names. A sharded run merged by ``mha merge``
+must give the same bytes.
 
 After a deliberate change of the contract, write the fixtures again with
 ``python tests/test_results_contract.py OUT`` (OUT: an ``mha grade`` output
@@ -36,6 +37,9 @@ _MASKS = (
     (re.compile(r'"execution_time": [0-9.e+-]+'), '"execution_time": 0'),
     (re.compile(r'"isolation": "(?:[^"\\]|\\.)*"'), '"isolation": "-"'),
     (re.compile(r'(<testsuite [^>]*) time="[0-9.]+"'), r'\1 time="0"'),
+    # a call's time limit is calibrated on the machine (at least 0.5 s): a timeout's message names it
+    (re.compile(r'"limit": "[0-9.]+"'), '"limit": "-"'),
+    (re.compile(r"within [0-9.]+ s\b"), "within - s"),
 )
 
 
@@ -114,8 +118,8 @@ def test_shards_merged_write_the_same_bytes(tmp_path):
 
 
 def test_masking_hides_only_what_machines_change():
-    text = '{"duration": 0.122, "isolation": "landlock \\"7\\"", "score": 0.122}'
-    assert masked(text) == '{"duration": 0, "isolation": "-", "score": 0.122}'
+    text = '{"duration": 0.122, "isolation": "landlock \\"7\\"", "score": 0.122, "message": "not within 0.5 s"}'
+    assert masked(text) == '{"duration": 0, "isolation": "-", "score": 0.122, "message": "not within - s"}'
 
 
 if __name__ == "__main__":  # write the fixtures again from an output folder
