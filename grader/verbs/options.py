@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from grader.i18n import LANGUAGES
-from grader.paths import DEFAULT_ASSIGNMENT
+from grader.paths import DEFAULT_ASSIGNMENT, default_assignment
 from grader.render.exports import FORMATS
 
 lang_option = click.option(
@@ -23,8 +23,8 @@ json_option = click.option(
 
 assignment_option = click.option(
     "--assignment",
-    default=DEFAULT_ASSIGNMENT,
-    show_default=True,
+    default=default_assignment,
+    show_default=f"{DEFAULT_ASSIGNMENT}; in a student release, its exercise",
     help="Which exercise: the name of its folder in grader/assignments/ (the stem of its module in exercises/).",
 )
 
