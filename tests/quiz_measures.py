@@ -319,6 +319,31 @@ def linear_attention_cost_ratio(v):
     linear = phi_k.shape[1] * phi_k.shape[0] * val.shape[1] + phi_q.shape[0] * state.shape[0] * state.shape[1]
     return quadratic / linear
 
+def alibi_slope(v):
+    """Head ``head``'s slope, by walking the geometric ladder from its first term."""
+    first = 2.0 ** (-8.0 / v["num_heads"])
+    slopes = [first]
+    while len(slopes) < v["num_heads"]:
+        slopes.append(slopes[-1] * first)
+    assert np.isclose(slopes[-1], 1 / 256)
+    return slopes[v["head"]]
+
+
+def alibi_decode_distance(v):
+    """|p - s| between a new query and a key, with the queries placed after the cache."""
+    keys = np.arange(v["cached"] + v["new"])
+    queries = keys[-v["new"]:]
+    return int(abs(queries[v["query"]] - keys[v["key"]]))
+
+
+def logit_with_bias(v):
+    """One entry of scaled scores plus the bias, from a query and key whose dot product is ``dot``."""
+    q = np.zeros((1, v["d_k"]))
+    k = np.zeros((1, v["d_k"]))
+    q[0, 0], k[0, 0] = v["dot"], 1.0
+    return float((q @ k.T / np.sqrt(v["d_k"]) + v["bias"])[0, 0])
+
+
 # --- serving memory ------------------------------------------------------------------
 
 def cache_bytes_per_token(layers, kv_heads, d_k, bytes_per_value):
