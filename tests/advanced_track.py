@@ -17,14 +17,13 @@ from pathlib import Path
 import numpy as np
 from click.testing import CliRunner
 
-from grader.grading.assignment import get_assignment
-from grader.grading.store import load_cases
-from grader.grading.case import same_value
-from grader.content.catalog import load_catalog
+from conftest import PROJECT, mutants
 from grader.authoring.audit import expectation, library_modules
 from grader.cli import root
-
-from conftest import PROJECT, mutants
+from grader.content.catalog import load_catalog
+from grader.grading.assignment import get_assignment
+from grader.grading.case import same_value
+from grader.grading.store import load_cases
 
 
 def reference(assignment: str) -> Path:

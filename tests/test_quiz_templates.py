@@ -14,9 +14,9 @@ import math
 import numpy as np
 import pytest
 
-from grader.practice.bank import default_bank
-from grader.grading.reference import load_reference
 import quiz_measures as measure
+from grader.grading.reference import load_reference
+from grader.practice.bank import default_bank
 
 SEEDS = range(6)
 DTYPES = {2: np.float16, 4: np.float32}

@@ -5,7 +5,8 @@ misconception it matched (a catalog id or a generic outcome), the function
 where the mistake really is, and further mistakes the same values show.
 Diagnosis tries, in order: the twins (what each catalogued mistake produces
 on the same input, the cheapest and most exact test), the companion case
-(right when S = T, wrong here: the keys' length taken from Q), the
+(the exercise's ``COMPANION`` rule: right on the same call with as many keys
+as queries, wrong here, and what that shows in its own words), the
 signature rules (the exercise's ``signatures.py``, see ``grader.grading.findings``:
 what the mistake does to the values, however it was written), and only then a generic outcome. The
 functions the failing call entered (as the worker recorded them) decide
@@ -306,7 +307,7 @@ def _from_findings(case: Case, findings: list[Finding], reached: tuple, *,
 
 
 def _companion_findings(case: Case, student: StudentCode | None, here) -> list[Finding]:
-    """Right on the same call with as many keys as queries (S = T), wrong here: the keys' length comes from Q.
+    """Right on the same call with as many keys as queries (S = T), wrong here: the exercise's ``COMPANION`` rule.
 
     ``here`` is what the student's call gave on ``case`` (its value, or ``Raised``). The companion may be
     wrong too, by another mistake: when a twin gives exactly the companion's outcome there but not the
@@ -337,10 +338,8 @@ def _companion_findings(case: Case, student: StudentCode | None, here) -> list[F
             named = {finding.misconception for finding in explain(companion, there)}
             if not named or named & rule.length_like:
                 return []
-    evidence = ("sig_query_length", {"what": _what(case), "T": companion.args[0].shape[-2],
-                                     "S": case.args[1].shape[-2]})
     upstream = ((rule.misconception, rule.upstream[case.function]),) if case.function in rule.upstream else ()
-    return [Finding(rule.misconception, case.function, evidence, alternatives=upstream)]
+    return [Finding(rule.misconception, case.function, rule.evidence(case, companion), alternatives=upstream)]
 
 
 def _same_outcome(got, value) -> bool:

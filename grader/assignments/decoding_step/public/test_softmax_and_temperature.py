@@ -1,8 +1,8 @@
 """Public checks of softmax and apply_temperature: rows of tokens, scaled before any softmax."""
 
-from grader.grading.marker import mha
 from grader.content.messages import Message
 from grader.grading.checks import expect_raised, expect_unchanged, expect_value
+from grader.grading.marker import mha
 
 pytestmark = mha(visibility="public")
 
