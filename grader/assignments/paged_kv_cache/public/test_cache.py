@@ -1,8 +1,8 @@
 """Public checks of PagedKVCache.append and free: blocks taken exactly when needed, never shared, reused after free."""
 
+from grader.content.messages import Message
 from grader.grading.checks import expect_raised, expect_value
 from grader.grading.marker import mha
-from grader.content.messages import Message
 
 pytestmark = mha(visibility="public")
 
