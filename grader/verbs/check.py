@@ -42,14 +42,61 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
 
     Exit status: 0 when every check passes, 1 when one fails, 2 for a usage error.
     """
-    from grader.content.messages import render
     from grader.sandbox.servers import chosen_isolation
 
-    lang = resolve_language(lang)
     try:
         isolation = chosen_isolation(isolation)
     except ValueError as bad:
         raise UsageError(str(bad)) from None
+    # the fork server's start (NumPy imported in a second interpreter) overlaps all of what follows: finding
+    # the file and the exercise, the grader's own imports, reading the cases
+    launch = _launched(isolation)
+    try:
+        result, shown, locked, notice = _checked(file, functions=functions, run_all=run_all, unlock=unlock,
+                                          isolation=isolation, timeout_scale=timeout_scale, as_json=as_json,
+                                          lang=lang, assignment=assignment, launch=launch)
+    except BaseException:
+        if launch is not None:
+            launch.stop()
+        raise
+    lang = resolve_language(lang)
+    if as_json:
+        from grader.render.text_safety import clean_strings
+
+        click.echo(json.dumps(clean_strings(result.to_dict()), ensure_ascii=False, indent=2))
+    else:
+        from grader.content.messages import render
+        from grader.practice.linked import linked_question
+        from grader.render.terminal import print_result
+
+        if notice:
+            click.echo(notice)
+        print_result(result, file=shown, lang=lang, linked_question=linked_question, failed_only=failed_only)
+        if locked:  # the total above counts the checked functions only: say which were left out
+            click.echo(render("report_locked", {"functions": ", ".join(locked)}, lang))
+        if verbose:
+            click.echo(render("report_isolation", {"isolation": result.isolation}, lang))
+    if not result.passed:
+        raise ChecksFailed()
+
+
+def _launched(isolation: str):
+    """The Linux fork server of this check, launched, not waited for (None: the portable worker, started by
+    ``grade_submission``). No spares: one submission, so no worker is made ahead for a next one."""
+    from grader.sandbox.servers import launch_server, linux_missing
+
+    if isolation == "linux" or (isolation == "auto" and not linux_missing()):
+        return launch_server(spares=0)
+    return None
+
+
+def _checked(file: Path | None, *, functions: tuple[str, ...], run_all: bool, unlock: bool, isolation: str,
+             timeout_scale: float, as_json: bool, lang: str | None, assignment: str, launch):
+    """``(result, the file shown, functions left locked, notice)`` of checking ``file``; ``launch`` (the fork server) is
+    handed to the grading, which stops it, or stopped here when nothing is graded."""
+    from grader.content.messages import render
+
+    lang = resolve_language(lang)
     given = click.get_current_context().get_parameter_source("assignment") != click.core.ParameterSource.DEFAULT
     if file is not None and file.is_file() and not given:
         assignment = assignment_of(file)  # the exercise the file is named after, or whose names it defines
@@ -92,44 +139,26 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
                                 student=entry.path.stem)[2]
         result = load_failure(student=entry.path.stem, error=source.render(lang), max_score=max_score,
                               assignment=assignment, error_messages=(source.to_data(),))
+        if launch is not None:
+            launch.stop()
     else:
         result = _graded(source, student=entry.path.stem, shown=shown, assignment=assignment,
                          visibility=visibility, functions=functions or None, lang=lang,
-                         timeout_scale=timeout_scale, isolation=isolation)
-    result = with_entry(result, entry, file=shown, lang=lang)
-    if as_json:
-        from grader.render.text_safety import clean_strings
-
-        click.echo(json.dumps(clean_strings(result.to_dict()), ensure_ascii=False, indent=2))
-    else:
-        from grader.practice.linked import linked_question
-        from grader.render.terminal import print_result
-
-        if notice:
-            click.echo(notice)
-        print_result(result, file=shown, lang=lang, linked_question=linked_question, failed_only=failed_only)
-        if locked:  # the total above counts the checked functions only: say which were left out
-            click.echo(render("report_locked", {"functions": ", ".join(locked)}, lang))
-        if verbose:
-            click.echo(render("report_isolation", {"isolation": result.isolation}, lang))
-    if not result.passed:
-        raise ChecksFailed()
+                         timeout_scale=timeout_scale, isolation=isolation, launch=launch)
+    return with_entry(result, entry, file=shown, lang=lang), shown, locked, notice
 
 
 def _graded(source, *, student: str, shown: str, assignment: str, visibility: str,
-            functions: tuple[str, ...] | None, lang: str, timeout_scale: float, isolation: str):
-    """Grade ``source`` (the file ``shown``, read as found). Where the Linux sandbox runs, in a fork server of its own launched before the grader's
-    own imports: the server's start (it imports NumPy) and the grader's (NumPy too, and the cases) overlap.
-    The portable worker (asked for, or where the Linux sandbox cannot run) is started by ``grade_submission``."""
+            functions: tuple[str, ...] | None, lang: str, timeout_scale: float, isolation: str, launch):
+    """Grade ``source`` (the file ``shown``, read as found). Where the Linux sandbox runs, in the fork server
+    ``launch`` (``_launched``), started before the grader's own imports: the server's start (it imports NumPy)
+    and the grader's (NumPy too, and the cases) overlap. The portable worker (asked for, or where the Linux
+    sandbox cannot run) is started by ``grade_submission``."""
     import threading
 
     from grader.sandbox.isolation import quiet_sandbox
     from grader.sandbox.link import ForkServerError
-    from grader.sandbox.servers import launch_server, linux_missing
 
-    # no spares: one submission, so no worker is made ahead for a next one
-    launch = launch_server(spares=0) if isolation == "linux" or (isolation == "auto" and not linux_missing()) \
-        else None
     try:
         from grader.grading.grade import grade_submission
         from grader.render.terminal import CheckSpinner
