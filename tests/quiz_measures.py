@@ -514,3 +514,19 @@ def layer_norm_parameters(v):
     out = load_reference("layer_norm").layer_norm(random(3, width), gamma, beta)
     assert out.shape == (3, width)
     return gamma.size + beta.size
+
+
+# --- paged cache ---------------------------------------------------------------------------
+
+def paged_slot(v):
+    """The flat slot of the position through the paged-cache reference's slot_mapping."""
+    table = [v["first"], v["second"], v["third"]]
+    return int(load_reference("paged_kv_cache").slot_mapping(table, [v["position"]], v["block"])[0])
+
+
+def paged_blocks_held(v):
+    """Blocks a sequence holds after its tokens are appended one at a time to the paged-cache reference."""
+    cache = load_reference("paged_kv_cache").PagedKVCache(v["tokens"] + 1, v["block"], 1, 2)
+    for _ in range(v["tokens"]):
+        cache.append("s", np.zeros((1, 1, 2)), np.zeros((1, 1, 2)))
+    return len(cache.block_tables["s"])
