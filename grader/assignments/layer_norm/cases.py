@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.grading.case import Case
 from grader.assignments.twinning import CaseSets, Twin, floats, with_expectations
+from grader.grading.case import Case
 
 ASSIGNMENT = "layer_norm"
 PUBLIC_SEED = 20241109
