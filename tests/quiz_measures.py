@@ -297,6 +297,53 @@ def linear_attention_state(v):
     return state.size + normaliser.size
 
 
+
+def linear_elu_value(v):
+    """phi(x) = elu(x) + 1 by its two branches, for a negative x."""
+    x = np.array([v["x"]], dtype=float)
+    elu = np.where(x > 0, x, np.expm1(np.minimum(x, 0.0)))
+    return float(elu[0] + 1.0)
+
+
+def linear_attention_cost_ratio(v):
+    """Multiply-adds of softmax-style (T, S) products over those of the summed state, counted from the
+    operands' shapes, with both orders checked to give the same unnormalised rows."""
+    length, d_k = v["length"], v["d_k"]
+    rng = np.random.default_rng(2)
+    phi_q, phi_k = (np.exp(rng.normal(size=(length, d_k)) * 0.1) for _ in range(2))
+    val = rng.normal(size=(length, d_k))
+    scores = phi_q @ phi_k.T  # (N, N)
+    state = phi_k.T @ val  # (d_k, d_k)
+    assert np.allclose(scores @ val, phi_q @ state)
+    quadratic = phi_q.shape[0] * phi_k.shape[0] * d_k + scores.shape[0] * scores.shape[1] * val.shape[1]
+    linear = phi_k.shape[1] * phi_k.shape[0] * val.shape[1] + phi_q.shape[0] * state.shape[0] * state.shape[1]
+    return quadratic / linear
+
+def alibi_slope(v):
+    """Head ``head``'s slope, by walking the geometric ladder from its first term."""
+    first = 2.0 ** (-8.0 / v["num_heads"])
+    slopes = [first]
+    while len(slopes) < v["num_heads"]:
+        slopes.append(slopes[-1] * first)
+    assert np.isclose(slopes[-1], 1 / 256)
+    return slopes[v["head"]]
+
+
+def alibi_decode_distance(v):
+    """|p - s| between a new query and a key, with the queries placed after the cache."""
+    keys = np.arange(v["cached"] + v["new"])
+    queries = keys[-v["new"]:]
+    return int(abs(queries[v["query"]] - keys[v["key"]]))
+
+
+def logit_with_bias(v):
+    """One entry of scaled scores plus the bias, from a query and key whose dot product is ``dot``."""
+    q = np.zeros((1, v["d_k"]))
+    k = np.zeros((1, v["d_k"]))
+    q[0, 0], k[0, 0] = v["dot"], 1.0
+    return float((q @ k.T / np.sqrt(v["d_k"]) + v["bias"])[0, 0])
+
+
 # --- serving memory ------------------------------------------------------------------
 
 def cache_bytes_per_token(layers, kv_heads, d_k, bytes_per_value):
@@ -439,3 +486,47 @@ def renormalised_share(v):
     probabilities = np.array([[v["first"], v["second"], *[rest / others] * others]])  # (1, 2 + others)
     distribution = load_reference("decoding_step").next_token_distribution(np.log(probabilities), top_k=2)
     return float(distribution[0, 0])
+
+
+# --- normalisation ----------------------------------------------------------------
+
+def layer_norm_of_a_quiet_token(v):
+    """LayerNorm (the reference) of a 201-feature token of the stated variance, read at the feature
+    ``deviation`` above the mean (the others share the rest of the variance, around a zero mean)."""
+    deviation, variance, eps = v["deviation"] * 1e-3, v["variance"] * 1e-6, v["eps"] * 1e-6
+    n = 200
+    spread = math.sqrt(((n + 1) * variance - deviation ** 2 * (1 + 1 / n)) / n)
+    others = -deviation / n + spread * np.tile([1.0, -1.0], n // 2)  # (n,)
+    token = np.concatenate([[deviation], others])  # (n + 1,): mean 0, the stated variance
+    assert abs(token.mean()) < 1e-12 and math.isclose(token.var(), variance, rel_tol=1e-9)
+    ones, zeros = np.ones(n + 1), np.zeros(n + 1)
+    return load_reference("layer_norm").layer_norm(token[None, :], ones, zeros, eps=eps)[0, 0]
+
+
+def rms_norm_first_output(v):
+    return load_reference("layer_norm").rms_norm(np.array([[v["a"], v["b"]]], dtype=float), np.ones(2), eps=0.0)[0, 0]
+
+
+def layer_norm_parameters(v):
+    """The entries of the weights the reference's layer_norm takes, checked to be per feature."""
+    width = v["width"]
+    gamma, beta = np.ones(width), np.zeros(width)
+    out = load_reference("layer_norm").layer_norm(random(3, width), gamma, beta)
+    assert out.shape == (3, width)
+    return gamma.size + beta.size
+
+
+# --- paged cache ---------------------------------------------------------------------------
+
+def paged_slot(v):
+    """The flat slot of the position through the paged-cache reference's slot_mapping."""
+    table = [v["first"], v["second"], v["third"]]
+    return int(load_reference("paged_kv_cache").slot_mapping(table, [v["position"]], v["block"])[0])
+
+
+def paged_blocks_held(v):
+    """Blocks a sequence holds after its tokens are appended one at a time to the paged-cache reference."""
+    cache = load_reference("paged_kv_cache").PagedKVCache(v["tokens"] + 1, v["block"], 1, 2)
+    for _ in range(v["tokens"]):
+        cache.append("s", np.zeros((1, 1, 2)), np.zeros((1, 1, 2)))
+    return len(cache.block_tables["s"])

@@ -14,6 +14,9 @@ TRACKS = {
     "decoding_step": "decode-",
     "rotary_embedding": "rope-",
     "attention_biases": "bias-",
+    "linear_attention": "linear-attention-",
+    "paged_kv_cache": "paged-",
+    "layer_norm": "norm-",
 }
 MISTAKES = [(name, path) for name in TRACKS for path in track.mistakes(name)]
 VARIANTS = [(name, path) for name in TRACKS for path in track.correct_variants(name)]

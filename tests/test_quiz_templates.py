@@ -14,9 +14,9 @@ import math
 import numpy as np
 import pytest
 
-from grader.practice.bank import default_bank
-from grader.grading.reference import load_reference
 import quiz_measures as measure
+from grader.grading.reference import load_reference
+from grader.practice.bank import default_bank
 
 SEEDS = range(6)
 DTYPES = {2: np.float16, 4: np.float32}
@@ -208,6 +208,9 @@ MEASURE = {
     "positions-sinusoidal-value": measure.sinusoidal_value,
     "positions-alibi-bias": measure.alibi_bias,
     "rope-angle": measure.rotary_angle,
+    "norm-epsilon-tiny-variance": measure.layer_norm_of_a_quiet_token,
+    "norm-rms-value": measure.rms_norm_first_output,
+    "norm-parameters": measure.layer_norm_parameters,
     "rope-wavelength": measure.rotary_wavelength,
     "rope-frequency-value": measure.rotary_frequency_value,
     "rope-decoding-query-position": measure.decoding_query_position,
@@ -229,7 +232,12 @@ MEASURE = {
     "window-allowed-entries": measure.window_allowed,
     "window-reach": measure.window_reach,
     "window-mixed-cache": measure.mixed_cache_fraction,
+    "biases-alibi-slope": measure.alibi_slope,
+    "biases-decode-distance": measure.alibi_decode_distance,
+    "biases-logit-with-bias": measure.logit_with_bias,
     "linear-attention-state": measure.linear_attention_state,
+    "linear-attention-elu-value": measure.linear_elu_value,
+    "linear-attention-cost-ratio": measure.linear_attention_cost_ratio,
     "serving-llama2-7b-context": measure.llama2_7b_context,
     "serving-bytes-per-token": measure.bytes_per_token,
     "serving-paged-waste": measure.paged_waste,
@@ -247,11 +255,14 @@ MEASURE = {
     "serving-cache-rivals-weights": measure.context_where_cache_equals_weights,
     "decoding-new-token-last-key": measure.last_key_seen,
     "sampling-renormalised-share": measure.renormalised_share,
+    "paged-slot-of-position": measure.paged_slot,
+    "paged-blocks-after-appends": measure.paged_blocks_held,
 }
 
 # Sizes that keep a measurement to a few megabytes, for templates whose own
 # draws would allocate gigabytes; the formula under test is the same.
 SMALL = {
+    "linear-attention-cost-ratio": {"length": (256, 512)},
     "parameters-weight-memory": {"d_model": (16, 32, 64), "num_heads": (2, 4)},
     "complexity-weights-bytes": {"seq": (5, 8, 12)},
     "complexity-growth-factor": {"seq": (3, 4, 5)},

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -79,17 +75,13 @@ def test_feedback_in_chinese_names_the_mistake_without_english_prose():
 
 
 def test_a_drill_of_one_function_keeps_the_others_working(tmp_path, monkeypatch):
-    from grader.practice.drill import drills, start_drill
+    from grader.practice.drill import drills
 
     monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path / "data"))
     assert drills(ASSIGNMENT) == ("rope_frequencies", "sinusoidal_positions", "apply_rotary", "rotary_attention",
                                   "all")
-    drill = start_drill(function="apply_rotary", workspace=tmp_path / "drill", assignment=ASSIGNMENT)
-    source = open(drill.path, encoding="utf-8").read()
-    assert source.count("raise NotImplementedError") == 1 and "# Hint:" not in source
-    code, result = track.check(drill.path, ASSIGNMENT)
-    outcomes = {test["function"]: test["outcome"] for test in result["tests"] if test["outcome"] != "passed"}
-    assert code == 1 and set(outcomes) == {"apply_rotary", "rotary_attention"}  # attention uses the stub
+    failing = track.drill_failures(ASSIGNMENT, "apply_rotary", tmp_path / "drill")
+    assert failing == {"apply_rotary", "rotary_attention"}  # attention uses the stub
 
 
 @pytest.fixture(scope="module")
@@ -108,13 +100,8 @@ def installed(release, tmp_path_factory):
 
 
 def _graded(installed, *arguments: str, reference: bool) -> tuple[int, dict]:
-    copy, mha, env = installed
     source = PROJECT / ("solutions" if reference else "exercises") / f"{ASSIGNMENT}.py"
-    shutil.copy(source, copy / "exercises" / f"{ASSIGNMENT}.py")
-    done = subprocess.run([str(mha), "check", *arguments, "--json"], cwd=copy, env=env, capture_output=True,
-                          text=True)
-    assert done.stdout.startswith("{"), done.stdout + done.stderr
-    return done.returncode, json.loads(done.stdout)
+    return track.check_in_release(installed, source, ASSIGNMENT, *arguments)
 
 
 def test_released_alone_it_installs_and_grades_the_stub_and_the_reference(installed):

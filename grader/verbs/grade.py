@@ -83,6 +83,7 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
     from grader.batch.settings import GradingRun
     from grader.errors import UsageError
     from grader.i18n import resolve_language
+    from grader.practice.homework import quiz_policy
     from grader.sandbox.client import Limits
 
     if add_students and nbgrader_db is None:
@@ -125,10 +126,11 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
 
         similarity_after_grading(run=run, tally=summary.tally)
     if nbgrader_db is not None:
-        from grader.authoring.nbgrader_bridge import read_results, write_to_gradebook
+        from grader.authoring.nbgrader_bridge import write_to_gradebook
+        from grader.render.exports import read_results_json
 
-        written = write_to_gradebook(db=nbgrader_db, assignment=assignment, results=read_results(out / "results.json"),
-                                     add_students=add_students)
+        written = write_to_gradebook(db=nbgrader_db, assignment=assignment,
+                                     results=read_results_json(out / "results.json"), add_students=add_students)
         added = len(written.added)
         click.echo(f"Wrote {len(written.students)} scores into the nbgrader gradebook {nbgrader_db}"
                    + (f"; added {added} student{'s' * (added != 1)} to its roster" if added else ""))
@@ -137,24 +139,6 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
             click.echo(f"warning: {len(written.skipped)} graded students are not on the gradebook's roster and were "
                        f"not written: {shown}{' ...' if len(written.skipped) > 10 else ''} "
                        "(add them with --add-students, or `nbgrader db student add`)", err=True)
-
-
-def quiz_policy(*, points: str | None, count: int | None, topics: tuple[str, ...], levels: tuple[str, ...],
-                show_answers: bool, due: datetime | None):
-    """The instructor's quiz settings; any of them means every student has a sheet."""
-    from grader.errors import UsageError
-    from grader.practice.bank import default_bank
-    from grader.practice.homework import QuizPolicy
-    from grader.practice.homework import parse_points
-
-    known = default_bank().titles
-    unknown = sorted(set(topics) - set(known))
-    if unknown:
-        raise UsageError(f"--quiz-topic {unknown[0]!r} is not a topic; choose from: {', '.join(sorted(known))}")
-    required = points is not None or count is not None or bool(topics or levels)
-    return QuizPolicy(points=parse_points(points), count=count, topics=tuple(topics),
-                      levels=tuple(levels), required=required,
-                      show_answers=show_answers or (due is not None and datetime.now() >= due))
 
 
 def make_progress(lang: str = "en"):
