@@ -69,8 +69,8 @@ def layer_norm(x, gamma, beta, eps=1e-5):
     """
     # TODO: implement layer_norm.
     # TODO：实现 layer_norm。
-    # Hint: take the mean and the variance over the last axis only (keepdims=True so they broadcast back), divide by sqrt(variance + eps), then scale by gamma and shift by beta.
-    # 提示：只在最后一根轴上求均值和方差（keepdims=True，便于广播回去），除以 sqrt(方差 + eps)，再乘以 gamma、加上 beta。
+    # Hint: take the mean and the variance over the last axis only (keepdims=True so they broadcast back), divide by the root of the variance with eps added inside it, then scale by gamma and shift by beta.
+    # 提示：只在最后一根轴上求均值和方差（keepdims=True，便于广播回去），除以加上 eps 之后的方差的平方根，再乘以 gamma、加上 beta。
     raise NotImplementedError("layer_norm: not implemented yet / 尚未实现")
 
 

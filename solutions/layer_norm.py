@@ -68,8 +68,8 @@ def layer_norm(x, gamma, beta, eps=1e-5):
         then multiplied by ``gamma`` and shifted by ``beta``.
     """
     ### BEGIN SOLUTION
-    # HINT(en): take the mean and the variance over the last axis only (keepdims=True so they broadcast back), divide by sqrt(variance + eps), then scale by gamma and shift by beta.
-    # HINT(zh): 只在最后一根轴上求均值和方差（keepdims=True，便于广播回去），除以 sqrt(方差 + eps)，再乘以 gamma、加上 beta。
+    # HINT(en): take the mean and the variance over the last axis only (keepdims=True so they broadcast back), divide by the root of the variance with eps added inside it, then scale by gamma and shift by beta.
+    # HINT(zh): 只在最后一根轴上求均值和方差（keepdims=True，便于广播回去），除以加上 eps 之后的方差的平方根，再乘以 gamma、加上 beta。
     mean = x.mean(axis=-1, keepdims=True)  # (..., 1)
     centred = x - mean  # (..., D), a new array: x stays as it is
     variance = np.mean(centred * centred, axis=-1, keepdims=True)  # (..., 1): divided by D, not D - 1
