@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from grader.practice.schema import LEVELS as QUIZ_LEVELS
+from grader.render.usage_errors import text, usage_error
 from grader.verbs.options import (adjust_option, assignment_option, format_option, lang_option, overwrite_option,
                                   timeout_scale_option)
 
@@ -77,23 +78,23 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
     finishes, so --resume continues after an interruption, even kill -9.
     Exit status 0 when the batch finished, whatever the students scored.
     """
-    refuse_unconfined(isolation)  # before the batch's imports, which need POSIX
+    from grader.i18n import resolve_language
+
+    refuse_unconfined(isolation, lang=resolve_language(lang))  # before the batch's imports, which need POSIX
     from grader.batch.discovery import parse_shard
     from grader.batch.run import grade_class
     from grader.batch.settings import GradingRun
     from grader.errors import UsageError
-    from grader.i18n import resolve_language
     from grader.sandbox.client import Limits
 
     if add_students and nbgrader_db is None:
-        raise UsageError("--add-students adds students to the gradebook of --nbgrader-db: give that too")
+        raise usage_error("add_students_needs_db")
     if resume and overwrite:
-        raise UsageError("--resume continues the run in --out and --overwrite moves it aside: choose one")
+        raise usage_error("resume_or_overwrite")
     if nbgrader_db is not None and visibility != "all":
-        raise UsageError("--nbgrader-db records every check, public and hidden: use it with --visibility all")
+        raise usage_error("nbgrader_db_needs_all")
     if similarity and shard is not None:
-        raise UsageError("--similarity compares the whole class: grade the shards, `mha merge` them, then run "
-                         "`mha similarity SUBMISSIONS --out DIR --results DIR/results.json`")
+        raise usage_error("similarity_needs_whole_class")
     try:
         shard_range = parse_shard(shard)
     except ValueError as bad:
@@ -142,7 +143,6 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
 def quiz_policy(*, points: str | None, count: int | None, topics: tuple[str, ...], levels: tuple[str, ...],
                 show_answers: bool, due: datetime | None):
     """The instructor's quiz settings; any of them means every student has a sheet."""
-    from grader.errors import UsageError
     from grader.practice.bank import default_bank
     from grader.practice.homework import QuizPolicy
     from grader.practice.homework import parse_points
@@ -150,7 +150,7 @@ def quiz_policy(*, points: str | None, count: int | None, topics: tuple[str, ...
     known = default_bank().titles
     unknown = sorted(set(topics) - set(known))
     if unknown:
-        raise UsageError(f"--quiz-topic {unknown[0]!r} is not a topic; choose from: {', '.join(sorted(known))}")
+        raise usage_error("unknown_quiz_topic", topic=repr(unknown[0]), topics=", ".join(sorted(known)))
     required = points is not None or count is not None or bool(topics or levels)
     return QuizPolicy(points=parse_points(points), count=count, topics=tuple(topics),
                       levels=tuple(levels), required=required,
@@ -166,21 +166,18 @@ def make_progress(lang: str = "en"):
     return BarProgress(estimate=Estimate, lang=lang) if sys.stderr.isatty() else LineProgress(lang)
 
 
-def refuse_unconfined(isolation: str) -> None:
-    """Grading runs student code in the Linux sandbox, or says why it cannot and what grades anyway."""
-    from grader.errors import UsageError
-    from grader.sandbox.portable import NOT_CONFINED
+def refuse_unconfined(isolation: str, *, lang: str = "en") -> None:
+    """Grading runs student code in the Linux sandbox, or says why it cannot and what grades anyway (in
+    ``lang``)."""
     from grader.sandbox.servers import linux_missing
 
     if isolation == "portable":
         import multiprocessing
 
         if "forkserver" not in multiprocessing.get_all_start_methods():  # the lanes are forked from one
-            raise UsageError("mha grade runs on Linux or macOS (its grading processes are forked); "
-                             "on Windows, grade in WSL")
-        click.echo(f"warning: --isolation portable: {NOT_CONFINED}; grade only code you trust this way.", err=True)
+            raise usage_error("grade_needs_fork")
+        click.echo(text("message", "portable_unconfined", lang), err=True)
         return
     missing = linux_missing()
     if missing:
-        raise UsageError(f"mha grade runs each submission in the Linux sandbox, which cannot run here ({missing}). "
-                         f"Grade on Linux, or add --isolation portable to grade anyway: {NOT_CONFINED}.")
+        raise usage_error("grade_needs_sandbox", missing=missing)
