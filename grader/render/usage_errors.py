@@ -44,7 +44,7 @@ def _texts() -> dict[str, dict[str, dict[str, str]]]:
 
 @functools.cache
 def _patterns() -> tuple[Pattern, ...]:
-    """click's messages, the most specific wording first (the longest fixed text)."""
+    """click's messages, the most specific wording first."""
     patterns = []
     for key, texts in _texts()["click"].items():
         parts = []
@@ -53,9 +53,11 @@ def _patterns() -> tuple[Pattern, ...]:
             if field:
                 parts.append(f"(?P<{field}>.+?)" if field != _WORD else
                              "(?P<kind>" + "|".join(re.escape(word["en"]) for word in _words()) + ")")
-        fixed = len(re.sub(r"\{[^}]*\}", "", texts["en"]))
-        patterns.append((fixed, Pattern(key, re.compile("".join(parts), re.S), texts)))
-    return tuple(pattern for _, pattern in sorted(patterns, key=lambda item: -item[0]))
+        fields = {field for _, field, _, _ in string.Formatter().parse(texts["en"]) if field}
+        rank = (bool(fields & _NESTED), len(re.sub(r"\{[^}]*\}", "", texts["en"])))
+        patterns.append((rank, Pattern(key, re.compile("".join(parts), re.S), texts)))
+    # a frame around another message first ("Invalid value for '--jobs': ..."), then the longest fixed text
+    return tuple(pattern for _, pattern in sorted(patterns, key=lambda item: item[0], reverse=True))
 
 
 def _words() -> list[dict[str, str]]:

@@ -114,13 +114,12 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
 
         click.echo("\n" + say_summary("interrupted", lang=run.lang, out=out), err=True)
         raise click.Abort() from None
-    from grader.render.summary import print_summary
+    from grader.render.summary import counted, print_summary, say_summary
     from grader.render.text_safety import clean_line
 
     print_summary(summary, formats=formats, lang=run.lang)
     if similarity and not submissions.is_dir():
-        click.echo("--similarity compares the submissions of a class with each other: one file has none to "
-                   "compare with, so no similarity files were written", err=True)
+        click.echo(say_summary("similarity_one_file", lang=run.lang), err=True)
     elif similarity:
         from grader.similarity.run import similarity_after_grading
 
@@ -131,13 +130,14 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
         written = write_to_gradebook(db=nbgrader_db, assignment=assignment, results=read_results(out / "results.json"),
                                      add_students=add_students)
         added = len(written.added)
-        click.echo(f"Wrote {len(written.students)} scores into the nbgrader gradebook {nbgrader_db}"
-                   + (f"; added {added} student{'s' * (added != 1)} to its roster" if added else ""))
+        click.echo(say_summary("gradebook_written", lang=run.lang, db=nbgrader_db,
+                               scores=counted("score", len(written.students), lang=run.lang))
+                   + (say_summary("gradebook_added", lang=run.lang, students=counted("student", added, lang=run.lang))
+                      if added else ""))
         if written.skipped:
             shown = ", ".join(clean_line(student) for student in written.skipped[:10])
-            click.echo(f"warning: {len(written.skipped)} graded students are not on the gradebook's roster and were "
-                       f"not written: {shown}{' ...' if len(written.skipped) > 10 else ''} "
-                       "(add them with --add-students, or `nbgrader db student add`)", err=True)
+            click.echo(say_summary("gradebook_skipped", lang=run.lang, names=shown + (" ..." if len(written.skipped) > 10 else ""),
+                                   students=counted("student", len(written.skipped), lang=run.lang)), err=True)
 
 
 def quiz_policy(*, points: str | None, count: int | None, topics: tuple[str, ...], levels: tuple[str, ...],

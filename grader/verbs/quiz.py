@@ -166,7 +166,7 @@ def _misconceptions_in_feedback(path: Path, *, lang: str = "en") -> list[str]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise usage_error("not_result_json", path=path, error=error) from None
+        raise usage_error("not_result_json", path=path, error=f"{type(error).__name__}: {error}") from None
     results = data if isinstance(data, list) else [data]
     found: list[str] = []
     for result in results:
