@@ -30,10 +30,8 @@ from grader.errors import MhaError, UsageError
 from grader.i18n import resolve_language
 from grader.paths import DEFAULT_ASSIGNMENT
 from grader.results import SubmissionResult
-from grader.sandbox.source import Cell, SubmissionSource
+from grader.sandbox.source import GRADER_CALLS, Cell, SubmissionSource, calls_grader  # noqa: F401 - names of this module too
 
-# Names a cell may call that belong to the grader, not to the student's code.
-GRADER_CALLS = frozenset({"check", "autograde", "show_heads"})
 
 
 class NoCode(Exception):
@@ -244,23 +242,6 @@ def strip_magics(text: str, label: str) -> tuple[str, list[str]]:
         else:
             kept.append(line)
     return "\n".join(kept) + "\n", notes
-
-
-def calls_grader(code: str) -> bool:
-    """True for a cell that imports the grader, or only calls its notebook helpers."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return False  # the worker reports it, as for any cell
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import) and any(alias.name.split(".")[0] == "grader" for alias in node.names):
-            return True
-        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "grader":
-            return True
-    return bool(tree.body) and all(
-        isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
-        and isinstance(statement.value.func, ast.Name) and statement.value.func.id in GRADER_CALLS
-        for statement in tree.body)
 
 
 def nbgrader_student() -> str:

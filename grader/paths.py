@@ -59,6 +59,13 @@ def student_file(assignment: str = DEFAULT_ASSIGNMENT) -> Path:
     return exercise_path(assignment)
 
 
+def default_assignment() -> str:
+    """The exercise a command works on when none is named: in a student release, the one it hands out (the
+    one whose stub ships in the package, ``released_stub``), else the core exercise."""
+    shipped = sorted((CONTENT_DIR / "stubs").glob("*.py")) if (CONTENT_DIR / "stubs").is_dir() else []
+    return shipped[0].stem if len(shipped) == 1 else DEFAULT_ASSIGNMENT
+
+
 def released_stub(assignment: str = DEFAULT_ASSIGNMENT) -> Path:
     """The untouched stub of ``assignment``: the copy a student release ships inside the package (the
     student's own ``exercises/`` file changes as they work), else the checkout's."""

@@ -32,9 +32,16 @@ def require(available: bool, what: str) -> None:
     pytest.skip(what)
 
 
+@pytest.fixture(scope="session")
+def _recordings(tmp_path_factory):
+    """One folder of recorded training runs for the session: each release build would record its own."""
+    return tmp_path_factory.mktemp("recordings")
+
+
 @pytest.fixture(autouse=True)
-def _course_key(monkeypatch, tmp_path_factory):
+def _course_key(monkeypatch, tmp_path_factory, _recordings):
     """Hidden inputs come from a known key; nothing is written to the user's config or cache."""
     monkeypatch.setenv("MHA_COURSE_KEY", "test-course-key")
     monkeypatch.setenv("MHA_CONFIG_DIR", str(tmp_path_factory.mktemp("config")))
     monkeypatch.setenv("MHA_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))  # calibrations of `mha check`
+    monkeypatch.setenv("MHA_RECORDING_CACHE", str(_recordings))  # the release's recorded run, made once

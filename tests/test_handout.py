@@ -252,6 +252,66 @@ def test_the_trained_heads_notebook_ships_and_its_shipped_model_runs_on_the_stud
     assert "image/png" in _text(notebook)
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_shipped_trained_heads_notebook_runs_top_to_bottom_replaying_the_recorded_run(handout, monkeypatch, lang):
+    """The release holds no attention_backward: the training cell replays the run recorded at the build, and
+    every later cell runs the student's own attention on its weights."""
+    import nbformat
+
+    student, _, work = handout
+    student.write(reference())
+    name = "trained_heads.ipynb" if lang == "en" else "trained_heads.zh.ipynb"
+    notebook = nbformat.read(student.folder / "exercises" / "notebooks" / name, as_version=4)
+    notebook = _execute(notebook, student, work, monkeypatch)
+    assert _errors(notebook) == []
+    cells = {cell.id: cell for cell in notebook.cells if cell.cell_type == "code"}
+    trained = _text(nbformat.v4.new_notebook(cells=[cells["demo-train"]]))
+    assert ("replayed the 800 steps" if lang == "en" else "重放的是") in trained
+    assert "image/png" in trained
+    when = _text(nbformat.v4.new_notebook(cells=[cells["demo-when"]]))
+    assert "None" not in when  # both heads formed in the replayed run, as measured with the student's code
+    for cell in ("demo-look", "demo-ablate", "demo-shipped"):
+        assert "image/png" in _text(nbformat.v4.new_notebook(cells=[cells[cell]])), cell
+
+
+def test_the_trained_heads_notebook_with_the_stub_says_what_to_write(handout, monkeypatch):
+    import nbformat
+
+    student, _, work = handout
+    student.write((PROJECT / "exercises" / f"{ASSIGNMENT}.py").read_text(encoding="utf-8"))
+    notebook = nbformat.read(student.folder / "exercises" / "notebooks" / "trained_heads.ipynb", as_version=4)
+    notebook = _execute(notebook, student, work, monkeypatch)
+    errors = _errors(notebook)  # "Run All" stops at the first: it says what to write, and where
+    assert errors and errors[0][0] == "ConfigError", errors
+    assert "your split_heads" in errors[0][1] and "exercises/multihead_attention.py" in errors[0][1], errors
+    assert "not written yet" in errors[0][1]
+    assert "ModuleNotFoundError" not in _text(notebook) and "ImportError" not in _text(notebook)
+    assert not {ename for ename, _ in errors} & {"ModuleNotFoundError", "ImportError"}
+
+
+def test_a_student_who_worked_in_the_notebook_gets_the_trained_model_on_the_notebooks_code(handout):
+    """The script left as handed out, the tutorial notebook filled in: mha viz and mha viz --trained use the
+    notebook, as mha grade would grade it (grader/entries/choosing.py)."""
+    from grader.authoring.notebooks import build_notebook, notebook_text
+
+    student, _, work = handout
+    student.write((PROJECT / "exercises" / f"{ASSIGNMENT}.py").read_text(encoding="utf-8"))
+    notebook = student.folder / "exercises" / "notebooks" / f"{ASSIGNMENT}.ipynb"
+    shipped = notebook.read_text(encoding="utf-8")
+    try:
+        notebook.write_text(notebook_text(build_notebook(lang="en", filling="solution")), encoding="utf-8")
+        trained = student.run("mha", "viz", "--trained", "--out", str(work / "nb-trained.png"))
+        assert trained.returncode == 0, trained.stdout + trained.stderr
+        assert "induction" in trained.stdout and (work / "nb-trained.png").stat().st_size > 1000
+        drawn = student.run("mha", "viz", "--out", str(work / "nb-own.png"))
+        assert drawn.returncode == 0, drawn.stderr
+        assert f"exercises/notebooks/{ASSIGNMENT}.ipynb is drawn" in drawn.stderr
+    finally:
+        notebook.write_text(shipped, encoding="utf-8")
+    again = student.run("mha", "viz", "--trained", "--out", str(work / "nb-stub.png"))
+    assert again.returncode == 2 and "not written yet" in again.stderr
+
+
 # ---- an install without the notebook extra -------------------------------------------------------
 def test_without_the_notebook_extra_every_command_ends_in_a_result_or_a_message(handout, tmp_path):
     student, wheels, work = handout

@@ -72,8 +72,9 @@ LAYERS = (
     ("grader", "grader.cli", "grader.verbs", "grader.notebook", "grader.pytest_plugin"),  # entry points
     ("grader.authoring", "grader.similarity"),
     ("grader.batch", "grader.viz"),
+    ("grader.tinymodel",),  # computes with the core exercise's blocks: the student's own work in a release
     ("grader.entries",),  # a student's entry: the file graded, read as found (mha check, mha grade, Gradescope)
-    ("grader.practice", "grader.tinymodel"),  # the tiny model computes with the core exercise's blocks
+    ("grader.practice",),
     ("grader.assignments",),  # one folder per exercise; its suites are loaded by the runner by name
     ("grader.grading", "grader.render"),
     ("grader.sandbox", "grader.stubs"),
@@ -145,14 +146,14 @@ ALLOWED = {
                          "stubs", "tinymodel", "content"},
     "grader.similarity": {"batch", "grading", "render", "sandbox", "content"},
     "grader.batch": {"entries", "practice", "grading", "render", "sandbox", "content"},
-    "grader.viz": {"practice", "assignments", "grading", "render", "sandbox", "tinymodel", "content"},
+    "grader.viz": {"entries", "practice", "assignments", "grading", "render", "sandbox", "tinymodel", "content"},
     "grader.entries": {"practice", "grading", "render", "sandbox", "content"},
     "grader.practice": {"grading", "stubs", "content"},
     "grader.assignments": {"grading", "sandbox", "content"},
     "grader.grading": {"sandbox", "content"},
     "grader.render": {"content"},
     "grader.sandbox": {"content"},
-    "grader.tinymodel": {"grading"},
+    "grader.tinymodel": {"entries", "grading", "sandbox"},
     "grader.stubs": set(), "grader.content": set(),
     **{module: set() for module in FOUNDATION},
 }

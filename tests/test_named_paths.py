@@ -12,14 +12,22 @@ from conftest import PROJECT
 from grader.cli import VERBS, root
 
 ROOTS = ("grader", "exercises", "solutions", "docs", "tests", "benchmarks", "examples")
-# a path of the repository: one of its top folders, then names; `<name>` is any one name, `*` a glob
-NAMED = re.compile(r"(?<![\w./-])((?:%s)/[\w.<>*/-]*)" % "|".join(ROOTS))
+RELEASE_ROOTS = ("grader", "exercises", "demos")  # the top folders of a student release
+EXERCISES = sorted(path.parent.name for path in (PROJECT / "grader" / "assignments").glob("*/exercise.toml"))
 
 
-def named_paths(text: str) -> set[str]:
-    """The repository paths ``text`` names, as written (a sentence's full stop dropped)."""
+def _named(roots: tuple[str, ...]) -> re.Pattern:
+    """A path under one of ``roots``, then names; `<name>` is any one name, `*` a glob."""
+    return re.compile(r"(?<![\w./-])((?:%s)/[\w.<>*/-]*)" % "|".join(roots))
+
+
+NAMED = _named(ROOTS)
+
+
+def named_paths(text: str, pattern: re.Pattern = NAMED) -> set[str]:
+    """The paths ``text`` names, as written (a sentence's full stop dropped)."""
     found = set()
-    for match in NAMED.finditer(text):
+    for match in pattern.finditer(text):
         path = match.group(1).rstrip(".,;:")
         if path.endswith(("/.", "/..")) or "//" in path:
             continue
@@ -66,3 +74,17 @@ def test_every_path_a_help_text_names_exists():
     missing = {name: sorted(path for path in named_paths(text) if not exists(path, PROJECT))
                for name, text in help_texts().items()}
     assert not {name: paths for name, paths in missing.items() if paths}
+
+
+@pytest.mark.parametrize("assignment", EXERCISES)
+def test_every_path_a_release_readme_names_exists_in_that_release(assignment, tmp_path):
+    """Each exercise's student release, in each language: the paths its README names are in it."""
+    from grader.authoring.release import build_student_release
+
+    missing = {}
+    for lang in ("en", "zh"):
+        folder = build_student_release(target=tmp_path / lang, assignment=assignment, lang=lang, archive=False).folder
+        named = named_paths((folder / "README.md").read_text(encoding="utf-8"), _named(RELEASE_ROOTS))
+        assert lang == "zh" or f"exercises/{assignment}.py" in named
+        missing[lang] = sorted(path for path in named if not exists(path, folder))
+    assert missing == {"en": [], "zh": []}

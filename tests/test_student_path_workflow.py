@@ -21,7 +21,7 @@ import yaml
 
 from conftest import PROJECT
 from grader.cli import root
-from grader.i18n import LANGUAGES, pick
+from grader.i18n import LANGUAGES
 
 WORKFLOW = PROJECT / ".github" / "workflows" / "student-path.yml"
 EXPECT = PROJECT / ".github" / "student-path" / "expect.py"
@@ -120,9 +120,11 @@ def readme_blocks(text: str) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("lang", LANGUAGES)
 def test_the_release_readme_install_steps_are_the_ones_the_workflow_runs(lang):
-    from grader.authoring.release import release_texts
+    from grader.authoring.release import student_readme
+    from grader.grading.assignment import ASSIGNMENTS
 
-    readme = pick(release_texts()["student_readme"], lang).format(assignment="multihead_attention", demo_line="")
+    readme = student_readme(assignment="multihead_attention", functions=ASSIGNMENTS["multihead_attention"].functions,
+                            notebooks=True, demo=False, lang=lang)
     blocks = readme_blocks(readme)
     assert set(blocks) == {"bash", "powershell"}
     posix = lines(step("student", "Install as the README says (macOS, Linux)"))

@@ -138,11 +138,16 @@ def test_released_alone_it_installs_and_grades_the_stub_and_the_reference(instal
     assert code == 0 and reference["score"] == reference["max_score"] == stub["max_score"]
 
 
-@pytest.mark.xfail(strict=True, reason="a release of an exercise other than the core one: the README's bare "
-                   "`mha check` still looks for exercises/multihead_attention.py")
 def test_released_alone_the_readme_command_grades_it(installed):
+    """The README's bare `mha check` checks the release's own exercise (every README command of every release:
+    tests/test_release_readmes.py)."""
+    copy, _, _ = installed
+    assert "run `mha check`" in (copy / "README.md").read_text(encoding="utf-8")
     code, result = _graded(installed, reference=True)
     assert code == 0 and result["score"] == result["max_score"] > 0
+    assert result["assignment"] == ASSIGNMENT
+    code, stub = _graded(installed, reference=False)
+    assert code == 1 and stub["score"] == 0 < stub["max_score"]
 
 
 def test_unlocking_asks_about_each_function_before_its_checks(tmp_path, monkeypatch):

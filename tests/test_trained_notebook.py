@@ -10,7 +10,7 @@ import pytest
 
 from conftest import PROJECT
 from grader.authoring.trained_notebook import build_notebook, load_content, notebook_path, notebook_text
-from grader.errors import ContentError
+from grader.errors import ConfigError, ContentError
 
 LANGS = ("en", "zh")
 
@@ -110,3 +110,74 @@ def test_notebook_prose_follows_the_glossary_and_the_chinese_typography():
         problems += [f"{where}: {rule}: {match.group(0)!r}" for where, _, zh in pairs
                      for match in pattern.finditer(prose(zh))]
     assert problems == []
+
+
+# ---- the recorded run a student release replays -------------------------------------------------
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    from grader.tinymodel.recording import record_run
+    from grader.tinymodel.train import TrainingSettings
+
+    settings = TrainingSettings(steps=60, learning_rate=1e-2, log_every=20, seed=0)
+    return settings, record_run(path=tmp_path_factory.mktemp("recording") / "run.npz", settings=settings)
+
+
+def test_a_replayed_run_shows_what_training_showed(recorded, monkeypatch):
+    """Where attention_backward is not at hand the recording is replayed: the same losses, and the heads
+    measured on each step's weights give the scores the live run gave."""
+    from grader.tinymodel import recording
+    from grader.tinymodel.train import train
+    from grader.viz.training_curves import HeadWatch
+
+    settings, path = recorded
+    live = HeadWatch()
+    trained = train(settings, on_log=live)
+    monkeypatch.setattr(recording, "solution_path", lambda name: None)  # as in a release: no reference
+    assert not recording.can_train()
+    watched = HeadWatch()
+    replayed = recording.train_or_replay(settings, on_log=watched, recording=path)
+    assert replayed.replayed and not trained.replayed
+    assert replayed.steps == trained.steps == [20, 40, 60] and watched.steps == live.steps
+    assert replayed.task_losses == pytest.approx(trained.task_losses)
+    for role, layer in (("previous", 0), ("induction", 1)):
+        assert watched.best(role, layer) == pytest.approx(live.best(role, layer), abs=1e-5)
+    for name, value in trained.model.parameters.items():
+        assert replayed.model.parameters[name] == pytest.approx(value, abs=1e-6), name
+
+
+def test_replaying_other_settings_or_no_recording_says_what_to_do(recorded, monkeypatch, tmp_path):
+    from dataclasses import replace
+
+    from grader.tinymodel import recording
+
+    settings, path = recorded
+    monkeypatch.setattr(recording, "solution_path", lambda name: None)
+    with pytest.raises(ConfigError, match=r"steps.: 61.*backward_module"):
+        recording.train_or_replay(replace(settings, steps=61), recording=path)
+    with pytest.raises(ConfigError, match=r"no recorded run ships at .*nothing\.npz"):
+        recording.train_or_replay(settings, recording=tmp_path / "nothing.npz")
+    (tmp_path / "bad.npz").write_bytes(b"not an archive")
+    with pytest.raises(ConfigError, match=r"bad\.npz: not a recorded training run"):
+        recording.load_recording(tmp_path / "bad.npz")
+
+
+def test_a_build_records_the_run_once_and_copies_it_after(monkeypatch, tmp_path):
+    from grader.tinymodel import recording
+
+    made = []
+
+    def record(*, path, **_):
+        made.append(path)
+        path.write_bytes(b"run %d" % len(made))
+        return path
+
+    monkeypatch.setattr(recording, "record_run", record)
+    monkeypatch.setenv(recording.CACHE_VARIABLE, str(tmp_path / "cache"))
+    for release in ("one", "two"):
+        written = recording.write_recording(tmp_path / release / "recorded_run.npz")
+        assert written.read_bytes() == b"run 1"
+    assert len(made) == 1 and list((tmp_path / "cache").glob("recorded-run-*.npz"))
+    (tmp_path / "blocked").write_text("a file where the cache folder would be")
+    monkeypatch.setenv(recording.CACHE_VARIABLE, str(tmp_path / "blocked"))
+    written = recording.write_recording(tmp_path / "three" / "recorded_run.npz")
+    assert written == tmp_path / "three" / "recorded_run.npz" and written.read_bytes() == b"run 2"

@@ -107,11 +107,11 @@ def build_student_release(*, target: Path, assignment: str = DEFAULT_ASSIGNMENT,
     _copy_package(target / "grader", exercise.name)
     (target / "grader" / "content" / "stubs").mkdir(parents=True, exist_ok=True)  # the drill starts from it
     (target / "grader" / "content" / "stubs" / f"{assignment}.py").write_text(stub, encoding="utf-8")
-    _write_notebooks(target, assignment)
+    notebooks = _write_notebooks(target, assignment)
     demo = _write_explainer(target / "demos" / "explainer.html", target / "grader", lang)
+    readme = student_readme(assignment=assignment, functions=exercise.functions, notebooks=notebooks,
+                            demo=demo, lang=lang)
     texts = release_texts()
-    demo_line = pick(texts["student_demo"], lang) if demo else ""
-    readme = pick(texts["student_readme"], lang).format(assignment=assignment, demo_line=demo_line)
     if withheld.functions:
         key = "student_gives_away" if give_building_blocks else "student_withholds"
         readme = readme.rstrip("\n") + "\n\n" + pick(texts[key], lang).format(
@@ -135,26 +135,50 @@ def _prepare(target: Path, *, force: bool) -> None:
     target.mkdir(parents=True, exist_ok=True)
 
 
-def _write_notebooks(target: Path, assignment: str) -> None:
+def student_readme(*, assignment: str, functions: tuple[str, ...], notebooks: bool, demo: bool, lang: str) -> str:
+    """The release's README: the commands of the core exercise's release (notebooks, heatmaps, the trained
+    model) where its notebooks ship, else those that work on any exercise, each naming its own functions."""
+    from grader.practice.drill import drills
+
+    texts = release_texts()
+    kind = "core" if notebooks else "track"
+    alone = [name for name in drills(assignment) if name != "all"]  # the functions one may drill alone
+    fields = {"assignment": assignment, "function": functions[0],
+              "demo_line": pick(texts["student_demo"], lang) if demo else "",
+              "drill_line": pick(texts["student_drill_one" if alone else "student_drill_all"], lang).format(
+                  drill=alone[0] if alone else ""),
+              "functions": ", ".join(f"`{name}`" for name in functions)}
+    intro = pick(texts[f"student_intro_{kind}"], lang).strip("\n").format(**fields)
+    work = pick(texts[f"student_work_{kind}"], lang).strip("\n").format(**fields)
+    return pick(texts["student_readme"], lang).format(assignment=assignment, intro=intro, work=work)
+
+
+def _write_notebooks(target: Path, assignment: str) -> bool:
+    """The tutorial and trained-heads notebooks, where the exercise is the tutorial's; True when written."""
     from grader.authoring.notebooks import build_notebook, notebook_text
     from grader.authoring.tutorial import load_tutorial
 
     tutorial = load_tutorial()
     if tutorial.assignment != assignment:
-        return  # the tutorial notebooks exist for the core exercise only
+        return False  # the tutorial notebooks exist for the core exercise only
     folder = target / "exercises" / "notebooks"
     folder.mkdir(parents=True)
     for lang in LANGUAGES:
         name = f"{assignment}.ipynb" if lang == "en" else f"{assignment}.{lang}.ipynb"
         notebook = build_notebook(lang=lang, filling="stub", tutorial=tutorial)
         (folder / name).write_text(notebook_text(notebook), encoding="utf-8")
-    _write_trained_notebooks(folder)
+    _write_trained_notebooks(folder, target / "grader")
+    return True
 
 
-def _write_trained_notebooks(folder: Path) -> None:
-    """The trained-heads notebooks: the tiny model runs on the student's own blocks there."""
+def _write_trained_notebooks(folder: Path, package: Path) -> None:
+    """The trained-heads notebooks: the tiny model runs on the student's own blocks there. Their training
+    cell needs ``attention_backward``, another exercise's answer: the release gets the run recorded here, from
+    the reference, and the notebook replays it (``grader.tinymodel.recording``)."""
     from grader.authoring import trained_notebook
+    from grader.tinymodel.recording import RECORDING_FILE, write_recording
 
+    write_recording(package / RECORDING_FILE.relative_to(PACKAGE_DIR))
     for lang in LANGUAGES:
         path = trained_notebook.notebook_path(lang)
         notebook = trained_notebook.build_notebook(lang)

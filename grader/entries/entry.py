@@ -88,6 +88,19 @@ def choose_for(candidates: list[Path], assignment: str) -> Choice:
                          functions=get_assignment(assignment).functions)
 
 
+def own_work(assignment: str) -> Choice:
+    """The file of ``assignment`` a student works on where they opened the release: its script
+    ``exercises/<a>.py`` or a notebook of it in ``exercises/notebooks/`` (``<a>.ipynb``, ``<a>.zh.ipynb``),
+    chosen as ``mha grade`` chooses (``choose_graded``); the script on a tie, being the README's first path."""
+    from grader.paths import student_file
+
+    script = student_file(assignment)
+    notebooks = script.parent / "notebooks"
+    candidates = [path for path in (script, notebooks / f"{assignment}.ipynb",
+                                    *sorted(notebooks.glob(f"{assignment}.*.ipynb"))) if path.is_file()]
+    return choose_for(candidates, assignment) if candidates else Choice(script)
+
+
 def choice_note(choice: Choice, shown) -> Message | None:
     """The feedback's note on ``choice`` (``shown`` turns a path into the text outputs show); None when alone."""
     if not choice.set_aside:

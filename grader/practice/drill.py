@@ -26,7 +26,7 @@ import numpy as np
 
 from grader.errors import ConfigError, UsageError
 from grader.grading.assignment import StandIn, get_assignment
-from grader.paths import DEFAULT_ASSIGNMENT, released_stub, solution_path
+from grader.paths import DEFAULT_ASSIGNMENT, default_assignment, released_stub, solution_path
 from grader.stubs import BEGIN, DEF, END, HINT, STUB_HINT, generate_stub
 from grader.practice.user_data import data_dir, read_document, write_document
 from grader.practice.texts import text
@@ -41,7 +41,7 @@ def drills(assignment: str = DEFAULT_ASSIGNMENT) -> tuple[str, ...]:
     return (*get_assignment(assignment).drills, ALL)
 
 
-DRILLS = drills()  # the default exercise's, for the command line
+DRILLS = drills(default_assignment())  # the default exercise's (in a release, its own), for the command line
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ def start_drill(*, function: str | None, workspace: Path, time_limit_minutes: fl
     """
     running = current_drill()
     if function is None:
-        choices = drills(assignment)[:-1]
+        choices = drills(assignment)[:-1] or (ALL,)  # an exercise whose spec names no single drill: the module
         function = choices[int(np.random.default_rng(seed).integers(len(choices)))]
     source, graded = drill_source(function, assignment=assignment, hints=hints)
     workspace.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ test cells are not run, and a cell that raises is reported and skipped.
 
 from __future__ import annotations
 
+import ast
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,8 @@ from pathlib import Path
 from grader.content.messages import Message, cell_label
 
 MAX_SOURCE_BYTES = 2 << 20
+# Names a cell may call that belong to the grader, not to the student's code (``grader.notebook``'s helpers).
+GRADER_CALLS = frozenset({"check", "autograde", "show_heads"})
 MAX_NOTES = 20  # notes kept per submission (skipped lines, cells); the rest are counted in one more note
 
 
@@ -115,3 +118,20 @@ def capped(notes: list) -> tuple:
     if len(notes) <= MAX_NOTES:
         return tuple(notes)
     return (*notes[:MAX_NOTES], Message("note_more_notes", {"count": f"{len(notes) - MAX_NOTES:,}"}))
+
+
+def calls_grader(code: str) -> bool:
+    """True for a cell that imports the grader, or only calls its notebook helpers."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return False  # the worker reports it, as for any cell
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(alias.name.split(".")[0] == "grader" for alias in node.names):
+            return True
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "grader":
+            return True
+    return bool(tree.body) and all(
+        isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
+        and isinstance(statement.value.func, ast.Name) and statement.value.func.id in GRADER_CALLS
+        for statement in tree.body)

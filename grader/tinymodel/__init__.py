@@ -14,5 +14,6 @@ heads, and ``grader.tinymodel.roles`` measures that from the weights.
 - ``store``: the shipped weights, ``trained.npz``;
 - ``roles``: each head's role, and the ablation of each head.
 
-May import: grading (the reference or the student's own blocks), foundation.
+May import: entries (which file is the student's work), grading (the reference or the student's own
+blocks), sandbox (reading the code cells of an .ipynb), foundation.
 """

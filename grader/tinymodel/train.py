@@ -62,6 +62,7 @@ class TrainingRun:
     losses: list[float] = field(default_factory=list)  # mean loss over every prediction since the last log
     task_losses: list[float] = field(default_factory=list)  # the same over the determined predictions only
     seconds: float = 0.0
+    replayed: bool = False  # a recorded run played back (grader.tinymodel.recording), not trained here
 
 
 # The exercise whose ``attention_backward`` training uses (its reference by default).

@@ -8,7 +8,7 @@ import click
 
 from grader.i18n import LANGUAGES
 from grader.render.exports import FORMATS
-from grader.paths import DEFAULT_ASSIGNMENT
+from grader.paths import DEFAULT_ASSIGNMENT, default_assignment
 from grader.render.usage_errors import LocalizedBadParameter
 
 lang_option = click.option(
@@ -24,8 +24,8 @@ json_option = click.option(
 
 assignment_option = click.option(
     "--assignment",
-    default=DEFAULT_ASSIGNMENT,
-    show_default=True,
+    default=default_assignment,
+    show_default=f"{DEFAULT_ASSIGNMENT}; in a student release, its exercise",
     help="Which exercise: the name of its folder in grader/assignments/ (the stem of its module in exercises/).",
 )
 

@@ -51,7 +51,8 @@ def command(file, sentence, num_heads, d_model, heads_subset, out, export, train
     With --trained the heads of the project's own trained model are drawn
     (grader/tinymodel), labelled by role; --ablate adds the head-ablation table.
     The model computes with the reference's softmax and heads, or, in a
-    student release, with those of your own stub in exercises/.
+    student release, with those of your own work in exercises/: the script
+    or its notebook, whichever you worked on (as mha grade chooses).
     """
     lang = resolve_language(lang)
     if trained or ablate:
@@ -80,6 +81,7 @@ def command(file, sentence, num_heads, d_model, heads_subset, out, export, train
 def _trained_command(file, sentence, heads_subset, out, export, ablate, lang, as_json) -> None:
     from click.core import ParameterSource
 
+    from grader.tinymodel.blocks import core_blocks
     from grader.viz.trained_views import draw_trained_attention, print_ablation, role_lines
 
     context = click.get_current_context()
@@ -96,6 +98,9 @@ def _trained_command(file, sentence, heads_subset, out, export, ablate, lang, as
         return
     for warning in result.warnings:
         click.echo(f"mha: {warning}", err=True)
+    blocks = core_blocks()
+    if not blocks.from_reference:
+        click.echo(f"mha: {texts.text('trained.message.computed_with_own', lang, file=blocks.origin)}", err=True)
     for line in role_lines(result.maps, lang):
         click.echo(line)
     if result.report is not None:

@@ -18,7 +18,7 @@ import numpy as np
 from grader.viz.maps import HeadMaps, HeadProblem, find_head_problems, parse_head_subset
 from grader.viz.embedding import embed, init_weights, tokenize
 from grader.errors import ChecksFailed, ConfigError, UsageError
-from grader.paths import exercise_path, student_file
+from grader.paths import DEFAULT_ASSIGNMENT, exercise_path
 from grader.viz.trace import Trace, check_heads, trace_sentence
 from grader.viz.texts import load_viz_texts
 
@@ -64,12 +64,19 @@ def compute_head_maps(
         weights = trace.head_weights()  # (H, T, S)
         return HeadMaps(tuple(tokens), weights, "reference", (None,) * num_heads, weights), trace
     if file is None:
-        file = student_file()  # no reference to draw: draw the student's own exercise instead
+        file = own_file()  # no reference to draw: draw the student's own exercise instead
         if not file.is_file():
             raise ConfigError(texts.text("message.no_reference", lang, file=file.as_posix(), stub=f"exercises/{file.name}"))
     reference = trace.head_weights() if trace is not None else None
     weights, problems = _submission_weights(Path(file), tokens, d_model, num_heads, seed, reference, lang)
     return HeadMaps(tuple(tokens), weights, Path(file).name, problems, reference), trace
+
+
+def own_file() -> Path:
+    """The core exercise's file the student works on: the script or its notebook, by ``mha grade``'s rule."""
+    from grader.entries.entry import own_work
+
+    return own_work(DEFAULT_ASSIGNMENT).chosen
 
 
 def _submission_weights(file, tokens, d_model, num_heads, seed, reference, lang):
@@ -170,7 +177,7 @@ def draw_attention(
                                     seed=seed, file=file, lang=lang)
     weights_figure, similarity_figure, warnings = make_figures(maps, sentence=sentence, subset=subset, lang=lang)
     if file is None and trace is None:
-        own = load_viz_texts().text("message.drawn_own", lang, file=student_file().as_posix())
+        own = load_viz_texts().text("message.drawn_own", lang, file=own_file().as_posix())
         warnings = (own, *warnings)
     out.parent.mkdir(parents=True, exist_ok=True)
     weights_figure.savefig(out, dpi=150)
