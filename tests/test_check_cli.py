@@ -97,6 +97,18 @@ def test_root_cause_is_named_when_split_heads_breaks_forward():
     assert all(test["root_cause"] == "split_heads" and "split_heads" in test["message"] for test in forward)
 
 
+@pytest.mark.parametrize("lang, says", [("en", "Of the three inputs, this one went wrong: a batch of one (B = 1)."),
+                                        ("zh", "三组输入中出错的是这一组：批大小为 1（B = 1）。")])
+def test_a_check_over_sizes_of_one_says_which_input_went_wrong(lang, says):
+    """Its title names three inputs; its failure names the one it shows, and why no mistake is named there."""
+    no_scale = mutants("multihead_attention") / "mistakes" / "attention_no_scale.py"
+    result = CliRunner().invoke(root, ["check", str(no_scale), "--json", "--lang", lang])
+    tests = {test["name"]: test for test in json.loads(result.output)["tests"]}
+    edge = tests["test_attention_for_one_query_one_key_and_a_batch_of_one"]
+    assert edge["outcome"] == "failed" and edge["message"].startswith(says), edge["message"]
+    assert "Q (1, " in edge["message"] or "Q (1," in json.dumps(edge), edge  # the inputs shown are that case's
+
+
 def test_function_filter_runs_only_that_function():
     _, result = check_json(REFERENCE, "--function", "combine_heads")
     assert {test["function"] for test in result["tests"]} == {"combine_heads"}
