@@ -1,5 +1,6 @@
 """`mha check` through the real CLI: reference, stubs, every mistake, other styles."""
 
+import collections
 import json
 import os
 import subprocess
@@ -224,3 +225,22 @@ def test_the_exercise_is_inferred_from_the_file(tmp_path):
     unclear = CliRunner().invoke(root, ["check", str(mixed)])
     assert unclear.exit_code == 2 and "--assignment" in unclear.output
     assert check_json(mixed, "--assignment", "kv_cache")[1]["assignment"] == "kv_cache"
+
+
+@pytest.mark.parametrize("lang, more", [("en", "more failed, listed in the table above"), ("zh", "项检查未通过，已列在上表中")])
+def test_first_explains_one_failure_per_function_and_counts_the_rest(lang, more):
+    """One mistake fails many checks: --first keeps every row of the tables but explains only the first."""
+    wrong_axis = mutants("multihead_attention") / "mistakes" / "attention_softmax_wrong_axis.py"
+    full = CliRunner().invoke(root, ["check", str(wrong_axis), "--failed", "--lang", lang], terminal_width=80).output
+    first = CliRunner().invoke(root, ["check", str(wrong_axis), "--failed", "--first", "--lang", lang],
+                               terminal_width=80).output
+    _, result = check_json(wrong_axis)
+    failing = collections.Counter(test["function"] for test in result["tests"] if test["outcome"] != "passed")
+    assert sum(failing.values()) >= 8  # the case --first is for
+    explained = [line for line in first.splitlines() if line.lstrip().startswith("✗ ")]
+    assert len(explained) == len(failing)  # one explanation per function with a failure
+    assert first.count(more) == sum(count > 1 for count in failing.values())
+    assert len(first.splitlines()) < len(full.splitlines()) / 2
+    # the tables still list every failing check, and the first explanation is the full run's
+    assert sum(line.count("✗") for line in first.splitlines() if "│" in line) == sum(failing.values())
+    assert explained[0] in full

@@ -37,11 +37,12 @@ def hanging(console: Console, prefix: str, body: str) -> None:
 
 def print_result(result: SubmissionResult, *, file: str, lang: str, console: Console | None = None,
                  linked_question: Callable[[str], str | None] | None = None, failed_only: bool = False,
-                 drill: bool = False) -> None:
+                 first_only: bool = False, drill: bool = False) -> None:
     """Print ``result``; ``linked_question(misconception)`` names a question to drill each mistake, if any.
 
     A function whose every check says it is not written yet takes one line; ``failed_only`` leaves out
-    the checks that passed (and functions with nothing failing). Each failure shows its explanation,
+    the checks that passed (and functions with nothing failing); ``first_only`` explains only the first
+    failure of each function and counts the rest. Each failure shows its explanation,
     what the student's code printed during it, and one card per mistake found; a generic outcome gets
     no card where a specific mistake explains it. The report ends with the next step.
     """
@@ -80,7 +81,7 @@ def print_result(result: SubmissionResult, *, file: str, lang: str, console: Con
             table.add_row(label, f"{test.score:g}/{test.max_score:g}",
                           f"{terminal_mark(test.outcome)} {say('outcome_' + test.outcome)}")
         console.print(table)
-        for test in failing:
+        for test in failing[:1] if first_only else failing:
             hanging(console, "  [red]✗[/] ", f"[red]{escape(check_title(test.name, lang))}[/]")
             hanging(console, "    ", shown(check_text(test, lang)))
             if test.case:
@@ -94,6 +95,8 @@ def print_result(result: SubmissionResult, *, file: str, lang: str, console: Con
                         test.root_cause or misconception == "not-implemented" or specific.get(test.function))):
                     continue  # a generic outcome that a specific finding already explains
                 _card(console, entry, test, explained, say, lang, linked_question)
+        if first_only and len(failing) > 1:
+            hanging(console, "  ", f"[dim]{escape(say('report_more_failed', function=function, count=len(failing) - 1))}[/]")
     failed = sum(test.outcome != "passed" for test in result.tests)
     key = "report_all_passed" if failed == 0 else "report_total"
     style = "green" if failed == 0 else "red"
