@@ -244,3 +244,16 @@ def test_first_explains_one_failure_per_function_and_counts_the_rest(lang, more)
     # the tables still list every failing check, and the first explanation is the full run's
     assert sum(line.count("✗") for line in first.splitlines() if "│" in line) == sum(failing.values())
     assert explained[0] in full
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_no_hints_keeps_the_explanation_and_leaves_the_fix_to_the_student(lang):
+    from grader.content.messages import render
+
+    wrong_axis = mutants("multihead_attention") / "mistakes" / "attention_softmax_wrong_axis.py"
+    hint_label = render("report_hint", {}, lang)
+    why_label = render("report_why", {}, lang)
+    with_hints = CliRunner().invoke(root, ["check", str(wrong_axis), "--failed", "--lang", lang]).output
+    without = CliRunner().invoke(root, ["check", str(wrong_axis), "--failed", "--no-hints", "--lang", lang]).output
+    assert hint_label in with_hints and hint_label not in without, without
+    assert why_label in without and why_label in with_hints  # the explanation stays
