@@ -141,3 +141,23 @@ def assert_released_alone_gives_nothing_away(release: Path, assignment: str) -> 
     assert not any(name.startswith("exercises/") and name.endswith(".py") and assignment not in name
                    for name in files)
     assert not any("/hidden/" in name or "/mutants/" in name or name.endswith("/cases.py") for name in files)
+
+
+def install_alone(release: Path, root: Path) -> tuple[Path, Path, dict]:
+    """``release`` copied under ``root`` and installed alone in a fresh venv: (the copy, its ``mha``, an
+    environment that points at nothing of this checkout)."""
+    import importlib.util
+    import shutil
+
+    from test_release import make_venv_with_our_dependencies
+
+    copy = root / "student"
+    shutil.copytree(release, copy)
+    python = make_venv_with_our_dependencies(root / "venv")
+    isolation = ["--no-build-isolation"] if importlib.util.find_spec("wheel") else []  # as tests/test_release.py
+    install = subprocess.run([str(python), "-m", "pip", "install", "--no-deps", *isolation, "--ignore-installed",
+                              "--quiet", str(copy)], capture_output=True, text=True)
+    assert install.returncode == 0, install.stdout + install.stderr
+    env = {key: value for key, value in os.environ.items()
+           if key not in ("PYTHONPATH", "MHA_SOLUTIONS", "MHA_EXERCISES", "VIRTUAL_ENV")}
+    return copy, root / "venv" / "bin" / "mha", env

@@ -13,6 +13,7 @@ TRACKS = {
     "attention_backward": "backward-",
     "decoding_step": "decode-",
     "rotary_embedding": "rope-",
+    "attention_biases": "bias-",
 }
 MISTAKES = [(name, path) for name in TRACKS for path in track.mistakes(name)]
 VARIANTS = [(name, path) for name in TRACKS for path in track.correct_variants(name)]

@@ -28,7 +28,7 @@ REQUIRED_TOPICS = {
     "parameters", "complexity", "self-cross", "masks", "positions", "heatmaps", "kv-cache",
     "grouped-query", "memory-efficient", "bugs", "attention-math", "rotary", "model-sizing",
     "decoding", "long-context", "serving", "transformer-block", "logit-control", "parallelism",
-    "attention-variants", "sampling",
+    "attention-variants", "sampling", "biases",
 }
 
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import shutil
 import subprocess
 
@@ -15,7 +13,6 @@ from click.testing import CliRunner
 import advanced_track as track
 from conftest import PROJECT, mutants
 from grader.cli import root
-from test_release import make_venv_with_our_dependencies
 
 ASSIGNMENT = "decoding_step"
 
@@ -160,16 +157,7 @@ def test_released_alone_it_gives_nothing_away(release):
 
 
 def test_released_alone_it_installs_and_grades_the_stub_and_the_reference(release, tmp_path):
-    copy = tmp_path / "student"
-    shutil.copytree(release, copy)
-    venv = tmp_path / "venv"
-    python, mha = make_venv_with_our_dependencies(venv), venv / "bin" / "mha"
-    isolation = ["--no-build-isolation"] if importlib.util.find_spec("wheel") else []  # as tests/test_release.py
-    install = subprocess.run([str(python), "-m", "pip", "install", "--no-deps", *isolation, "--ignore-installed",
-                              "--quiet", str(copy)], capture_output=True, text=True)
-    assert install.returncode == 0, install.stdout + install.stderr
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("PYTHONPATH", "MHA_SOLUTIONS", "MHA_EXERCISES", "VIRTUAL_ENV")}
+    copy, mha, env = track.install_alone(release, tmp_path)
     command = [str(mha), "check", f"exercises/{ASSIGNMENT}.py", "--assignment", ASSIGNMENT, "--json"]
     stub = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True)
     assert stub.returncode == 1, stub.stderr

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
 import shutil
 import subprocess
 
@@ -15,7 +13,6 @@ from click.testing import CliRunner
 import advanced_track as track
 from conftest import PROJECT, mutants
 from grader.cli import root
-from test_release import make_venv_with_our_dependencies
 
 ASSIGNMENT = "rotary_embedding"
 RELATIVE_CHECK = "test_scores_depend_only_on_how_far_apart_tokens_are"
@@ -107,17 +104,7 @@ def test_released_alone_it_gives_nothing_away(release):
 @pytest.fixture(scope="module")
 def installed(release, tmp_path_factory):
     """The release copied, installed alone in a fresh venv: (its folder, its `mha`, a clean environment)."""
-    root = tmp_path_factory.mktemp("installed")
-    copy = root / "student"
-    shutil.copytree(release, copy)
-    python = make_venv_with_our_dependencies(root / "venv")
-    isolation = ["--no-build-isolation"] if importlib.util.find_spec("wheel") else []  # as tests/test_release.py
-    install = subprocess.run([str(python), "-m", "pip", "install", "--no-deps", *isolation, "--ignore-installed",
-                              "--quiet", str(copy)], capture_output=True, text=True)
-    assert install.returncode == 0, install.stdout + install.stderr
-    env = {key: value for key, value in os.environ.items()
-           if key not in ("PYTHONPATH", "MHA_SOLUTIONS", "MHA_EXERCISES", "VIRTUAL_ENV")}
-    return copy, root / "venv" / "bin" / "mha", env
+    return track.install_alone(release, tmp_path_factory.mktemp("installed"))
 
 
 def _graded(installed, *arguments: str, reference: bool) -> tuple[int, dict]:

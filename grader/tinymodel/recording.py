@@ -98,7 +98,7 @@ def _sources_digest() -> str:
     """What the recording depends on: the tiny model's code, the core and backward references, the settings."""
     digest = hashlib.sha256(json.dumps(NOTEBOOK_SETTINGS.to_dict(), sort_keys=True).encode())
     sources = sorted(Path(__file__).resolve().parent.glob("*.py"))
-    sources += [path for path in (solution_path(BACKWARD_EXERCISE), solution_path("multihead_attention")) if path]
+    sources += [path for path in (solution_path(BACKWARD_EXERCISE), solution_path()) if path]
     for source in sources:
         digest.update(source.name.encode() + b"\0" + source.read_bytes())
     digest.update(np.__version__.encode())
