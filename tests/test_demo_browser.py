@@ -292,3 +292,21 @@ def test_print_shows_the_view_without_controls(page):
         assert js(page, "getComputedStyle(document.querySelector('#panel-static')).display") != "none"
     finally:
         page.page("Emulation.setEmulatedMedia", {"media": ""})
+
+
+@pytest.mark.parametrize("width", [1280, 1100, 1366, 800, 375])
+def test_every_arrow_of_the_pipeline_points_at_the_next_block(page, width):
+    """An arrow ends no row: the block it points to sits beside it (or below it, where the pipeline stacks)."""
+    page.resize(width, 900)
+    page.open(js(page, "location.href"))
+    page.click("#tab-global")
+    loose = js(page, """[...document.querySelectorAll('#panel-global .pipeline .arrow')].filter(arrow => {
+        const next = arrow.nextElementSibling, a = arrow.getBoundingClientRect();
+        if (!next) return true;
+        const b = next.getBoundingClientRect();
+        const beside = b.left >= a.right - 1 && b.top < a.bottom && b.bottom > a.top;
+        const below = b.top >= a.bottom - 1 && b.left < a.right && b.right > a.left;
+        return !(beside || below);
+    }).map(arrow => arrow.nextElementSibling && arrow.nextElementSibling.textContent.slice(0, 40))""")
+    assert loose == [], loose
+    assert js(page, "document.querySelectorAll('#panel-global .pipeline .arrow').length") == 4
