@@ -310,3 +310,17 @@ def test_every_arrow_of_the_pipeline_points_at_the_next_block(page, width):
     }).map(arrow => arrow.nextElementSibling && arrow.nextElementSibling.textContent.slice(0, 40))""")
     assert loose == [], loose
     assert js(page, "document.querySelectorAll('#panel-global .pipeline .arrow').length") == 4
+
+
+def test_a_table_wider_than_a_phone_scrolls_with_a_cue(page, screenshots):
+    """At 375 px the heads table is wider than its box: it scrolls inside it, and a shadow shows more is there."""
+    page.resize(375, 740, mobile=True)
+    page.open(js(page, "location.href"))
+    page.click("#tab-global")
+    wrap = "document.querySelector('#panel-global .table-wrap')"
+    assert js(page, f"{wrap}.scrollWidth > {wrap}.clientWidth"), "the heads table fits: no cue needed"
+    assert js(page, f"getComputedStyle({wrap}).overflowX") == "auto"
+    layers = js(page, f"getComputedStyle({wrap}).backgroundAttachment")
+    assert "radial-gradient" in js(page, f"getComputedStyle({wrap}).backgroundImage") and "scroll" in layers, layers
+    assert js(page, "document.documentElement.scrollWidth <= window.innerWidth")
+    shot(page, screenshots, "global-phone-scroll-cue", 375)
