@@ -144,5 +144,8 @@ class LocalizedBadParameter(click.BadParameter):
 
 
 def localized(error: click.ClickException, lang: str) -> click.ClickException:
-    """``error`` ready to show in ``lang`` (English errors are click's own, shown as they are)."""
-    return error if lang == "en" else LocalizedUsage(error, lang)
+    """``error`` ready to show in ``lang`` (English errors are click's own, shown as they are; a command
+    called bare that shows its help instead of an error keeps click's own showing)."""
+    if lang == "en" or isinstance(error, getattr(click.exceptions, "NoArgsIsHelpError", ())):
+        return error
+    return LocalizedUsage(error, lang)
