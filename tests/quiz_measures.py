@@ -297,6 +297,53 @@ def linear_attention_state(v):
     return state.size + normaliser.size
 
 
+
+def linear_elu_value(v):
+    """phi(x) = elu(x) + 1 by its two branches, for a negative x."""
+    x = np.array([v["x"]], dtype=float)
+    elu = np.where(x > 0, x, np.expm1(np.minimum(x, 0.0)))
+    return float(elu[0] + 1.0)
+
+
+def linear_attention_cost_ratio(v):
+    """Multiply-adds of softmax-style (T, S) products over those of the summed state, counted from the
+    operands' shapes, with both orders checked to give the same unnormalised rows."""
+    length, d_k = v["length"], v["d_k"]
+    rng = np.random.default_rng(2)
+    phi_q, phi_k = (np.exp(rng.normal(size=(length, d_k)) * 0.1) for _ in range(2))
+    val = rng.normal(size=(length, d_k))
+    scores = phi_q @ phi_k.T  # (N, N)
+    state = phi_k.T @ val  # (d_k, d_k)
+    assert np.allclose(scores @ val, phi_q @ state)
+    quadratic = phi_q.shape[0] * phi_k.shape[0] * d_k + scores.shape[0] * scores.shape[1] * val.shape[1]
+    linear = phi_k.shape[1] * phi_k.shape[0] * val.shape[1] + phi_q.shape[0] * state.shape[0] * state.shape[1]
+    return quadratic / linear
+
+def alibi_slope(v):
+    """Head ``head``'s slope, by walking the geometric ladder from its first term."""
+    first = 2.0 ** (-8.0 / v["num_heads"])
+    slopes = [first]
+    while len(slopes) < v["num_heads"]:
+        slopes.append(slopes[-1] * first)
+    assert np.isclose(slopes[-1], 1 / 256)
+    return slopes[v["head"]]
+
+
+def alibi_decode_distance(v):
+    """|p - s| between a new query and a key, with the queries placed after the cache."""
+    keys = np.arange(v["cached"] + v["new"])
+    queries = keys[-v["new"]:]
+    return int(abs(queries[v["query"]] - keys[v["key"]]))
+
+
+def logit_with_bias(v):
+    """One entry of scaled scores plus the bias, from a query and key whose dot product is ``dot``."""
+    q = np.zeros((1, v["d_k"]))
+    k = np.zeros((1, v["d_k"]))
+    q[0, 0], k[0, 0] = v["dot"], 1.0
+    return float((q @ k.T / np.sqrt(v["d_k"]) + v["bias"])[0, 0])
+
+
 # --- serving memory ------------------------------------------------------------------
 
 def cache_bytes_per_token(layers, kv_heads, d_k, bytes_per_value):

@@ -14,6 +14,7 @@ TRACKS = {
     "decoding_step": "decode-",
     "rotary_embedding": "rope-",
     "attention_biases": "bias-",
+    "linear_attention": "linear-attention-",
 }
 MISTAKES = [(name, path) for name in TRACKS for path in track.mistakes(name)]
 VARIANTS = [(name, path) for name in TRACKS for path in track.correct_variants(name)]

@@ -29,6 +29,7 @@ REQUIRED_TOPICS = {
     "grouped-query", "memory-efficient", "bugs", "attention-math", "rotary", "model-sizing",
     "decoding", "long-context", "serving", "transformer-block", "logit-control", "parallelism",
     "attention-variants", "sampling", "biases",
+    "linear-attention",
 }
 
 

@@ -229,7 +229,12 @@ MEASURE = {
     "window-allowed-entries": measure.window_allowed,
     "window-reach": measure.window_reach,
     "window-mixed-cache": measure.mixed_cache_fraction,
+    "biases-alibi-slope": measure.alibi_slope,
+    "biases-decode-distance": measure.alibi_decode_distance,
+    "biases-logit-with-bias": measure.logit_with_bias,
     "linear-attention-state": measure.linear_attention_state,
+    "linear-attention-elu-value": measure.linear_elu_value,
+    "linear-attention-cost-ratio": measure.linear_attention_cost_ratio,
     "serving-llama2-7b-context": measure.llama2_7b_context,
     "serving-bytes-per-token": measure.bytes_per_token,
     "serving-cache-grows-per-token": lambda v: np.zeros((2, v["layers"], v["heads"], v["d_k"]), np.float32).nbytes,
@@ -256,6 +261,7 @@ MEASURE = {
 # Sizes that keep a measurement to a few megabytes, for templates whose own
 # draws would allocate gigabytes; the formula under test is the same.
 SMALL = {
+    "linear-attention-cost-ratio": {"length": (256, 512)},
     "parameters-weight-memory": {"d_model": (16, 32, 64), "num_heads": (2, 4)},
     "complexity-weights-bytes": {"seq": (5, 8, 12)},
     "complexity-growth-factor": {"seq": (3, 4, 5)},
