@@ -30,8 +30,8 @@ from grader.errors import MhaError, UsageError
 from grader.i18n import resolve_language
 from grader.paths import DEFAULT_ASSIGNMENT
 from grader.results import SubmissionResult
-from grader.sandbox.source import GRADER_CALLS, Cell, SubmissionSource, calls_grader  # noqa: F401 - names of this module too
-
+from grader.sandbox.source import (GRADER_CALLS, Cell, SubmissionSource,  # noqa: F401 - names of this module too
+                                   calls_grader)
 
 
 class NoCode(Exception):
@@ -67,7 +67,6 @@ def check(*functions: str, lang: str | None = None, assignment: str = DEFAULT_AS
     if _inside_worker():
         return None  # a submission being graded: the grader runs its own checks
     from grader.render.notebook_html import result_to_html, say
-
     from grader.sandbox.isolation import quiet_sandbox
     from grader.sandbox.servers import chosen_isolation
 
@@ -147,9 +146,9 @@ def grade_kernel(*, functions: tuple[str, ...], visibility: str, lang: str, assi
     cache (``grade_submission``)."""
     from grader.grading.assignment import get_assignment
     from grader.grading.grade import VISIBILITIES, grade_submission
+    from grader.grading.runner import collect
     from grader.render.notebook_html import say
     from grader.results import load_failure
-    from grader.grading.runner import collect
 
     exercise = get_assignment(assignment)
     for name in functions:

@@ -1,8 +1,10 @@
 """What grading produces: plain frozen dataclasses, the result JSON contract.
 
-Renderers read these and never compute scores. ``to_dict``/``from_dict``
-give exactly the JSON of DESIGN.md; the extra fields (``visibility``,
-``feedback``, ``notes``...) are optional additions that readers may ignore.
+Renderers read these and never compute scores. A result stays a
+``SubmissionResult`` from grading to every renderer; ``to_dict``/``from_dict``
+happen only where it is written or read as JSON (results.json, the journal,
+``mha merge``) and give exactly the JSON of DESIGN.md; the extra fields
+(``visibility``, ``notes``...) are optional additions that readers may ignore.
 """
 
 from __future__ import annotations
@@ -164,8 +166,3 @@ def load_failure(*, student: str, error: str, max_score: float, assignment: str,
         **extra,
     )
 
-
-def final_score(result: dict) -> float:
-    """The score of a result dict after adjustments (the checks' score where there were none)."""
-    value = result.get("final_score")
-    return float(result["score"] if value is None else value)

@@ -8,7 +8,7 @@ other checks, the classic item-analysis figure: near 0 or negative means the
 check does not separate strong from weak submissions), the misconceptions
 with the share of students who made each, and the submissions that errored
 or timed out. ``BatchSummary`` is what a run (or a merge) hands the verb that
-prints it. Foundation module: imports nothing from ``grader``, so the
+prints it. Foundation module: imports only ``grader.results``, so the
 renderers and ``mha merge`` need not import the batch.
 """
 
@@ -19,6 +19,8 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from grader.results import SubmissionResult
 
 
 @dataclass
@@ -62,7 +64,7 @@ class RosterRow:
 
 @dataclass
 class ClassTally:
-    """Running figures of a class, fed one result dict at a time."""
+    """Running figures of a class, fed one result at a time."""
 
     students: int = 0
     graded: int = 0
@@ -77,39 +79,35 @@ class ClassTally:
     adjusted: int = 0  # students whose score an adjustment changed or annotated
     set_aside: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)  # (student, file, others)
 
-    def add(self, result: dict) -> None:
+    def add(self, result: SubmissionResult) -> None:
         self.students += 1
-        if result.get("set_aside"):
-            self.set_aside.append((str(result.get("student")), str(result.get("file") or ""),
-                                   tuple(str(name) for name in result["set_aside"])))
-        final = result.get("final_score")
-        adjustments = tuple(str(item.get("reason") or item.get("kind") or "") for item in result.get("adjustments") or ())
+        if result.set_aside:
+            self.set_aside.append((result.student, result.file or "", tuple(result.set_aside)))
+        adjustments = tuple(str(item.get("reason") or item.get("kind") or "") for item in result.adjustments)
         self.adjusted += bool(adjustments)
         self.roster.append(RosterRow(
-            student=result["student"], status=str(result.get("status")), score=float(result["score"]),
-            final=float(result["score"] if final is None else final), max_score=float(result.get("max_score") or 0.0),
-            misconceptions=tuple(result.get("misconceptions", ())), adjustments=adjustments,
-            timed_out=any(t.get("outcome") == "timeout" for t in result.get("tests", ()))))
-        self.max_score = max(self.max_score, float(result.get("max_score") or 0.0))
-        if result.get("isolation"):
-            self.isolation[result["isolation"]] += 1
-        if result.get("status") != "graded":  # an error, whatever its cause (a load that took too long too)
-            self.errored.append((result["student"], str(result.get("error") or "")))
+            student=result.student, status=result.status, score=float(result.score), final=float(result.final),
+            max_score=float(result.max_score or 0.0), misconceptions=tuple(result.misconceptions),
+            adjustments=adjustments, timed_out=any(test.outcome == "timeout" for test in result.tests)))
+        self.max_score = max(self.max_score, float(result.max_score or 0.0))
+        if result.isolation:
+            self.isolation[result.isolation] += 1
+        if result.status != "graded":  # an error, whatever its cause (a load that took too long too)
+            self.errored.append((result.student, result.error or ""))
             return
         self.graded += 1
-        score = float(result["score"])
+        score = float(result.score)
         self.scores.append(score)
-        self.misconceptions.update(set(result.get("misconceptions", ())))
-        slow = tuple(dict.fromkeys(t["function"] for t in result["tests"] if t["outcome"] == "timeout"))
+        self.misconceptions.update(set(result.misconceptions))
+        slow = tuple(dict.fromkeys(test.function for test in result.tests if test.outcome == "timeout"))
         if slow:
-            self.timed_out.append((result["student"], slow))
-        for test in result["tests"]:
-            check = self.checks.get(test["name"])
+            self.timed_out.append((result.student, slow))
+        for test in result.tests:
+            check = self.checks.get(test.name)
             if check is None:
-                check = self.checks[test["name"]] = CheckTally(test["name"], test["function"],
-                                                               test.get("visibility", "public"), test["max_score"])
-            passed = 1.0 if test["outcome"] == "passed" else 0.0
-            rest = score - float(test["score"])
+                check = self.checks[test.name] = CheckTally(test.name, test.function, test.visibility, test.max_score)
+            passed = 1.0 if test.outcome == "passed" else 0.0
+            rest = score - float(test.score)
             check.attempts += 1
             check.passes += int(passed)
             check.rest_sum += rest

@@ -17,14 +17,13 @@ from pathlib import Path
 import numpy as np
 from click.testing import CliRunner
 
-from grader.grading.assignment import get_assignment
-from grader.grading.store import load_cases
-from grader.grading.case import same_value
-from grader.content.catalog import load_catalog
+from conftest import PROJECT, mutants
 from grader.authoring.audit import expectation, library_modules
 from grader.cli import root
-
-from conftest import PROJECT, mutants
+from grader.content.catalog import load_catalog
+from grader.grading.assignment import get_assignment
+from grader.grading.case import same_value
+from grader.grading.store import load_cases
 
 
 def reference(assignment: str) -> Path:
@@ -161,3 +160,32 @@ def install_alone(release: Path, root: Path) -> tuple[Path, Path, dict]:
     env = {key: value for key, value in os.environ.items()
            if key not in ("PYTHONPATH", "MHA_SOLUTIONS", "MHA_EXERCISES", "VIRTUAL_ENV")}
     return copy, root / "venv" / "bin" / "mha", env
+
+
+def assert_installed_release_grades_stub_and_reference(installed: tuple[Path, Path, dict], assignment: str) -> None:
+    """In the installed release, its README's ``mha check`` gives the stub 0 and the reference full marks."""
+    import shutil
+
+    copy, mha, env = installed
+    command = [str(mha), "check", f"exercises/{assignment}.py", "--assignment", assignment, "--json"]
+    stub = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True)
+    assert stub.returncode == 1, stub.stderr
+    assert json.loads(stub.stdout)["score"] == 0
+    shutil.copy(PROJECT / "solutions" / f"{assignment}.py", copy / "exercises" / f"{assignment}.py")
+    reference = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True)
+    assert reference.returncode == 0, reference.stdout + reference.stderr
+    result = json.loads(reference.stdout)
+    assert result["score"] == result["max_score"] > 0
+
+
+def drill_failures(assignment: str, function: str, workspace: Path) -> set[str]:
+    """A drill of ``function`` started in ``workspace`` (MHA_DATA_DIR set by the caller): its file stubs that
+    function alone, with no hint, and ``mha check`` fails it; the functions whose checks fail."""
+    from grader.practice.drill import start_drill
+
+    drill = start_drill(function=function, workspace=workspace, assignment=assignment)
+    source = open(drill.path, encoding="utf-8").read()
+    assert source.count("raise NotImplementedError") == 1 and "# Hint:" not in source
+    code, result = check(drill.path, assignment)
+    assert code == 1
+    return {test["function"] for test in result["tests"] if test["outcome"] != "passed"}

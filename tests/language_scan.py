@@ -29,7 +29,7 @@ TERMS = {
     "true", "false", "none", "nan", "inf", "exp", "max", "sum", "sqrt", "tril", "triu", "axis", "batch_size",
     "rope", "alibi", "yarn", "ntk", "flash", "lse", "scipy", "torch", "memory", "pids", "net", "signals", "unix",
     "ipc", "uts", "mount", "pid", "abi", "v1", "v2", "cpu", "gpu", "posix", "system", "kv", "llama", "gpt",
-    "layernorm", "rmsnorm", "sigmoid", "tanh", "relu", "gelu", "elu", "mlp", "encoder", "decoder", "transformer", "query",
+    "layernorm", "rmsnorm", "sigmoid", "tanh", "relu", "elu", "gelu", "mlp", "encoder", "decoder", "transformer", "query",
     "nbconvert", "ipynb", "py", "svg", "png", "utf", "fork", "tracemalloc", "shell", "traceback", "list", "resize",
     "tile", "repeat", "push", "docstring", "docstrings", "actions", "stub", "paris", "jensen", "shannon", "vllm", "mod", "ascii", "gpu", "tpu",
     "nvidia", "pytorch", "jax", "ubuntu", "debian", "windows", "macos", "linux", "colab", "jupyterhub", "scatter", "tqdm", "rich", "click", "cuda", "slurm", "npz",

@@ -486,3 +486,19 @@ def renormalised_share(v):
     probabilities = np.array([[v["first"], v["second"], *[rest / others] * others]])  # (1, 2 + others)
     distribution = load_reference("decoding_step").next_token_distribution(np.log(probabilities), top_k=2)
     return float(distribution[0, 0])
+
+
+# --- paged cache ---------------------------------------------------------------------------
+
+def paged_slot(v):
+    """The flat slot of the position through the paged-cache reference's slot_mapping."""
+    table = [v["first"], v["second"], v["third"]]
+    return int(load_reference("paged_kv_cache").slot_mapping(table, [v["position"]], v["block"])[0])
+
+
+def paged_blocks_held(v):
+    """Blocks a sequence holds after its tokens are appended one at a time to the paged-cache reference."""
+    cache = load_reference("paged_kv_cache").PagedKVCache(v["tokens"] + 1, v["block"], 1, 2)
+    for _ in range(v["tokens"]):
+        cache.append("s", np.zeros((1, 1, 2)), np.zeros((1, 1, 2)))
+    return len(cache.block_tables["s"])

@@ -13,6 +13,7 @@ from grader.batch.adjustments import apply_adjustments, read_adjustments
 from grader.cli import root
 from grader.errors import UsageError
 from grader.paths import solution_path
+from grader.results import SubmissionResult
 
 
 def write(path: Path, text: str) -> Path:
@@ -20,8 +21,9 @@ def write(path: Path, text: str) -> Path:
     return path
 
 
-def result(score: float = 50.0, max_score: float = 60.0) -> dict:
-    return {"student": "alice", "status": "graded", "error": None, "score": score, "max_score": max_score, "tests": []}
+def result(score: float = 50.0, max_score: float = 60.0) -> SubmissionResult:
+    return SubmissionResult(student="alice", status="graded", error=None, score=score, max_score=max_score,
+                            assignment="multihead_attention")
 
 
 def test_rows_are_read_in_order_per_student_with_kind_points_and_percentages(tmp_path):
@@ -49,15 +51,15 @@ def test_percentages_are_of_the_maximum_an_extension_waives_late_penalties_and_t
     table = read_adjustments(write(tmp_path / "a.csv", "student,points,reason,kind\n"
                                    "alice,-10%,late,late\nalice,+2,bonus,manual\n"))
     applied = apply_adjustments(result(), table["alice"])
-    assert applied["score"] == 50 and applied["final_score"] == 50 - 6 + 2
-    assert [item["change"] for item in applied["adjustments"]] == [-6.0, 2.0]
+    assert applied.score == 50 and applied.final_score == applied.final == 50 - 6 + 2
+    assert [item["change"] for item in applied.adjustments] == [-6.0, 2.0]
     extended = read_adjustments(write(tmp_path / "b.csv", "student,points,reason,kind\n"
                                       "alice,-10%,late,late\nalice,0,doctor's note,extension\n"))
     waived = apply_adjustments(result(), extended["alice"])
-    assert waived["final_score"] == 50 and waived["adjustments"][0]["waived"]
-    assert apply_adjustments(result(score=3), [{"kind": "manual", "reason": "", "points": -10}])["final_score"] == 0
-    again = apply_adjustments(applied, applied["adjustments"])  # applying what a result carries is stable
-    assert again["final_score"] == applied["final_score"]
+    assert waived.final_score == 50 and waived.adjustments[0]["waived"]
+    assert apply_adjustments(result(score=3), [{"kind": "manual", "reason": "", "points": -10}]).final_score == 0
+    again = apply_adjustments(applied, applied.adjustments)  # applying what a result carries is stable
+    assert again == applied
 
 
 @pytest.fixture

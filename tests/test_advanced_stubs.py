@@ -4,9 +4,9 @@ import ast
 
 import pytest
 
+from advanced_track import reference, stub
 from grader.grading.assignment import ASSIGNMENTS
 from grader.stubs import BEGIN, END, generate_stub
-from advanced_track import reference, stub
 
 ADVANCED = [name for name in ASSIGNMENTS if name != "multihead_attention"]
 

@@ -15,6 +15,7 @@ TRACKS = {
     "rotary_embedding": "rope-",
     "attention_biases": "bias-",
     "linear_attention": "linear-attention-",
+    "paged_kv_cache": "paged-",
 }
 MISTAKES = [(name, path) for name in TRACKS for path in track.mistakes(name)]
 VARIANTS = [(name, path) for name in TRACKS for path in track.correct_variants(name)]

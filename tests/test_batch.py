@@ -11,14 +11,15 @@ from pathlib import Path
 import pytest
 
 from grader.batch import run as batch
-from grader.batch.run import grade_class
 from grader.batch.discovery import discover_submissions, parse_shard, select_shard
-from grader.errors import UsageError
 from grader.batch.journal import MAX_ATTEMPTS, Journal
-from grader.files import atomic_writer, file_key
 from grader.batch.lanes import grade_task
-from grader.batch.settings import GradingRun
+from grader.batch.run import grade_class
+from grader.batch.settings import GradingRun, Task
+from grader.errors import UsageError
+from grader.files import atomic_writer, file_key
 from grader.paths import solution_path
+from grader.results import SubmissionResult, load_failure
 from grader.sandbox.client import Limits
 
 ASSIGNMENT = "multihead_attention"
@@ -132,8 +133,9 @@ def test_journal_records_results_and_counts_attempts(tmp_path):
     journal.open({"visibility": "all"}, resume=False)
     assert journal.start("ann") == 1 and journal.start("ann") == 2
     assert journal.attempts("ann") == 2 and journal.in_flight() == ["ann"]
-    journal.record("ann", {"student": "ann", "score": 1.0})
-    assert journal.is_done("ann") and journal.read("ann")["score"] == 1.0
+    ann = load_failure(student="ann", error="could not load", max_score=1.0, assignment="multihead_attention")
+    journal.record("ann", ann)
+    assert journal.is_done("ann") and journal.read("ann") == ann
     assert journal.in_flight() == [] and journal.attempts("ann") == 0
     journal.start("ben")
     journal.abandon("ben", 1)
@@ -155,7 +157,7 @@ def test_a_second_run_on_the_same_folder_is_refused_while_the_first_holds_it(tmp
 def test_resume_refuses_a_folder_of_another_kind_of_run_and_a_fresh_run_starts_empty(tmp_path):
     journal = Journal(tmp_path / "out")
     journal.open({"visibility": "all"}, resume=False)
-    journal.record("ann", {"student": "ann"})
+    journal.record("ann", load_failure(student="ann", error="", max_score=1.0, assignment="multihead_attention"))
     journal.close()
     with pytest.raises(UsageError, match="visibility"):
         Journal(tmp_path / "out").open({"visibility": "public"}, resume=True)
@@ -166,7 +168,7 @@ def test_resume_refuses_a_folder_of_another_kind_of_run_and_a_fresh_run_starts_e
     assert not fresh.is_done("ann")
     fresh.close()
     assert moved.parent == tmp_path / "out" / "previous"
-    assert json.loads((moved / "journal" / "done" / "ann.json").read_text()) == {"student": "ann"}
+    assert json.loads((moved / "journal" / "done" / "ann.json").read_text())["student"] == "ann"
 
 
 def test_an_interrupted_atomic_write_leaves_the_old_file_whole(tmp_path):
@@ -195,16 +197,23 @@ def test_an_id_used_as_it_is_never_equals_the_key_of_another_id():
 
 
 # ---- grading processes that die or hang ---------------------------------------------------
-def crash_for_poison(task: dict) -> dict:
+def crash_for_poison(task: Task) -> SubmissionResult:
     """A lane runner that dies like a grading process killed by its submission."""
     if task.student.startswith("poison"):
         os.kill(os.getpid(), signal.SIGKILL)
     return grade_task(task)
 
 
-def hang_for_stuck(task: dict) -> dict:
+def hang_for_stuck(task: Task) -> SubmissionResult:
     if task.student.startswith("stuck"):
         time.sleep(3600)
+    return grade_task(task)
+
+
+def fail_for_broken(task: Task) -> SubmissionResult:
+    """A lane runner with a defect on one input: grading raises instead of returning a result."""
+    if task.student.startswith("broken"):
+        raise RuntimeError("no case for this input")
     return grade_task(task)
 
 
@@ -374,3 +383,37 @@ def test_a_folder_deeper_than_the_cap_is_refused_without_recursion(tmp_path):
     entries = by_student(discover_submissions(root, assignment=ASSIGNMENT)[0])
     assert entries["ok"].refusal is None
     assert entries["deep"].path is None and f"more than {MAX_DEPTH} levels" in entries["deep"].refusal.render("en")
+
+
+# ---- the grader's own defects: one student's error, the batch goes on ---------------------------
+def test_a_grader_defect_on_one_submission_is_that_students_error_and_the_others_are_graded(tmp_path):
+    root = small_class(tmp_path / "class", ["ada", "broken", "zoe"])
+    summary = grade_class(run=GradingRun(submissions=root, out=tmp_path / "out", jobs=2, limits=FAST),
+                          runner=fail_for_broken)
+    results = {r["student"]: r for r in json.loads((tmp_path / "out" / "results.json").read_text())}
+    assert results["ada"]["score"] == results["zoe"]["score"] == results["ada"]["max_score"] > 0
+    assert results["broken"]["status"] == "error" and results["broken"]["score"] == 0
+    assert results["broken"]["error"] == "the grader failed on this submission (RuntimeError: no case for this input)"
+    assert results["broken"]["submission"] == "broken.py"  # recorded with what the batch knows of the entry
+    assert summary.graded_now == 3 and summary.tally.graded == 2 and len(summary.tally.errored) == 1
+
+
+def test_a_result_the_outputs_cannot_read_becomes_an_error_naming_the_defect_and_the_others_are_written(tmp_path):
+    from grader.batch.outputs import write_outputs
+
+    out = tmp_path / "out"
+    journal = Journal(out)
+    journal.open({"visibility": "all"}, resume=False)
+    ann = load_failure(student="ann", error="did not parse", max_score=4.0, assignment="multihead_attention")
+    journal.record("ann", ann)
+    journal.record("ben", ann)
+    (out / "journal" / "done" / f"{file_key('ben')}.json").write_text("{not json", encoding="utf-8")
+    tally = write_outputs(out=out, journal=journal, students=["ann", "ben"], lang="en", formats=("junit",),
+                          title="t", assignment="multihead_attention")
+    journal.close()
+    results = {r["student"]: r for r in json.loads((out / "results.json").read_text())}
+    assert results["ann"] == ann.to_dict() | {"adjustments": [], "final_score": 0.0}
+    assert results["ben"]["status"] == "error" and "the grader could not write this result (JSONDecodeError" \
+        in results["ben"]["error"] and results["ben"]["max_score"] == 4.0
+    assert (out / "feedback" / "ben.md").is_file() and tally.students == 2
+    assert 'name="ben"' in (out / "junit.xml").read_text()

@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from grader.grading.assignment import get_assignment
-from grader.grading.store import load_cases, save_cases
 from grader.assignments.multihead_attention.cases import hidden_cases, public_cases
+from grader.grading.assignment import get_assignment
 from grader.grading.case import PUBLIC_SIZES, draw_sizes, same_value
 from grader.grading.reference import load_reference
+from grader.grading.store import load_cases, save_cases
 from grader.seeding import student_seed
 
 
@@ -116,8 +116,8 @@ def test_a_case_never_changes_once_built():
     twins a case defers are kept in a memo beside its fields."""
     import dataclasses
 
-    from grader.assignments.twinning import with_expectations
     from grader.assignments.multihead_attention.cases import TWINS
+    from grader.assignments.twinning import with_expectations
 
     case = public_cases()["softmax/2d"]
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -2,8 +2,8 @@
 
 import inspect
 
-from grader.grading.assignment import ASSIGNMENTS
 from grader.content.messages import check_title, check_titles
+from grader.grading.assignment import ASSIGNMENTS
 from grader.grading.runner import collect
 
 

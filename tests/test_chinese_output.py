@@ -27,7 +27,6 @@ from language_scan import chinese_in, english_prose
 
 sys.path.insert(0, str(PROJECT / "tests"))
 import test_glossary  # noqa: E402  (its reader of every bilingual text)
-
 from grader.content.messages import TwinLabel, render, templates, twin_label, twin_labels  # noqa: E402
 from grader.grading.assignment import ASSIGNMENTS  # noqa: E402
 from grader.sandbox.isolation import describe_isolation  # noqa: E402

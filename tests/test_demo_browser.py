@@ -8,10 +8,9 @@ except in CI (``CI`` set), where a missing browser is a failure.
 
 from __future__ import annotations
 
-import re
-
 import json
 import os
+import re
 import struct
 import time
 from pathlib import Path
@@ -21,8 +20,8 @@ import pytest
 from chromium_driver import Chromium, find_chromium
 from conftest import require
 from grader.viz.explainer import explainer_data, write_explainer
-from grader.viz.trace import STAGES
 from grader.viz.texts import load_viz_texts
+from grader.viz.trace import STAGES
 
 pytestmark = pytest.mark.slow
 SENTENCE = "the cat chases the mouse"

@@ -4,11 +4,11 @@ import importlib
 
 import pytest
 
-from grader.grading.assignment import ASSIGNMENTS
-from grader.grading.reference import fresh_reference
 from grader.assignments.twinning import outcome_of, patched
+from grader.grading.assignment import ASSIGNMENTS
 from grader.grading.case import Raised, same_value
 from grader.grading.checks import failure_from_value
+from grader.grading.reference import fresh_reference
 
 NAMES = sorted(ASSIGNMENTS)
 

@@ -12,18 +12,11 @@ import pytest
 from click.testing import CliRunner
 
 from grader.cli import root
-from grader.practice.drill import (
-    DRILLS,
-    best_times,
-    current_drill,
-    drill_source,
-    load_history,
-    start_drill,
-    submit_drill,
-)
 from grader.errors import UsageError
-from grader.paths import exercise_path, solution_path
 from grader.grading.reference import load_reference
+from grader.paths import exercise_path, solution_path
+from grader.practice.drill import (DRILLS, best_times, current_drill, drill_source, load_history, start_drill,
+                                   submit_drill)
 from grader.stubs import BEGIN, strip_markers
 
 SPLIT_HEADS_STUB = 'raise NotImplementedError("split_heads: not implemented yet / 尚未实现")'

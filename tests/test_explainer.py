@@ -14,8 +14,8 @@ from click.testing import CliRunner
 from grader.cli import root
 from grader.errors import UsageError
 from grader.viz.explainer import ASSETS_DIR, SCRIPTS, explainer_data, render_page, write_explainer
-from grader.viz.trace import STAGES, trace_sentence
 from grader.viz.texts import load_viz_texts
+from grader.viz.trace import STAGES, trace_sentence
 
 DATA_BLOCK = re.compile(r'<script type="application/json" id="mha-data">(.*?)</script>', re.S)
 

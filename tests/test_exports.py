@@ -9,19 +9,20 @@ import json
 import re
 import string
 import xml.etree.ElementTree as ElementTree
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 from grader.content.catalog import load_catalog
 from grader.content.messages import check_title
-from grader.render.class_report import render_report
-from grader.tally import ClassTally
 from grader.errors import ContentError
+from grader.render.class_report import render_report
 from grader.render.exports import GradesCsv, JUnitReport, ResultsJson
-from grader.render.gradescope import gradescope_results
 from grader.render.feedback import FEEDBACK_FILE, feedback_texts, render_html, render_markdown
+from grader.render.gradescope import gradescope_results
 from grader.results import SubmissionResult, TestResult
+from grader.tally import ClassTally
 
 SCALE = "attention-no-scale"
 
@@ -58,8 +59,8 @@ def errored(student="bob", error="Your file could not be loaded: SyntaxError at 
 def test_grades_csv_has_the_contract_columns_and_one_row_per_student():
     buffer = io.StringIO()
     grades = GradesCsv(buffer)
-    grades.add(graded("ann", failing=("scaled_dot_product_attention",)).to_dict())
-    grades.add(errored("bob").to_dict())
+    grades.add(graded("ann", failing=("scaled_dot_product_attention",)))
+    grades.add(errored("bob"))
     rows = list(csv.DictReader(io.StringIO(buffer.getvalue())))
     # the contract's columns first; then the checks' own score and the adjustments (grader.batch.adjustments)
     assert list(rows[0]) == ["student", "score", "max_score", "status", "misconceptions", "raw_score", "adjustments"]
@@ -73,7 +74,7 @@ def test_results_json_is_a_list_of_contract_objects_that_read_back():
     writer = ResultsJson(buffer)
     originals = [graded("ann", failing=("softmax",)), errored("bob")]
     for result in originals:
-        writer.add(result.to_dict())
+        writer.add(result)
     writer.finish()
     data = json.loads(buffer.getvalue())
     assert [SubmissionResult.from_dict(item) for item in data] == originals
@@ -86,9 +87,9 @@ def test_results_json_is_a_list_of_contract_objects_that_read_back():
 
 # ---- Gradescope ----------------------------------------------------------------------------
 def test_gradescope_results_carry_score_and_per_test_fields_with_hidden_checks_held_back():
-    result = graded("ann", failing=("forward",), hidden_failing=True).to_dict()
+    result = graded("ann", failing=("forward",), hidden_failing=True)
     data = gradescope_results(result, summary="# feedback")
-    assert data["score"] == result["score"] == sum(test["score"] for test in data["tests"])
+    assert data["score"] == result.score == sum(test["score"] for test in data["tests"])
     assert data["output"] == "# feedback"
     for test in data["tests"]:
         assert {"name", "number", "score", "max_score", "output", "visibility", "status"} <= set(test)
@@ -102,7 +103,7 @@ def test_gradescope_results_carry_score_and_per_test_fields_with_hidden_checks_h
 
 
 def test_gradescope_results_of_an_unloadable_submission_explain_why():
-    data = gradescope_results(errored("bob").to_dict())
+    data = gradescope_results(errored("bob"))
     assert data["score"] == 0.0
     assert data["tests"][0]["status"] == "failed" and "SyntaxError" in data["tests"][0]["output"]
 
@@ -111,8 +112,8 @@ def test_gradescope_results_of_an_unloadable_submission_explain_why():
 def test_junit_report_parses_and_counts_failures_and_errors_per_student():
     spool, out = io.StringIO(), io.StringIO()
     report = JUnitReport(spool)
-    report.add(graded("ann", failing=("softmax", "forward"), message="bad \x00\x1b[31m <value> & more").to_dict())
-    report.add(errored("bob", error="could not load \x07 <script>").to_dict())
+    report.add(graded("ann", failing=("softmax", "forward"), message="bad \x00\x1b[31m <value> & more"))
+    report.add(errored("bob", error="could not load \x07 <script>"))
     report.finish(out, spool, name="mha grade")
     root = ElementTree.fromstring(out.getvalue().encode("utf-8"))
     assert root.tag == "testsuites"
@@ -160,10 +161,10 @@ def test_feedback_never_shows_the_hidden_seed():
 def test_hidden_check_feedback_explains_without_the_test_code_or_expected_values(tmp_path, monkeypatch):
     monkeypatch.setenv("MHA_COURSE_KEY", "test-exports-key")
     from grader.assignments.multihead_attention.cases import hidden_cases
+    from grader.assignments.multihead_attention.hidden import test_drawn_inputs
     from grader.grading.grade import grade_submission
     from grader.paths import solution_path
     from grader.seeding import student_seed
-    from grader.assignments.multihead_attention.hidden import test_drawn_inputs
 
     source = solution_path("multihead_attention").read_text(encoding="utf-8")
     buggy = tmp_path / "noscale.py"
@@ -212,14 +213,13 @@ def test_a_malformed_feedback_file_names_the_file_and_key(tmp_path, monkeypatch)
 def class_tally() -> ClassTally:
     tally = ClassTally()
     for index in range(6):
-        tally.add(graded(f"ok{index}").to_dict())
+        tally.add(graded(f"ok{index}"))
     for index in range(3):
-        tally.add(graded(f"weak{index}", failing=("scaled_dot_product_attention", "forward")).to_dict())
-    tally.add(errored("bob").to_dict())
-    slow = graded("sam").to_dict()
-    slow["tests"][0] |= {"outcome": "timeout", "score": 0.0, "misconception": "timeout"}
-    slow["score"] -= 3.0
-    tally.add(slow)
+        tally.add(graded(f"weak{index}", failing=("scaled_dot_product_attention", "forward")))
+    tally.add(errored("bob"))
+    slow = graded("sam")
+    timed_out = replace(slow.tests[0], outcome="timeout", score=0.0, misconception="timeout")
+    tally.add(replace(slow, tests=(timed_out, *slow.tests[1:]), score=slow.score - 3.0))
     return tally
 
 

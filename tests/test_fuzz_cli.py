@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conftest import PROJECT, require
 from grader.cli import root

@@ -214,10 +214,12 @@ def test_mixed_class_outputs_and_summary(demo_run):
 
 def test_the_progress_bar_counts_every_result(capsys):
     from grader.render.summary import BarProgress
+    from grader.results import SubmissionResult
 
     bar = BarProgress()
     bar.begin(3, 1)
-    bar.advance({"student": "ann", "status": "graded", "score": 60.0, "max_score": 60.0, "misconceptions": []})
+    bar.advance(SubmissionResult(student="ann", status="graded", error=None, score=60.0, max_score=60.0,
+                                 assignment="multihead_attention"))
     task = bar.progress.tasks[0]
     assert (task.completed, task.total) == (2, 3) and "ann: 60/60" in task.description
     bar.end()

@@ -19,6 +19,7 @@ from grader.authoring.autograder import grade_upload, student_of
 from grader.authoring.gradescope import build_gradescope_bundle, fingerprint, keep_in_wheel
 from grader.cli import root
 from grader.render.gradescope import gradescope_results
+from grader.results import SubmissionResult, TestResult
 from grader.seeding import assignment_key
 
 ASSIGNMENT = "multihead_attention"
@@ -202,10 +203,10 @@ def test_a_container_without_landlock_and_namespaces_grades_the_same_and_says_so
 
 
 def test_renderer_escapes_student_text_in_html_and_markdown():
-    test = {"name": "test_softmax_rows_sum_to_one", "function": "softmax", "outcome": "error", "score": 0.0,
-            "max_score": 1.0, "misconception": "error", "message": "ValueError: <script>alert(1)</script>",
-            "visibility": "public"}
-    result = {"student": "s", "status": "graded", "error": None, "score": 0.0, "max_score": 1.0, "tests": [test]}
+    test = TestResult(name="test_softmax_rows_sum_to_one", function="softmax", outcome="error", score=0.0,
+                      max_score=1.0, misconception="error", message="ValueError: <script>alert(1)</script>")
+    result = SubmissionResult(student="s", status="graded", error=None, score=0.0, max_score=1.0,
+                              assignment="multihead_attention", tests=(test,))
     for output_format in ("md", "html"):
         output = gradescope_results(result, output_format=output_format)["tests"][0]["output"]
         assert "<script>" not in output and "&lt;script&gt;" in output

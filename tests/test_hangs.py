@@ -315,11 +315,13 @@ def test_the_eta_counts_a_submission_that_is_still_running():
 
 def test_the_progress_bar_hears_when_each_submission_starts():
     from grader.render.summary import BarProgress
+    from grader.results import SubmissionResult
 
     bar = BarProgress(estimate=Estimate)
     bar.begin(2, 0)
     bar.start("ann")
-    bar.advance({"student": "ann", "status": "graded", "score": 60.0, "max_score": 60.0, "misconceptions": []})
+    bar.advance(SubmissionResult(student="ann", status="graded", error=None, score=60.0, max_score=60.0,
+                                 assignment="multihead_attention"))
     bar.end()
     assert bar.estimate.done == 1 and bar.estimate.durations and not bar.estimate.running
 

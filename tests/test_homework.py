@@ -2,15 +2,16 @@
 
 import json
 import shutil
+from datetime import datetime
 
 import pytest
 from click.testing import CliRunner
 
 from conftest import PROJECT
 from grader.cli import root
-from grader.practice.homework import parse_points
 from grader.errors import UsageError
 from grader.practice.answers import expected_text
+from grader.practice.homework import parse_points, quiz_policy
 from grader.practice.sheets import make_sheet, read_answers
 
 REFERENCE = PROJECT / "solutions" / "multihead_attention.py"
@@ -114,7 +115,7 @@ def test_lanes_use_the_key_of_the_run_not_their_own_environment(tmp_path, monkey
     task = Task(student="alice", path=REFERENCE, submission="alice.py", course_key="key-of-the-run",
                 run=GradingRun(submissions=tmp_path, out=tmp_path / "out"))
     monkeypatch.setenv("MHA_COURSE_KEY", "some-older-key")
-    assert grade_task(task)["seed"] == student_seed("alice", key="key-of-the-run")
+    assert grade_task(task).seed == student_seed("alice", key="key-of-the-run")
 
 
 def test_points_per_level_and_bad_points():
@@ -183,3 +184,13 @@ def test_a_fifo_or_a_huge_sparse_answers_file_costs_the_quiz_never_the_code(tmp_
     assert "bytes" in quiz_tests(results["yan"])[0]["message"]
     results = _grade(tmp_path, submissions, out="no-quiz")  # no quiz assigned: only a note, and no wait
     assert {result["score"] for result in results.values()} == {code}
+
+
+def test_the_quiz_policy_needs_a_sheet_once_any_setting_is_given_and_shows_answers_after_the_due_date():
+    assert not quiz_policy().required and quiz_policy(count=3).required and quiz_policy(levels=("basic",)).required
+    due = datetime(2026, 3, 1, 23, 59)
+    assert not quiz_policy(points="2", due=due, now=datetime(2026, 3, 1, 12, 0)).show_answers
+    after = quiz_policy(points="basic=1,advanced=3", due=due, now=datetime(2026, 3, 2))
+    assert after.show_answers and after.points == {"basic": 1.0, "advanced": 3.0}
+    with pytest.raises(UsageError, match="--quiz-topic 'no-such-topic' is not a topic"):
+        quiz_policy(topics=("no-such-topic",))

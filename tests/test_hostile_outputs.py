@@ -23,9 +23,9 @@ from click.testing import CliRunner
 
 from conftest import FIXTURES, PROJECT
 from grader.cli import root
-from grader.render.class_report import ROSTER_SCRIPT
 from grader.practice.answers import expected_text
 from grader.practice.sheets import make_sheet
+from grader.render.class_report import ROSTER_SCRIPT
 from grader.render.text_safety import clean_name
 
 SECRET = "COURSE-KEY-7f3a9c-do-not-leak"

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from conftest import PROJECT
-from grader.errors import ConfigError, UsageError
-from grader.grading.grade import grade_submission
 from grader.authoring.nbgrader_bridge import check_groups, write_to_gradebook
 from grader.authoring.release import build_nbgrader_course
+from grader.errors import ConfigError, UsageError
+from grader.grading.grade import grade_submission
 from grader.stubs import strip_markers
 
 ASSIGNMENT = "multihead_attention"

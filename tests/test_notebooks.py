@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from conftest import PROJECT
+from grader.authoring.notebooks import build_notebook, notebook_path, notebook_text, reference_parts, stub_cell_code
+from grader.authoring.tutorial import TUTORIAL_DIR, load_tutorial
 from grader.errors import ContentError, UsageError
 from grader.notebook import CheckReport, calls_grader, strip_magics
-from grader.authoring.notebooks import build_notebook, notebook_path, notebook_text, reference_parts, stub_cell_code
 from grader.render.notebook_html import result_to_html
 from grader.results import SubmissionResult, TestResult
-from grader.authoring.tutorial import TUTORIAL_DIR, load_tutorial
 
 LANGS = ("en", "zh")
 SOLUTION = PROJECT / "solutions" / "multihead_attention.py"

@@ -260,6 +260,8 @@ def student_home():
         folder.chmod(mode)
     shutil.rmtree(home, ignore_errors=True)
     shutil.rmtree(made, ignore_errors=True)
+    if made_user:
+        subprocess.run(["userdel", STUDENT], check=False)
 
 
 def traversable(*paths: Path) -> list[tuple[Path, int]]:
@@ -274,8 +276,6 @@ def traversable(*paths: Path) -> list[tuple[Path, int]]:
                 changed.append((folder, folder.stat().st_mode & 0o7777))
                 folder.chmod(folder.stat().st_mode | 0o001)
     return changed
-    if made_user:
-        subprocess.run(["userdel", STUDENT], check=False)
 
 
 def as_user(user) -> tuple:

@@ -8,20 +8,12 @@ import textwrap
 import numpy as np
 import pytest
 
-from grader.practice import answers as quiz_answers
-
-from grader.practice import formulas as quiz_formulas
 from grader.content.catalog import misconception_ids
 from grader.errors import ContentError
-from grader.practice.bank import (
-    KINDS,
-    LEVELS,
-    QUESTIONS_DIR,
-    UNLOCKABLE,
-    default_bank,
-    load_bank,
-    questions_for_misconception,
-)
+from grader.practice import answers as quiz_answers
+from grader.practice import formulas as quiz_formulas
+from grader.practice.bank import (KINDS, LEVELS, QUESTIONS_DIR, UNLOCKABLE, default_bank, load_bank,
+                                  questions_for_misconception)
 
 REQUIRED_TOPICS = {
     "qkv-roles", "dot-product-attention", "scaling", "softmax", "heads", "split-combine",
@@ -30,6 +22,7 @@ REQUIRED_TOPICS = {
     "decoding", "long-context", "serving", "transformer-block", "logit-control", "parallelism",
     "attention-variants", "sampling", "biases",
     "linear-attention",
+    "paged-cache",
 }
 
 
@@ -318,7 +311,8 @@ def test_the_linked_question_index_agrees_with_the_bank_and_follows_its_files(tm
     import shutil
 
     from grader.content.catalog import misconception_ids
-    from grader.practice import bank, linked as linking
+    from grader.practice import bank
+    from grader.practice import linked as linking
 
     def fresh_index():
         linking.linked_question_index.cache_clear()

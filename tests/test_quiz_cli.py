@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from grader.practice import answers as quiz_answers
 from grader.cli import root
+from grader.practice import answers as quiz_answers
 from grader.practice.bank import KINDS, default_bank
-from grader.practice.prompts import PlainPrompter
 from grader.practice.plan import plan_quiz
-from grader.practice.session import run_session, summary_lines
+from grader.practice.prompts import PlainPrompter
 from grader.practice.review import load_progress
+from grader.practice.session import run_session, summary_lines
 from grader.practice.user_data import DATA_DIR_VARIABLE
 
 

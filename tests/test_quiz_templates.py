@@ -14,9 +14,9 @@ import math
 import numpy as np
 import pytest
 
-from grader.practice.bank import default_bank
-from grader.grading.reference import load_reference
 import quiz_measures as measure
+from grader.grading.reference import load_reference
+from grader.practice.bank import default_bank
 
 SEEDS = range(6)
 DTYPES = {2: np.float16, 4: np.float32}
@@ -256,6 +256,8 @@ MEASURE = {
     "serving-cache-rivals-weights": measure.context_where_cache_equals_weights,
     "decoding-new-token-last-key": measure.last_key_seen,
     "sampling-renormalised-share": measure.renormalised_share,
+    "paged-slot-of-position": measure.paged_slot,
+    "paged-blocks-after-appends": measure.paged_blocks_held,
 }
 
 # Sizes that keep a measurement to a few megabytes, for templates whose own

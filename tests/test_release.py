@@ -18,8 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import PROJECT
-from grader.cli import root
 from grader.authoring.release import build_student_release, instructor_only
+from grader.cli import root
 
 ASSIGNMENT = "multihead_attention"
 

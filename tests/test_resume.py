@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch.run import grade_class
 from grader.batch.journal import Journal
 from grader.batch.lanes import grade_task
+from grader.batch.run import grade_class
 from grader.batch.settings import GradingRun
 from grader.paths import solution_path
 from grader.sandbox.client import Limits
@@ -99,7 +99,7 @@ def test_kill_9_then_resume_loses_and_duplicates_nothing(tmp_path):
     assert not list(running.glob("*.json"))
 
 
-def kill_the_grader(task: dict) -> dict:
+def kill_the_grader(task):
     """A lane runner for the student `poison` that kills the whole grader, as a hostile submission might."""
     if task.student == "poison":
         fork_server = os.getppid()

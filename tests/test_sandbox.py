@@ -29,12 +29,12 @@ import numpy as np
 import pytest
 
 from conftest import PROJECT
-from grader.sandbox.worker import landlock
-from grader.sandbox.codec import BadReply, ForeignObject, decode_reply, load_checked_array
-from grader.sandbox.worker.confinement import NOBODY, read_policy
-from grader.sandbox.link import ForkServer, settle_closing
 from grader.sandbox.client import Limits, Sandbox, SandboxWarning, describe_isolation, start_server
+from grader.sandbox.codec import BadReply, ForeignObject, decode_reply, load_checked_array
+from grader.sandbox.link import ForkServer, settle_closing
 from grader.sandbox.source import Cell, SubmissionSource
+from grader.sandbox.worker import landlock
+from grader.sandbox.worker.confinement import NOBODY, read_policy
 
 ABI = landlock.abi_version()
 ROOT = os.geteuid() == 0

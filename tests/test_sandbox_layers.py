@@ -25,8 +25,8 @@ import pytest
 
 from conftest import FIXTURES, PROJECT
 from grader.grading.grade import grade_submission
-from grader.sandbox.client import Limits, Sandbox, SandboxWarning, start_server
 from grader.sandbox import link
+from grader.sandbox.client import Limits, Sandbox, SandboxWarning, start_server
 from grader.sandbox.link import settle_closing
 from grader.sandbox.source import MAX_NOTES, Cell, SubmissionSource, notebook_source
 from grader.sandbox.worker import landlock

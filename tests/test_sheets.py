@@ -5,18 +5,11 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from grader.practice import answers as quiz_answers
 from grader.cli import root
 from grader.errors import UsageError
-from grader.practice.sheets import (
-    SheetSpec,
-    answer_key,
-    answers_template,
-    grade_answers,
-    grade_answers_file,
-    make_sheet,
-    read_answers,
-)
+from grader.practice import answers as quiz_answers
+from grader.practice.sheets import (SheetSpec, answer_key, answers_template, grade_answers, grade_answers_file,
+                                    make_sheet, read_answers)
 
 KEY = "course-key-for-tests"
 

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from grader.assignments.multihead_attention.cases import hidden_cases, public_cases
+from grader.assignments.multihead_attention.fitting import key_arrangements
 from grader.grading.case import Raised, same_value
 from grader.grading.checks import failure_from_error, failure_from_value
-from grader.assignments.multihead_attention.fitting import key_arrangements
 from grader.grading.findings import explain
 from grader.sandbox.client import CallError, CallOutcome
 

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
+from conftest import PROJECT
 from grader.grading.grade import grade_submission
 from grader.sandbox.source import SubmissionError, read_submission
-from conftest import PROJECT
 
 
 def notebook(cells):

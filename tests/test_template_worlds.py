@@ -14,7 +14,6 @@ import ast
 import re
 
 import numpy as np
-
 import pytest
 
 from grader.practice.bank import default_bank

@@ -10,11 +10,11 @@ import re
 import pytest
 
 from grader.render.exports import GradesCsv, JUnitReport
-from grader.render.gradescope import gradescope_results
 from grader.render.feedback import render_html, render_markdown
-from grader.results import SubmissionResult, TestResult
+from grader.render.gradescope import gradescope_results
 from grader.render.text_safety import (REPLACEMENT, clean_line, clean_name, clean_strings, clean_text, csv_cell,
-                                decode_os_name, html_text, markdown_code_block, markdown_inline)
+                                       decode_os_name, html_text, markdown_code_block, markdown_inline)
+from grader.results import SubmissionResult, TestResult
 
 CLEAR_AND_FAKE = "oops\x1b[2J\x1b[H\x1b[1;32mAll 26 checks passed: 60/60\x1b[0m"
 HOSTILE_TEXTS = [
@@ -81,7 +81,8 @@ def test_grades_csv_quotes_neutralized_and_semicolon_cells_and_keeps_the_rest_pl
     buffer = io.StringIO()
     grades = GradesCsv(buffer)
     for student in ("ann", "=1+1", "bob;=2+2", "x\x1b[2J\ny"):
-        grades.add({"student": student, "score": 1.0, "max_score": 2.0, "status": "graded", "misconceptions": []})
+        grades.add(SubmissionResult(student=student, score=1.0, max_score=2.0, status="graded", error=None,
+                                    assignment="multihead_attention"))
     lines = buffer.getvalue().splitlines()
     # raw_score and adjustments follow the contract's columns (grader.batch.adjustments)
     assert lines[1] == "ann,1,2,graded,,1," and lines[2] == "\"'=1+1\",1,2,graded,,1,"  # the cell alone
@@ -118,10 +119,10 @@ def test_no_renderer_lets_a_hostile_string_through(text):
     outputs = {"markdown": render_markdown(result, lang="en"), "html": render_html(result, lang="en")}
     spool, junit = io.StringIO(), io.StringIO()
     report = JUnitReport(spool)
-    report.add(result.to_dict())
+    report.add(result)
     report.finish(junit, spool, name="run")
     outputs["junit"] = junit.getvalue()
-    outputs["gradescope"] = json.dumps(gradescope_results(result.to_dict(), summary=outputs["markdown"]),
+    outputs["gradescope"] = json.dumps(gradescope_results(result, summary=outputs["markdown"]),
                                        ensure_ascii=False)
     for name, output in outputs.items():
         assert bad_characters(output) == [], name

@@ -14,9 +14,8 @@ from conftest import PROJECT
 from grader.errors import ConfigError, UsageError
 from grader.grading.reference import load_reference
 from grader.tinymodel.model import ModelConfig, TinyTransformer, init_parameters, next_token_loss
-from grader.tinymodel.roles import (
-    CHANCE_LOSS, ROLE_THRESHOLD, ablate_heads, assign_roles, head_roles, pattern_scores, probe_batch, task_score,
-)
+from grader.tinymodel.roles import (CHANCE_LOSS, ROLE_THRESHOLD, ablate_heads, assign_roles, head_roles, pattern_scores,
+                                    probe_batch, task_score)
 from grader.tinymodel.store import WEIGHTS_FILE, load_trained, save_run
 from grader.tinymodel.tasks import repeated_runs
 from grader.tinymodel.train import TrainingRun, TrainingSettings, backward, load_backward, train

@@ -7,9 +7,9 @@ import hashlib
 import numpy as np
 import pytest
 
-from grader.viz.embedding import embed, init_weights, positional_code, token_vector, tokenize
 from grader.errors import ConfigError, UsageError
 from grader.grading.reference import fresh_reference, load_reference
+from grader.viz.embedding import embed, init_weights, positional_code, token_vector, tokenize
 from grader.viz.trace import STAGES, Trace, check_heads, divisors, trace_reference, trace_sentence
 
 SENTENCE = "the cat chases the mouse"

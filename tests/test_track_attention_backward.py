@@ -6,11 +6,11 @@ ASSIGNMENT = "attention_backward"
 
 
 def test_reference_gradients_agree_with_central_differences():
-    from grader.grading.reference import load_reference
     from grader.assignments.attention_backward import cases as backward
-    from grader.grading.gradients import leaves
     from grader.assignments.twinning import run_case
+    from grader.grading.gradients import leaves
     from grader.grading.numerics import rel_error
+    from grader.grading.reference import load_reference
 
     reference = load_reference(ASSIGNMENT)
     for name, case in backward.public_cases().items():

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -134,17 +130,13 @@ def test_feedback_in_chinese_names_the_mistake_without_english_prose():
 
 
 def test_a_drill_of_one_function_keeps_the_others_working(tmp_path, monkeypatch):
-    from grader.practice.drill import drills, start_drill
+    from grader.practice.drill import drills
 
     monkeypatch.setenv("MHA_DATA_DIR", str(tmp_path / "data"))
     assert drills(ASSIGNMENT) == ("softmax", "apply_temperature", "top_k_filter", "top_p_filter",
                                   "next_token_distribution", "sample", "all")
-    drill = start_drill(function="top_p_filter", workspace=tmp_path / "drill", assignment=ASSIGNMENT)
-    source = open(drill.path, encoding="utf-8").read()
-    assert source.count("raise NotImplementedError") == 1 and "# Hint:" not in source
-    code, result = track.check(drill.path, ASSIGNMENT)
-    failing = {test["function"] for test in result["tests"] if test["outcome"] != "passed"}
-    assert code == 1 and failing == {"top_p_filter", "next_token_distribution"}  # the distribution uses the stub
+    failing = track.drill_failures(ASSIGNMENT, "top_p_filter", tmp_path / "drill")
+    assert failing == {"top_p_filter", "next_token_distribution"}  # the distribution uses the stub
 
 
 @pytest.fixture(scope="module")
@@ -157,13 +149,4 @@ def test_released_alone_it_gives_nothing_away(release):
 
 
 def test_released_alone_it_installs_and_grades_the_stub_and_the_reference(release, tmp_path):
-    copy, mha, env = track.install_alone(release, tmp_path)
-    command = [str(mha), "check", f"exercises/{ASSIGNMENT}.py", "--assignment", ASSIGNMENT, "--json"]
-    stub = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True)
-    assert stub.returncode == 1, stub.stderr
-    assert json.loads(stub.stdout)["score"] == 0
-    shutil.copy(PROJECT / "solutions" / f"{ASSIGNMENT}.py", copy / "exercises" / f"{ASSIGNMENT}.py")
-    reference = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True)
-    assert reference.returncode == 0, reference.stdout + reference.stderr
-    result = json.loads(reference.stdout)
-    assert result["score"] == result["max_score"] > 0
+    track.assert_installed_release_grades_stub_and_reference(track.install_alone(release, tmp_path), ASSIGNMENT)

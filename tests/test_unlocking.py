@@ -6,18 +6,11 @@ import numpy as np
 import pytest
 
 from grader.practice import answers as quiz_answers
-from grader.practice.prompts import PlainPrompter
 from grader.practice.bank import default_bank
+from grader.practice.prompts import PlainPrompter
 from grader.practice.schema import UNLOCKABLE
-from grader.practice.unlocking import (
-    QUESTIONS_BEFORE_FIRST_CHECK,
-    UnlockBudget,
-    is_unlocked,
-    mark_unlocked,
-    unlock_interactively,
-    unlock_questions,
-    unlocked_functions,
-)
+from grader.practice.unlocking import (QUESTIONS_BEFORE_FIRST_CHECK, UnlockBudget, is_unlocked, mark_unlocked,
+                                       unlock_before_checks, unlock_interactively, unlock_questions, unlocked_functions)
 
 
 @pytest.fixture(autouse=True)
@@ -107,3 +100,30 @@ def test_stopping_leaves_the_function_locked():
     prompter = Answering(wrong_first=5, stop_after=1)  # stops at the second try
     assert not unlock_interactively("forward", lang="en", prompter=prompter, rng=np.random.default_rng(0))
     assert not is_unlocked("forward")
+
+
+def test_before_the_checks_at_most_the_budget_is_asked_the_rest_waits_and_none_unlocked_is_a_usage_error():
+    from grader.errors import UsageError
+
+    prompter = Answering()
+    functions = tuple(sorted(UNLOCKABLE))[:QUESTIONS_BEFORE_FIRST_CHECK + 1]
+    opened = unlock_before_checks(functions, lang="en", prompter=prompter, rng=np.random.default_rng(2))
+    assert opened == functions[:QUESTIONS_BEFORE_FIRST_CHECK] and not is_unlocked(functions[-1])
+    assert any(functions[-1] in line for line in prompter.shown[-1:])  # "answer for ... next time"
+    with pytest.raises(UsageError):
+        unlock_before_checks(functions[-1:], lang="en", prompter=Answering(stop_after=0), rng=np.random.default_rng(3))
+
+
+def test_piped_input_gets_typed_prompts_that_repeat_the_answers_and_json_keeps_them_on_stderr(capsys, monkeypatch):
+    import io
+
+    from grader.practice.prompts import make_prompter
+
+    monkeypatch.setattr("sys.stdin", io.StringIO("(1, 2)\n"))
+    prompter = make_prompter(stderr=True)
+    assert isinstance(prompter, PlainPrompter)
+    prompter.show("a question")
+    assert prompter._read("your answer: ") == "(1, 2)"
+    captured = capsys.readouterr()
+    assert captured.out == "" and "a question" in captured.err and "your answer: " in captured.err
+    assert make_prompter(plain=True)._echo  # piped answers are repeated, so a transcript reads well

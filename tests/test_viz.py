@@ -15,13 +15,13 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import PROJECT, require
-from grader.viz.maps import HeadMaps, alike_pairs, find_head_problems, head_entropy, head_similarity, most_alike_pair
 from grader.cli import root
 from grader.errors import ChecksFailed, ContentError, UsageError
 from grader.paths import solution_path
-from grader.viz.trace import trace_sentence
 from grader.viz.draw import compute_head_maps, draw_attention, make_figures, show_heads
+from grader.viz.maps import HeadMaps, alike_pairs, find_head_problems, head_entropy, head_similarity, most_alike_pair
 from grader.viz.texts import load_viz_texts
+from grader.viz.trace import trace_sentence
 
 SENTENCE = "the cat chases the mouse"
 HAS_SANDBOX = importlib.util.find_spec("grader.sandbox.client") is not None

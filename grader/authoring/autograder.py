@@ -73,11 +73,11 @@ def grade_upload(*, root: Path, without: tuple[str, ...] = ()) -> dict:
     ``without`` leaves sandbox layers out (``grader.sandbox.client.start_server``),
     to see what a container lacking them gives.
     """
-    from grader.entries.entry import submission_in_folder, with_entry
-    from grader.grading.submitted import entry_source
-    from grader.grading.grade import grade_submission
-    from grader.render.gradescope import gradescope_results, summary_of
     from grader.content.messages import Message
+    from grader.entries.entry import submission_in_folder, with_entry
+    from grader.grading.grade import grade_submission
+    from grader.grading.submitted import entry_source
+    from grader.render.gradescope import gradescope_results, summary_of
     from grader.render.text_safety import clean_name
     from grader.results import load_failure
     from grader.sandbox.client import start_server
@@ -109,11 +109,10 @@ def grade_upload(*, root: Path, without: tuple[str, ...] = ()) -> dict:
             finally:
                 server.stop()
             result = with_entry(result, found, file=graded_file, lang=config.lang)
-    data = result.to_dict()
-    results = gradescope_results(data, lang=config.lang, output_format=config.output_format,
+    results = gradescope_results(result, lang=config.lang, output_format=config.output_format,
                                  hidden_visibility=config.hidden_visibility,
-                                 summary=summary_of(data, graded_file=graded_file, lang=config.lang))
-    results["extra_data"] = {"student": student, "submission": graded_file, "isolation": data.get("isolation", ""),
+                                 summary=summary_of(result, graded_file=graded_file, lang=config.lang))
+    results["extra_data"] = {"student": student, "submission": graded_file, "isolation": result.isolation,
                              "seed_key": "assignment", "assignment": config.assignment}
     return results
 

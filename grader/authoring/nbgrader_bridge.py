@@ -51,13 +51,6 @@ def check_groups(assignment: str) -> dict[str, tuple[str, ...]]:
     return {check_cell_id(group): group for group in groups}
 
 
-def read_results(path: Path) -> list[SubmissionResult]:
-    """The results of ``mha grade`` from its ``results.json`` (a list of result objects)."""
-    import json
-
-    return [SubmissionResult.from_dict(entry) for entry in json.loads(Path(path).read_text(encoding="utf-8"))]
-
-
 def write_to_gradebook(*, db: Path, assignment: str, results: list[SubmissionResult],
                        notebook: str | None = None, add_students: bool = False) -> GradebookWrite:
     """Record each result's points per test cell as the autograded score of that cell.

@@ -25,10 +25,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.authoring.tutorial import LayoutCell, Tutorial, load_tutorial
 from grader.errors import ConfigError, ContentError
 from grader.paths import DEFAULT_ASSIGNMENT, exercises_dir, solution_path
 from grader.stubs import BEGIN, DEF, END, HINT, HINT_LABELS, generate_stub, strip_markers
-from grader.authoring.tutorial import LayoutCell, Tutorial, load_tutorial
 
 FILLINGS = ("stub", "solution", "nbgrader")
 NBGRADER_SCHEMA = 3

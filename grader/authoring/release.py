@@ -277,9 +277,9 @@ def release_pyproject(package: Path) -> str:
 # ---- the nbgrader course -------------------------------------------------------------------
 def check_points(assignment: str) -> dict[tuple[str, ...], float]:
     """Points of each check cell of the course notebook: every check, public and hidden, of its functions."""
+    from grader.authoring.tutorial import load_tutorial
     from grader.grading.assignment import get_assignment
     from grader.grading.runner import collect
-    from grader.authoring.tutorial import load_tutorial
 
     exercise = get_assignment(assignment)
     if not (exercise.folder / "hidden").is_dir():

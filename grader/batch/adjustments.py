@@ -18,17 +18,18 @@ shown to the student.
 Adjustments never change a check's score: a result keeps ``score`` (the sum
 of its checks, DESIGN.md's contract) and gains ``adjustments`` (each with the
 points it changed) and ``final_score`` (``score`` plus those changes, not
-below 0; ``grader.results.final_score`` reads it).
+below 0; ``SubmissionResult.final`` reads it).
 """
 
 from __future__ import annotations
 
 import csv
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from grader.errors import UsageError
+from grader.results import SubmissionResult
 
 KINDS = ("late", "manual", "extension")
 COLUMNS = ("student", "points", "reason", "kind")
@@ -94,17 +95,16 @@ def read_adjustments(path: Path) -> dict[str, tuple[Adjustment, ...]]:
     return {student: tuple(items) for student, items in table.items()}
 
 
-def apply_adjustments(result: dict, adjustments) -> dict:
+def apply_adjustments(result: SubmissionResult, adjustments) -> SubmissionResult:
     """``result`` with ``adjustments`` (Adjustment or dicts, as given, not yet applied) and its ``final_score``."""
     items = [item if isinstance(item, Adjustment) else Adjustment.from_dict(item) for item in adjustments or ()]
     extended = any(item.kind == "extension" for item in items)
-    maximum = float(result.get("max_score") or 0.0)
+    maximum = float(result.max_score or 0.0)
     applied = []
     for item in items:
         given = item.points if item.percent is None else maximum * item.percent / 100
         waived = extended and item.kind == "late"
         applied.append(Adjustment(kind=item.kind, reason=item.reason, points=item.points, percent=item.percent,
                                   change=0.0 if waived else round(given, 6), waived=waived))
-    score = float(result["score"])
-    final = max(0.0, round(score + sum(item.change for item in applied), 6))
-    return dict(result, adjustments=[item.to_dict() for item in applied], final_score=final)
+    final = max(0.0, round(float(result.score) + sum(item.change for item in applied), 6))
+    return replace(result, adjustments=tuple(item.to_dict() for item in applied), final_score=final)

@@ -33,8 +33,9 @@ from pathlib import Path
 from typing import IO
 
 from grader.errors import UsageError
-from grader.sandbox.source import MAX_SOURCE_BYTES
 from grader.files import EntryError, Found, atomic_write_text, file_key, read_found
+from grader.results import SubmissionResult
+from grader.sandbox.source import MAX_SOURCE_BYTES
 
 MAX_ATTEMPTS = 2  # a submission in flight during two grader crashes is not tried a third time
 
@@ -181,13 +182,14 @@ class Journal:
     def is_done(self, student: str) -> bool:
         return (self.done_dir / f"{file_key(student)}.json").is_file()
 
-    def read(self, student: str) -> dict:
-        return json.loads((self.done_dir / f"{file_key(student)}.json").read_text(encoding="utf-8"))
+    def read(self, student: str) -> SubmissionResult:
+        data = json.loads((self.done_dir / f"{file_key(student)}.json").read_text(encoding="utf-8"))
+        return SubmissionResult.from_dict(data)
 
-    def record(self, student: str, result: dict) -> None:
-        """Store a finished result, then forget that it was in flight (in this order)."""
+    def record(self, student: str, result: SubmissionResult) -> None:
+        """Store a finished result (as its JSON), then forget that it was in flight (in this order)."""
         atomic_write_text(self.done_dir / f"{file_key(student)}.json",
-                          json.dumps(result, ensure_ascii=False, allow_nan=False), durable=True)
+                          json.dumps(result.to_dict(), ensure_ascii=False, allow_nan=False), durable=True)
         with contextlib.suppress(FileNotFoundError):
             (self.running_dir / f"{file_key(student)}.json").unlink()
 

@@ -2,7 +2,7 @@
 
 Each lane is a process (started from a fork server that has already imported
 the grader, so a new lane costs milliseconds) that receives one task, calls
-``grade_submission`` and sends the result back as plain JSON-ready data. These
+``grade_submission`` and sends the result back (a ``SubmissionResult``). These
 processes only talk to the sandboxed workers; student code never runs in them.
 
 One task per lane means a lane that dies (a submission that found a way to
@@ -28,6 +28,7 @@ from typing import Callable
 from grader.batch.settings import Task
 from grader.content.messages import Message, parts_of
 from grader.paths import DEFAULT_ASSIGNMENT
+from grader.results import SubmissionResult, load_failure
 from grader.sandbox.link import settle_closing
 
 _PR_SET_PDEATHSIG = 1
@@ -42,16 +43,24 @@ class Lane:
 
 
 @dataclass(frozen=True)
+class GraderFailure:
+    """What a lane sends back instead of a result when grading raised: a defect of the grader on this input."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
 class Finished:
-    """What came back for one task: a result dict, or why the lane was lost."""
+    """What came back for one task: its result, the grader's failure on it, or why the lane was lost."""
 
     task: Task
-    result: dict | None = None
+    result: SubmissionResult | None = None
+    failure: str | None = None
     lost: str | None = None
 
 
-def grade_task(task: Task) -> dict:
-    """What a lane does with one task: grade the submission, return the result as a dict.
+def grade_task(task: Task) -> SubmissionResult:
+    """What a lane does with one task: grade the submission and return its result.
 
     The file is read once, from what discovery found (``grader.files.read_found``): a file replaced,
     or a folder swapped for a link since, is refused the same way as at discovery, never graded.
@@ -63,8 +72,6 @@ def grade_task(task: Task) -> dict:
     run = task.run
     source = _source_of(task)
     if isinstance(source, Message):
-        from grader.results import load_failure
-
         result = load_failure(student=task.student, error=source.render(run.lang), assignment=run.assignment,
                               max_score=full_marks(run.assignment, run.visibility), error_messages=parts_of(source))
     else:
@@ -79,7 +86,7 @@ def grade_task(task: Task) -> dict:
         from grader.practice.homework import with_quiz
 
         result = with_quiz(result, answers=_answers_of(task.answers), policy=run.quiz, key=task.course_key)
-    return result.to_dict()
+    return result
 
 
 def _source_of(task: Task):
@@ -134,7 +141,7 @@ class LanePool:
     """
 
     size: int
-    runner: Callable[[Task], dict] = grade_task
+    runner: Callable[[Task], SubmissionResult] = grade_task
     lanes: list[Lane] = field(default_factory=list)
     assignment: str = DEFAULT_ASSIGNMENT  # whose cases and hidden checks the lanes import before forking
 
@@ -178,11 +185,14 @@ class LanePool:
         for lane in busy:
             if lane.connection in ready:
                 try:
-                    finished.append(Finished(lane.task, result=lane.connection.recv()))
-                    lane.task = None
-                    continue
+                    sent = lane.connection.recv()
                 except (EOFError, OSError):
                     pass
+                else:
+                    finished.append(Finished(lane.task, failure=sent.reason) if isinstance(sent, GraderFailure)
+                                    else Finished(lane.task, result=sent))
+                    lane.task = None
+                    continue
             if lane.connection in ready or lane.process.sentinel in ready:
                 finished.append(Finished(lane.task, lost=_death(lane.process)))
                 self._replace(lane)
@@ -236,7 +246,7 @@ def _death(process: multiprocessing.Process) -> str:
 
 
 # ---- inside a lane ---------------------------------------------------------------------
-def _lane_main(connection, runner: Callable[[Task], dict]) -> None:
+def _lane_main(connection, runner: Callable[[Task], SubmissionResult]) -> None:
     _follow_parent()
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
@@ -246,7 +256,7 @@ def _lane_main(connection, runner: Callable[[Task], dict]) -> None:
         settle_closing()
 
 
-def _serve_tasks(connection, runner: Callable[[Task], dict]) -> None:
+def _serve_tasks(connection, runner: Callable[[Task], SubmissionResult]) -> None:
     while True:
         try:
             task = connection.recv()
@@ -257,7 +267,7 @@ def _serve_tasks(connection, runner: Callable[[Task], dict]) -> None:
         try:
             result = runner(task)
         except Exception as failure:  # a defect of the grader on this input: report it, keep the lane
-            result = {"grader_failure": f"{type(failure).__name__}: {failure}"[:500]}
+            result = GraderFailure(f"{type(failure).__name__}: {failure}"[:500])
         try:
             connection.send(result)
         except OSError:  # the grader is gone; the result will be graded again on --resume

@@ -13,13 +13,15 @@ import time
 from pathlib import Path
 
 from grader import seeding
-from grader.batch.signing import ShardRefused, SignedRun, check_shard, sign_outputs, verify_outputs
-from grader.tally import BatchSummary
-from grader.errors import UsageError
-from grader.batch.journal import Journal
 from grader.batch.adjustments import read_adjustments
+from grader.batch.journal import Journal
 from grader.batch.outputs import write_outputs
+from grader.batch.signing import ShardRefused, SignedRun, check_shard, sign_outputs, verify_outputs
+from grader.errors import UsageError
+from grader.render.exports import read_results_json
 from grader.render.text_safety import clean_strings
+from grader.results import SubmissionResult
+from grader.tally import BatchSummary
 
 RUN_KEYS = ("assignment", "visibility", "submissions")
 REFUSED = "refused "  # how the warning about a refused folder begins
@@ -72,15 +74,12 @@ def merge_runs(*, sources: list[Path], out: Path, lang: str | None = None, forma
     try:
         for source in sources:
             try:
-                results = [clean_strings(result) for result in _results_of(source)]
-                check_shard(results, run=signed[source], origin=source / "results.json")
+                results = _checked_results(source, run=signed[source])
             except (ShardRefused, UsageError) as refused:
                 warnings.append(f"{REFUSED}{source}: {refused}")
                 continue
             for result in results:
-                student = result.get("student")
-                if not isinstance(student, str):
-                    raise UsageError(f"{source / 'results.json'} holds a result without a student")
+                student = result.student
                 if student in owner:
                     raise UsageError(f"{student} was graded in both {owner[student]} and {source}; "
                                      "merge the shards of one run only")
@@ -110,14 +109,11 @@ def _run_of(source: Path) -> dict:
         raise UsageError(f"{run_file} is not valid JSON") from None
 
 
-def _results_of(source: Path) -> list[dict]:
-    path = source / "results.json"
-    try:
-        results = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as bad:
-        raise UsageError(f"{path} is not valid JSON ({bad})") from None
-    if not isinstance(results, list) or not all(isinstance(item, dict) for item in results):
-        raise UsageError(f"{path} should hold a list of result objects")
+def _checked_results(source: Path, *, run: SignedRun) -> list[SubmissionResult]:
+    """The results of ``source``'s results.json, cleaned and checked against its signed run (ShardRefused or
+    UsageError if not)."""
+    results = [clean_strings(result) for result in read_results_json(source / "results.json")]
+    check_shard(results, run=run, origin=source / "results.json")
     return results
 
 

@@ -24,20 +24,21 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from grader import seeding
-from grader.batch.discovery import SUFFIXES, Submission, discover_file, discover_submissions, select_shard
 from grader.render.usage_errors import usage_error
 from grader.batch.adjustments import read_adjustments
-from grader.files import atomic_write_text
+from grader.batch.discovery import SUFFIXES, Submission, discover_file, discover_submissions, select_shard
 from grader.batch.journal import MAX_ATTEMPTS, Journal, content_hash
 from grader.batch.lanes import LanePool, full_marks, grade_task
-from grader.batch.settings import GradingRun, Task
-from grader.content.messages import Message, parts_of
-from grader.practice.homework import quiz_worth
 from grader.batch.outputs import write_outputs
+from grader.batch.settings import GradingRun, Task
 from grader.batch.signing import SignedRun, sign_outputs
-from grader.results import load_failure
-from grader.sandbox.client import hideable
+from grader.content.messages import Message, parts_of
+from grader.errors import UsageError
+from grader.files import atomic_write_text
+from grader.practice.homework import quiz_worth
 from grader.render.text_safety import clean_name, clean_strings
+from grader.results import SubmissionResult, load_failure
+from grader.sandbox.client import hideable
 from grader.tally import BatchSummary
 
 ADJUSTMENTS_COPY = "adjustments.csv"  # in the journal: the file --adjust gave, for a later --resume
@@ -51,7 +52,7 @@ class Progress(Protocol):
 
     def start(self, student: str) -> None: ...
 
-    def advance(self, result: dict) -> None: ...
+    def advance(self, result: SubmissionResult) -> None: ...
 
     def end(self) -> None: ...
 
@@ -63,7 +64,7 @@ class _Silent:
     def start(self, student: str) -> None:
         pass
 
-    def advance(self, result: dict) -> None:
+    def advance(self, result: SubmissionResult) -> None:
         pass
 
     def end(self) -> None:
@@ -78,7 +79,7 @@ def default_jobs() -> int:
 
 
 def grade_class(*, run: GradingRun, progress: Progress | None = None,
-                runner: Callable[[Task], dict] = grade_task) -> BatchSummary:
+                runner: Callable[[Task], SubmissionResult] = grade_task) -> BatchSummary:
     """Grade every submission of ``run.submissions`` (or one shard of them) into ``run.out``.
 
     ``runner`` is what a grading process applies to each task (a module-level
@@ -170,23 +171,23 @@ def _forget_changed(chosen: list[Submission], journal: Journal, digests: dict[st
 
 
 def _grade_pending(chosen: list[Submission], journal: Journal, digests: dict[str, str], *, run: GradingRun, progress: Progress,
-                   runner: Callable[[Task], dict]) -> int:
+                   runner: Callable[[Task], SubmissionResult]) -> int:
     """Grade what the journal does not hold yet; returns how many results this run added."""
     max_score = full_marks(run.assignment, run.visibility)
     root = run.root
     entries = {entry.student: entry for entry in chosen}
 
-    def record(student: str, result: dict) -> None:
+    def record(student: str, result: SubmissionResult) -> None:
         """Store ``result`` with what the batch knows of the entry; every string cleaned first."""
         entry = entries[student]
-        notes, note_messages = list(result.get("notes") or ()), list(result.get("note_messages") or ())
-        if len(note_messages) != len(notes):
-            note_messages = [list(parts_of(note)) for note in notes]
-        result = dict(result, student=student, submission=entry.shown_path(root),
-                      file=entry.shown_path(root) if entry.path is not None else None,
-                      set_aside=list(entry.set_aside),
-                      notes=[note.render(run.lang) for note in entry.notes] + notes,
-                      note_messages=[list(parts_of(note)) for note in entry.notes] + note_messages)
+        note_messages = result.note_messages
+        if len(note_messages) != len(result.notes):
+            note_messages = tuple(parts_of(note) for note in result.notes)
+        result = replace(result, student=student, submission=entry.shown_path(root),
+                         file=entry.shown_path(root) if entry.path is not None else None,
+                         set_aside=tuple(entry.set_aside),
+                         notes=tuple(note.render(run.lang) for note in entry.notes) + result.notes,
+                         note_messages=tuple(parts_of(note) for note in entry.notes) + tuple(note_messages))
         result = clean_strings(result)
         journal.record(student, result)
         journal.remember(student, digests[student])
@@ -196,7 +197,7 @@ def _grade_pending(chosen: list[Submission], journal: Journal, digests: dict[str
         text = reason.render(run.lang) if isinstance(reason, Message) else reason
         worth = quiz_worth(student, run.quiz, key=seeding.course_key()) if run.quiz.required else 0.0
         record(student, load_failure(student=student, error=text, max_score=max_score + worth,
-                                     assignment=run.assignment, error_messages=parts_of(reason)).to_dict())
+                                     assignment=run.assignment, error_messages=parts_of(reason)))
 
     returning = set(journal.in_flight())
     already = sum(journal.is_done(entry.student) for entry in chosen)
@@ -267,10 +268,10 @@ def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, run: GradingRu
                     alone = None
                 attempts.pop(student, None)
                 entry = waiting.pop(student)
-                if finished.lost is None and "grader_failure" not in finished.result:
+                if finished.result is not None:
                     record(student, finished.result)
-                elif finished.lost is None:
-                    refuse(student, f"the grader failed on this submission ({finished.result['grader_failure']})")
+                elif finished.failure is not None:
+                    refuse(student, f"the grader failed on this submission ({finished.failure})")
                 elif journal.attempts(student) >= MAX_ATTEMPTS:
                     refuse(student, f"{finished.lost}; {_twice_message(journal.attempts(student))}")
                 else:

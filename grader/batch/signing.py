@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.files import atomic_write_text
+from grader.results import SubmissionResult, TestResult
 
 SIGNATURE_FILE = "signature.json"
 SCHEMA = 1
@@ -77,33 +78,31 @@ def verify_outputs(*, source: Path, key: str) -> SignedRun:
     return run
 
 
-def check_shard(results: list[dict], *, run: SignedRun, origin: Path) -> None:
+def check_shard(results: list[SubmissionResult], *, run: SignedRun, origin: Path) -> None:
     """ShardRefused when a result is not what grading could have written, or its student is not the shard's."""
     share = set(run.students)
     if run.shard is not None:
         index, count = (int(part) for part in run.shard.split("/"))
         share = set(sorted(run.students)[index - 1::count])
     for result in results:
-        student = result.get("student")
-        where = f"{origin}: {student!r}"
-        if student not in share:
+        where = f"{origin}: {result.student!r}"
+        if not isinstance(result.student, str) or result.student not in share:
             raise ShardRefused(f"{where} is not one of the shard's students"
                                + (f" (shard {run.shard} of a class of {len(run.students)})" if run.shard else ""))
-        numbers = [result.get("score"), result.get("max_score")]
-        tests = result.get("tests") or []
-        if not isinstance(tests, list) or not all(isinstance(test, dict) for test in tests):
+        if not all(isinstance(test, TestResult) for test in result.tests):
             raise ShardRefused(f"{where} has tests that are not a list of checks")
-        numbers += [value for test in tests for value in (test.get("score"), test.get("max_score"))]
+        numbers = [result.score, result.max_score, *(value for test in result.tests
+                                                     for value in (test.score, test.max_score))]
         if not all(_finite(value) for value in numbers):
             raise ShardRefused(f"{where} holds a score that is not a finite number")
-        if result.get("status") == "graded":
-            total = sum(test["score"] for test in tests)
-            if abs(total - result["score"]) > TOLERANCE:
-                raise ShardRefused(f"{where} scores {result['score']:g}; its checks add up to {total:g}")
-            if any(test["score"] > test["max_score"] + TOLERANCE for test in tests):
+        if result.status == "graded":
+            total = sum(test.score for test in result.tests)
+            if abs(total - result.score) > TOLERANCE:
+                raise ShardRefused(f"{where} scores {result.score:g}; its checks add up to {total:g}")
+            if any(test.score > test.max_score + TOLERANCE for test in result.tests):
                 raise ShardRefused(f"{where} has a check scoring more than its maximum")
-        elif result.get("score") != 0:
-            raise ShardRefused(f"{where} is an error scoring {result.get('score')}; an error scores 0")
+        elif result.score != 0:
+            raise ShardRefused(f"{where} is an error scoring {result.score}; an error scores 0")
 
 
 def _finite(value) -> bool:

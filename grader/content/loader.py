@@ -9,9 +9,9 @@ ContentError that names the file and the key.
 from __future__ import annotations
 
 import string
-import tomllib
 from pathlib import Path
 
+from grader.content.parsed_cache import parsed_toml
 from grader.errors import ContentError
 from grader.i18n import LANGUAGES
 
@@ -21,9 +21,8 @@ SCHEMA_VERSION = 1
 def load_toml(path: Path, *, schema_version: int | None = SCHEMA_VERSION) -> dict:
     """Read a content file (and check its ``schema_version`` unless None is asked)."""
     try:
-        with open(path, "rb") as handle:
-            data = tomllib.load(handle)
-    except (OSError, tomllib.TOMLDecodeError) as bad:
+        data = parsed_toml(path)  # parsed once per version of the file, kept in the user's cache
+    except (OSError, ValueError) as bad:  # tomllib.TOMLDecodeError and a file not in UTF-8 are ValueErrors
         raise ContentError(f"{path}: {bad}") from None
     if schema_version is not None and data.get("schema_version") != schema_version:
         raise ContentError(f"{path}: schema_version must be {schema_version}, found {data.get('schema_version')!r}")

@@ -13,13 +13,15 @@ from __future__ import annotations
 
 import functools
 import importlib
+import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
 from grader.content.loader import load_toml
 from grader.errors import ContentError, UsageError
-from grader.paths import ASSIGNMENTS_DIR
+from grader.paths import ASSIGNMENTS_DIR, DEFAULT_ASSIGNMENT, exercise_path
 
 SPEC_FILE = "exercise.toml"
 
@@ -131,3 +133,49 @@ def get_assignment(name: str) -> Assignment:
     except KeyError:
         known = ", ".join(sorted(ASSIGNMENTS))
         raise UsageError(f"unknown assignment {name!r}; choose one of: {known}") from None
+
+
+_DEFINITION = re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)", re.MULTILINE)
+
+
+def defined_names(path: Path) -> set[str]:
+    """The top-level functions and classes a file (or a notebook's code cells) defines, read without running
+    it; a syntax error elsewhere in the file does not hide them."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if path.suffix == ".ipynb":
+        try:
+            cells = json.loads(text).get("cells", [])
+            text = "\n".join("".join(cell.get("source", "")) for cell in cells if cell.get("cell_type") == "code")
+        except (ValueError, AttributeError, TypeError, RecursionError):
+            return set()
+    return set(_DEFINITION.findall(text))
+
+
+def assignment_of(file: Path) -> str:
+    """The exercise ``file`` belongs to: the one it is named after, else the one whose stub's functions and
+    classes it defines all of (the most specific when several do), else the one it shares the most names
+    with. A file that defines none of any exercise's names, or fits the default exercise as well as others,
+    is checked as the default exercise; UsageError when other exercises fit equally well."""
+    if file.stem in ASSIGNMENTS:
+        return file.stem
+    defined = defined_names(file)
+    scores = []
+    for name in ASSIGNMENTS:
+        stub = exercise_path(name)
+        wanted = defined_names(stub) if stub.is_file() else set()
+        if wanted:
+            shared = len(wanted & defined)
+            # a full fit: the most specific stub wins; else the stub the file covers the largest part of
+            scores.append((wanted <= defined, len(wanted) if wanted <= defined else shared / len(wanted), shared,
+                           name))
+    scores.sort(reverse=True)
+    if not scores or scores[0][2] == 0:
+        return DEFAULT_ASSIGNMENT
+    best = scores[0]
+    if len(scores) == 1 or best[:3] != scores[1][:3]:
+        return best[3]
+    tied = [name for *score, name in scores if tuple(score) == best[:3]]
+    if DEFAULT_ASSIGNMENT in tied:
+        return DEFAULT_ASSIGNMENT  # what a check without --assignment has always meant
+    raise UsageError(f"cannot tell which exercise {file} is: it fits {' and '.join(sorted(tied))} equally well; "
+                     f"pass --assignment NAME (one of: {', '.join(sorted(ASSIGNMENTS))})")

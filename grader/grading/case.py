@@ -19,7 +19,6 @@ from typing import Callable
 import numpy as np
 
 
-
 @dataclass(frozen=True)
 class Sizes:
     B: int

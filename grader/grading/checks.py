@@ -5,7 +5,8 @@ misconception it matched (a catalog id or a generic outcome), the function
 where the mistake really is, and further mistakes the same values show.
 Diagnosis tries, in order: the twins (what each catalogued mistake produces
 on the same input, the cheapest and most exact test), the companion case
-(right when S = T, wrong here: the keys' length taken from Q), the
+(the exercise's ``COMPANION`` rule: right on the same call with as many keys
+as queries, wrong here, and what that shows in its own words), the
 signature rules (the exercise's ``signatures.py``, see ``grader.grading.findings``:
 what the mistake does to the values, however it was written), and only then a generic outcome. The
 functions the failing call entered (as the worker recorded them) decide
@@ -109,6 +110,19 @@ def expect_values(student: StudentCode, cases) -> None:
                 further.append(failure)
         best.others = (*best.others, *further)
         raise best
+
+
+def expect_raised(student: StudentCode, case: Case, error_type: str, refusal) -> None:
+    """The call of ``case`` must raise ``error_type`` (an input it must refuse); otherwise the check fails
+    with ``refusal(got)``, a Message saying what the call gave instead (``got``: the exception, or "a value").
+    A hang, a crash or a stub is explained as any failed call is."""
+    outcome = student.invoke(case)
+    if outcome.error is not None and outcome.ended is None and outcome.error.type == error_type:
+        return
+    if outcome.error is not None and (outcome.ended is not None or outcome.error.type == "NotImplementedError"):
+        raise failure_from_error(case.function, outcome, case, student=student)
+    got = f"{outcome.error.type}: {outcome.error.message}" if outcome.error is not None else "a value"
+    raise CheckFailure(refusal(got), function=case.function)
 
 
 def _unexplained(failure: CheckFailure) -> int:
@@ -293,7 +307,7 @@ def _from_findings(case: Case, findings: list[Finding], reached: tuple, *,
 
 
 def _companion_findings(case: Case, student: StudentCode | None, here) -> list[Finding]:
-    """Right on the same call with as many keys as queries (S = T), wrong here: the keys' length comes from Q.
+    """Right on the same call with as many keys as queries (S = T), wrong here: the exercise's ``COMPANION`` rule.
 
     ``here`` is what the student's call gave on ``case`` (its value, or ``Raised``). The companion may be
     wrong too, by another mistake: when a twin gives exactly the companion's outcome there but not the
@@ -324,10 +338,8 @@ def _companion_findings(case: Case, student: StudentCode | None, here) -> list[F
             named = {finding.misconception for finding in explain(companion, there)}
             if not named or named & rule.length_like:
                 return []
-    evidence = ("sig_query_length", {"what": _what(case), "T": companion.args[0].shape[-2],
-                                     "S": case.args[1].shape[-2]})
     upstream = ((rule.misconception, rule.upstream[case.function]),) if case.function in rule.upstream else ()
-    return [Finding(rule.misconception, case.function, evidence, alternatives=upstream)]
+    return [Finding(rule.misconception, case.function, rule.evidence(case, companion), alternatives=upstream)]
 
 
 def _same_outcome(got, value) -> bool:
@@ -349,6 +361,12 @@ def generic_failure(case: Case, got) -> CheckFailure:
         for position, (got_item, expected_item) in enumerate(zip(got, expected)):
             if not same_value(got_item, expected_item):
                 part_what = f"{what}[{position}]"
+                if expected_item is None or isinstance(expected_item, (bool, int, float, str)):
+                    # a step that gives no array (a method returning None, a count): say what it should give
+                    kind = "wrong-type" if type(got_item) is not type(expected_item) else "numeric-mismatch"
+                    return CheckFailure(Message("wrong_item", {"what": part_what, "expected": repr(expected_item),
+                                                               "got": describe(got_item)}),
+                                        misconception=kind, function=case.function)
                 legend = legends[position] if isinstance(legends, tuple) else legends
                 failure = _compare_array(case, got_item, expected_item, part_what, legend)
                 if structure_mistake and position > 0 and failure.misconception in ("wrong-shape", "wrong-type"):

@@ -22,7 +22,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -51,6 +51,8 @@ class CompanionRule:
     """What a case right on its companion (S = T) and wrong on itself shows: the keys' length taken from Q."""
 
     misconception: str
+    # what the two calls show, in the exercise's words: ``evidence(case, companion)`` -> (message key, params)
+    evidence: Callable[[Case, Case], tuple]
     # mistakes that could themselves come from confusing the two lengths: a companion value showing one
     # of them does not separate "raises only when S != T" from this mistake
     length_like: frozenset = frozenset()

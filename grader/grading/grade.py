@@ -7,23 +7,23 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Callable
 
-from grader.grading.assignment import get_assignment
 from grader.content.catalog import misconception_ids
 from grader.content.messages import Message, cell_label, parts_of, render_parts
-from grader.results import SubmissionResult, load_failure, summarize
-from grader.grading.runner import collect, run_tests
 from grader.grading import calibration as calibrating
 from grader.grading import calibration_cache
 from grader.grading import case as case_module
+from grader.grading.assignment import get_assignment
 from grader.grading.calibration import Calibration
 from grader.grading.imports import with_early_imports
-from grader.sandbox.client import LOAD_TIMED_OUT, CallError, ForkServer, ForkServerError, Limits, Sandbox, start_server
-from grader.seeding import derived_seed, student_seed
+from grader.grading.runner import collect, run_tests
 from grader.grading.settling import CONSTRUCTOR
 from grader.grading.student import StudentCode, construction_of, construction_request, request_of
-from grader.paths import DEFAULT_ASSIGNMENT, solution_path
 from grader.grading.submitted import read_submission_file
+from grader.paths import DEFAULT_ASSIGNMENT, solution_path
+from grader.results import SubmissionResult, load_failure, summarize
+from grader.sandbox.client import LOAD_TIMED_OUT, CallError, ForkServer, ForkServerError, Limits, Sandbox, start_server
 from grader.sandbox.source import SubmissionError, SubmissionSource, read_submission
+from grader.seeding import derived_seed, student_seed
 
 VISIBILITIES = {"public": ("public",), "all": ("public", "hidden"), "hidden": ("hidden",)}
 

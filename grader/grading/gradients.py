@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from grader.content.messages import Message
 from grader.grading.case import Case
 from grader.grading.checks import CheckFailure, failure_from_error, failure_from_value
-from grader.content.messages import Message
-from grader.grading.student import StudentCode
 from grader.grading.numerics import rel_error
+from grader.grading.student import StudentCode
 from grader.results import UNEXPLAINED_VALUE
 
 TOLERANCE = 1e-5  # float32 arithmetic stays near 1e-7; a wrong step is off by far more

@@ -15,13 +15,12 @@ import inspect
 from dataclasses import dataclass
 from typing import Callable
 
-from grader.grading.assignment import Assignment
+from grader.content.messages import Message, parts_of, render_parts
 from grader.grading import showing
+from grader.grading.assignment import Assignment
 from grader.grading.checks import CheckFailure
 from grader.grading.marker import read_marker
-from grader.content.messages import Message, parts_of, render_parts
 from grader.results import UNEXPLAINED, TestResult
-
 
 OUTPUT_SHOWN = 600  # characters of a check's printed output kept in its result
 

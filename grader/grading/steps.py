@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 
+from grader.content.messages import Message
 from grader.grading.case import Case, same_value
 from grader.grading.checks import CheckFailure, failure_from_error, failure_from_value, generic_failure
-from grader.content.messages import Message
 from grader.grading.student import StudentCode
 from grader.results import UNEXPLAINED_VALUE
 

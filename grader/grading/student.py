@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from grader.grading.case import Case
-from grader.sandbox.codec import ForeignObject
 from grader.grading.settling import CONSTRUCTOR, Ledger, Stop
+from grader.sandbox.codec import ForeignObject
 
 if TYPE_CHECKING:  # annotations only: the proxy is handed an open sandbox
     from grader.sandbox.client import CallOutcome, Sandbox

@@ -8,18 +8,15 @@ any separators: ``(2, 8, 10, 64)``, ``2x8x10x64``, ``[2 8 10 64]`` and
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import math
 import re
 import string
 import unicodedata
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # annotations only: reading an answer needs the question's data, not the bank loaded
     from grader.practice.bank import PosedQuestion
-from dataclasses import dataclass
-from typing import Any
-
 
 LETTERS = string.ascii_uppercase
 _SEPARATORS = re.compile(r"[\s,;、()\[\]{}<>x×*]+")

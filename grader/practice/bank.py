@@ -20,22 +20,13 @@ from typing import Any
 
 import numpy as np
 
-from grader.practice import formulas as quiz_formulas
 from grader.content.catalog import misconception_ids
 from grader.errors import ContentError
 from grader.i18n import LANGUAGES
 from grader.paths import QUESTIONS_DIR
-from grader.practice.schema import (  # noqa: F401  (KINDS, LEVELS, UNLOCKABLE are public here)
-    FILE_KEYS,
-    Choice,
-    KINDS,
-    LEVELS,
-    SCHEMA_VERSION,
-    UNLOCKABLE,
-    no_unknown_keys,
-    question_fields,
-    texts,
-)
+from grader.practice import formulas as quiz_formulas
+from grader.practice.schema import (FILE_KEYS, KINDS, LEVELS,  # noqa: F401  (KINDS, LEVELS, UNLOCKABLE are public here)
+                                    SCHEMA_VERSION, UNLOCKABLE, Choice, no_unknown_keys, question_fields, texts)
 
 _PLACEHOLDER = re.compile(r"\{(\w+)(?::([^{}]*))?\}")
 _DRAW_ATTEMPTS = 500

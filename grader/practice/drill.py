@@ -27,9 +27,9 @@ import numpy as np
 from grader.errors import ConfigError, UsageError
 from grader.grading.assignment import StandIn, get_assignment
 from grader.paths import DEFAULT_ASSIGNMENT, default_assignment, released_stub, solution_path
-from grader.stubs import BEGIN, DEF, END, HINT, STUB_HINT, generate_stub
-from grader.practice.user_data import data_dir, read_document, write_document
 from grader.practice.texts import text
+from grader.practice.user_data import data_dir, read_document, write_document
+from grader.stubs import BEGIN, DEF, END, HINT, STUB_HINT, generate_stub
 
 ALL = "all"  # the whole module from scratch
 CURRENT_FILE = "drill-current.json"

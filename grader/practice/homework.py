@@ -20,10 +20,12 @@ oversized or non-regular answers file costs the quiz, never the code.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import datetime
 from pathlib import Path
 
 from grader.content.messages import Message, parts_of
 from grader.errors import MhaError, UsageError
+from grader.render.usage_errors import usage_error
 from grader.practice import ANSWERS_SUFFIX
 from grader.practice.schema import LEVELS
 from grader.practice.sheets import DEFAULT_COUNT, points_of
@@ -40,6 +42,23 @@ class QuizPolicy:
     levels: tuple[str, ...] = ()  # and which levels
     show_answers: bool = False  # feedback names the expected answers (e.g. once the due date has passed)
     required: bool = False  # every student has a sheet: one without an answers file scores 0 of it
+
+
+def quiz_policy(*, points: str | None = None, count: int | None = None, topics: tuple[str, ...] = (),
+                levels: tuple[str, ...] = (), show_answers: bool = False, due: datetime | None = None,
+                now: datetime | None = None) -> QuizPolicy:
+    """The instructor's quiz settings (``mha grade --quiz-*``); any of them means every student has a sheet.
+    After ``due`` (local time; ``now`` by default the clock's) the feedback shows the expected answers."""
+    from grader.practice.bank import default_bank
+
+    known = default_bank().titles
+    unknown = sorted(set(topics) - set(known))
+    if unknown:
+        raise usage_error("unknown_quiz_topic", topic=repr(unknown[0]), topics=", ".join(sorted(known)))
+    required = points is not None or count is not None or bool(topics or levels)
+    past_due = due is not None and (now or datetime.now()) >= due
+    return QuizPolicy(points=parse_points(points), count=count, topics=tuple(topics), levels=tuple(levels),
+                      required=required, show_answers=show_answers or past_due)
 
 
 def parse_points(text: str | None) -> float | dict[str, float]:

@@ -5,8 +5,11 @@ No prompts here: class grading (``homework`` -> ``sheets``) uses this without th
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Iterable, Sequence
 
+from grader.render.usage_errors import usage_error
 from grader.practice.bank import Bank, PosedQuestion, choose_questions, questions_for_misconception
 from grader.practice.review import Progress
 
@@ -33,3 +36,23 @@ def linked_question_ids(misconceptions: Iterable[str]) -> list[str]:
             if question.id not in ids:
                 ids.append(question.id)
     return ids
+
+
+def misconceptions_in_feedback(path: Path, *, lang: str = "en") -> list[str]:
+    """Catalog ids found in a result JSON (``mha check --json``, ``results.json``),
+    or found by checking a submission file (``.py`` / ``.ipynb``) now."""
+    if path.suffix in (".py", ".ipynb"):
+        from grader.grading.grade import grade_submission
+
+        return list(grade_submission(path=path, lang=lang).misconceptions)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise usage_error("not_result_json", path=path, error=f"{type(error).__name__}: {error}") from None
+    results = data if isinstance(data, list) else [data]
+    found: list[str] = []
+    for result in results:
+        if not isinstance(result, dict) or not isinstance(result.get("misconceptions"), list):
+            raise usage_error("result_without_misconceptions", path=path)
+        found.extend(item for item in result["misconceptions"] if item not in found)
+    return found

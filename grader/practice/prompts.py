@@ -80,3 +80,25 @@ class ArrowKeyPrompter:
                      q.Choice(title=text("false", lang), value="false")]
             return q.select(message, choices=truth, **select).ask(**stopped)
         return q.text(message, qmark=">").ask(**stopped)
+
+
+def make_prompter(*, plain: bool = False, stderr: bool = False) -> PlainPrompter | ArrowKeyPrompter:
+    """The prompter for this terminal: arrow keys where a person answers at one (input and output both
+    terminals, unless ``plain``), typed lines otherwise, with piped answers repeated so a transcript reads
+    well. With ``stderr`` everything it shows goes there, so stdout holds only a result (``--json``)."""
+    import sys
+
+    shown_on = sys.stderr if stderr else sys.stdout
+    write = _on_stderr if stderr else echo_wrapped
+    if sys.stdin.isatty() and shown_on.isatty() and not plain:
+        return ArrowKeyPrompter(write=write)
+    return PlainPrompter(read=_read_on_stderr if stderr else input, write=write, echo_answers=not sys.stdin.isatty())
+
+
+def _on_stderr(line: str) -> None:
+    click.echo(line, err=True)
+
+
+def _read_on_stderr(prompt: str) -> str:
+    click.echo(prompt, err=True, nl=False)
+    return input()

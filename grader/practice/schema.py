@@ -38,10 +38,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from grader.practice import formulas as quiz_formulas
 from grader.errors import ContentError
 from grader.grading.assignment import ASSIGNMENTS
 from grader.i18n import LANGUAGES
+from grader.practice import formulas as quiz_formulas
 
 SCHEMA_VERSION = 1
 KINDS = ("single-choice", "multiple-choice", "numeric", "shape", "ordering", "true-false")

@@ -16,11 +16,11 @@ from typing import Protocol
 
 import click
 
-from grader.practice import answers as quiz_answers
 from grader.i18n import pick
+from grader.practice import answers as quiz_answers
 from grader.practice.bank import PosedQuestion
-from grader.practice.texts import clock, text
 from grader.practice.review import Progress
+from grader.practice.texts import clock, text
 
 _ATTEMPTS_TO_PARSE = 3
 

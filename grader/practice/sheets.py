@@ -37,9 +37,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from grader.practice import answers as quiz_answers
 from grader.errors import UsageError
 from grader.i18n import pick
+from grader.practice import answers as quiz_answers
 from grader.practice.answers import LETTERS
 from grader.practice.bank import PosedQuestion, choose_questions, default_bank
 from grader.practice.texts import text

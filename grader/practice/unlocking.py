@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from grader.practice import answers as quiz_answers
 from grader.i18n import pick
+from grader.practice import answers as quiz_answers
 from grader.practice.bank import Question, default_bank
 from grader.practice.session import Prompter
 from grader.practice.texts import text
@@ -80,6 +80,24 @@ def unlock_interactively(function_name: str, *, lang: str, prompter: Prompter,
     mark_unlocked(function_name)
     prompter.show(text("unlock_done", lang, function=function_name))
     return True
+
+
+def unlock_before_checks(functions: tuple[str, ...], *, lang: str, prompter: Prompter,
+                         rng: np.random.Generator | None = None) -> tuple[str, ...]:
+    """Ask the unlock questions of each locked function of ``functions`` (within one run's budget); returns
+    the functions now unlocked, in order. UsageError when none is, so no check runs."""
+    from grader.content.messages import render
+    from grader.errors import UsageError
+
+    rng = rng if rng is not None else np.random.default_rng()
+    budget = UnlockBudget()  # at most a few questions before the first check
+    opened = tuple(name for name in functions
+                   if unlock_interactively(name, lang=lang, prompter=prompter, rng=rng, budget=budget))
+    if budget.later:
+        prompter.show(text("unlock_later", lang, functions=", ".join(budget.later)))
+    if not opened:
+        raise UsageError(render("check_none_unlocked", {}, lang))
+    return opened
 
 
 def _ask(question: Question, *, lang: str, prompter: Prompter, rng: np.random.Generator) -> bool:

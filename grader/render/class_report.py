@@ -21,8 +21,8 @@ from grader.content.messages import check_title
 from grader.files import atomic_write_text, file_key
 from grader.i18n import pick
 from grader.paths import CONTENT_DIR
-from grader.tally import ClassTally, RosterRow
 from grader.render.text_safety import html_text
+from grader.tally import ClassTally, RosterRow
 
 REPORT_TEXTS = CONTENT_DIR / "report.toml"
 

@@ -10,10 +10,9 @@ would let a student rebuild the inputs of a regrade.
 
 from __future__ import annotations
 
-import re
-
 import functools
 import html
+import re
 from dataclasses import dataclass
 
 from grader.content.catalog import load_catalog
@@ -21,8 +20,8 @@ from grader.content.loader import load_bilingual
 from grader.content.messages import case_text, check_text, check_title, error_text, note_texts
 from grader.paths import CONTENT_DIR
 from grader.render import marks
-from grader.results import SubmissionResult, TestResult
 from grader.render.text_safety import clean_line, html_text, markdown_code_block, markdown_inline
+from grader.results import SubmissionResult, TestResult
 
 FEEDBACK_FILE = CONTENT_DIR / "feedback.toml"
 

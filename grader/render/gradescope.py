@@ -1,7 +1,6 @@
 """One student's result as Gradescope's ``results.json`` (its autograder specification).
 
-A renderer: it reads a result dict (the JSON contract of DESIGN.md) and
-computes no score. Each check becomes a test named by its title, numbered
+A renderer: it reads a ``SubmissionResult`` and computes no score. Each check becomes a test named by its title, numbered
 ``<function>.<check>``, with the check's message, its case (sizes, and for a
 public check the expected-against-returned rows the terminal shows) and the
 diagnosis of the mistake (title, explanation, hint) as its output, in
@@ -17,13 +16,13 @@ from __future__ import annotations
 import functools
 import html
 
-from grader.results import final_score
 from grader.content.catalog import load_catalog
 from grader.content.loader import load_bilingual
 from grader.content.messages import check_title, render_parts
 from grader.i18n import pick
 from grader.paths import CONTENT_DIR
 from grader.render.text_safety import html_text, markdown_code_block, markdown_inline
+from grader.results import SubmissionResult, TestResult
 
 OUTPUT_FORMATS = ("md", "html")  # of the tests' outputs
 HIDDEN_VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")  # Gradescope's, for hidden checks
@@ -40,81 +39,79 @@ def say(key: str, lang: str, **params) -> str:
     return pick(platform_texts()[key], lang).format(**params)
 
 
-def gradescope_results(result: dict, *, lang: str = "en", output_format: str = "md",
+def gradescope_results(result: SubmissionResult, *, lang: str = "en", output_format: str = "md",
                        hidden_visibility: str = "after_published", summary: str = "") -> dict:
     """Gradescope's results object for ``result``; ``summary`` is the top-level output students see at once."""
     if output_format not in OUTPUT_FORMATS:
         raise ValueError(f"output_format must be one of {OUTPUT_FORMATS}, got {output_format!r}")
     if hidden_visibility not in HIDDEN_VISIBILITIES:
         raise ValueError(f"hidden_visibility must be one of {HIDDEN_VISIBILITIES}, got {hidden_visibility!r}")
-    score = final_score(result)
-    data = {"score": score, "execution_time": round(float(result.get("duration") or 0.0), 3),
+    data = {"score": float(result.final), "execution_time": round(float(result.duration or 0.0), 3),
             "output": summary, "output_format": "md", "test_output_format": output_format,
             "test_name_format": "text", "stdout_visibility": "hidden", "tests": []}
-    if result["status"] != "graded":
-        data["tests"] = [{"name": say("load_title", lang), "number": "0", "score": 0.0, "max_score": result["max_score"],
-                          "status": "failed", "output": _block(result.get("error") or "", output_format),
+    if result.status != "graded":
+        data["tests"] = [{"name": say("load_title", lang), "number": "0", "score": 0.0, "max_score": result.max_score,
+                          "status": "failed", "output": _block(result.error or "", output_format),
                           "output_format": output_format, "visibility": "visible"}]
     else:
         data["tests"] = _tests(result, lang=lang, output_format=output_format, hidden_visibility=hidden_visibility)
-    adjustments = result.get("adjustments") or ()
-    if adjustments:
-        data["tests"].append(_adjustment_test(result, adjustments, lang=lang, output_format=output_format))
+    if result.adjustments:
+        data["tests"].append(_adjustment_test(result.adjustments, lang=lang, output_format=output_format))
     return data
 
 
-def summary_of(result: dict, *, graded_file: str | None, lang: str) -> str:
+def summary_of(result: SubmissionResult, *, graded_file: str | None, lang: str) -> str:
     """The top-level output (Markdown) students see at once: the file graded and the public checks' tally.
 
     Hidden checks are only counted, so their results show when their visibility allows.
     """
-    tests = result.get("tests", ())
-    public = [test for test in tests if test.get("visibility") != "hidden"]
+    tests = result.tests
+    public = [test for test in tests if test.visibility != "hidden"]
     if graded_file is None:
-        return say("gradescope_not_graded", lang, error=markdown_inline(result.get("error") or ""))
-    if result.get("status") != "graded":
-        return say("gradescope_load_error", lang, error=markdown_code_block(result.get("error") or ""))
+        return say("gradescope_not_graded", lang, error=markdown_inline(result.error or ""))
+    if result.status != "graded":
+        return say("gradescope_load_error", lang, error=markdown_code_block(result.error or ""))
     summary = say("gradescope_summary", lang, file=markdown_inline(graded_file).replace("`", "'"), public=len(public),
-                  passed=sum(test["outcome"] == "passed" for test in public))
+                  passed=sum(test.outcome == "passed" for test in public))
     if len(tests) > len(public):
         summary += "\n\n" + say("gradescope_hidden", lang, hidden=len(tests) - len(public))
-    if result.get("set_aside"):
-        shown = ", ".join(markdown_inline(str(name)).replace("`", "'") for name in result["set_aside"])
+    if result.set_aside:
+        shown = ", ".join(markdown_inline(str(name)).replace("`", "'") for name in result.set_aside)
         summary += "\n\n" + say("gradescope_set_aside", lang, files=shown)
     return summary
 
 
-def _tests(result: dict, *, lang: str, output_format: str, hidden_visibility: str) -> list[dict]:
+def _tests(result: SubmissionResult, *, lang: str, output_format: str, hidden_visibility: str) -> list[dict]:
     functions: dict[str, int] = {}
     counts: dict[str, int] = {}
     tests = []
-    for test in result.get("tests", ()):
-        index = functions.setdefault(test["function"], len(functions) + 1)
-        counts[test["function"]] = counts.get(test["function"], 0) + 1
+    for test in result.tests:
+        index = functions.setdefault(test.function, len(functions) + 1)
+        counts[test.function] = counts.get(test.function, 0) + 1
         tests.append({
-            "name": f"{test['function']}: {check_title(test['name'], lang)}",
-            "number": f"{index}.{counts[test['function']]}",
-            "score": test["score"],
-            "max_score": test["max_score"],
-            "status": "passed" if test["outcome"] == "passed" else "failed",
+            "name": f"{test.function}: {check_title(test.name, lang)}",
+            "number": f"{index}.{counts[test.function]}",
+            "score": test.score,
+            "max_score": test.max_score,
+            "status": "passed" if test.outcome == "passed" else "failed",
             "output": _output(test, lang=lang, output_format=output_format),
             "output_format": output_format,
-            "visibility": hidden_visibility if test.get("visibility") == "hidden" else "visible",
-            "tags": [tag for tag in (test["function"], test.get("misconception")) if tag],
+            "visibility": hidden_visibility if test.visibility == "hidden" else "visible",
+            "tags": [tag for tag in (test.function, test.misconception) if tag],
         })
     return tests
 
 
-def _output(test: dict, *, lang: str, output_format: str) -> str:
+def _output(test: TestResult, *, lang: str, output_format: str) -> str:
     """The check's message, then the diagnosis: what the mistake is, why it is wrong, a hint."""
-    if test["outcome"] == "passed":
+    if test.outcome == "passed":
         return ""
-    message = render_parts(test["messages"], lang) if test.get("messages") else test.get("message") or ""
+    message = render_parts(test.messages, lang) if test.messages else test.message or ""
     parts = [_text(message, output_format)]
-    case = render_parts(test["case_messages"], lang) if test.get("case_messages") else test.get("case") or ""
+    case = render_parts(test.case_messages, lang) if test.case_messages else test.case or ""
     if case:  # sizes, and for a public check expected against returned: the rows the terminal shows
         parts.append(_block(case, output_format))
-    entry = load_catalog().get(test.get("misconception") or "")
+    entry = load_catalog().get(test.misconception or "")
     if entry is not None:
         title, why, hint = (entry.text(key, lang) for key in ("title", "explanation", "hint"))
         if output_format == "html":
@@ -125,7 +122,7 @@ def _output(test: dict, *, lang: str, output_format: str) -> str:
     return "\n\n".join(part for part in parts if part)
 
 
-def _adjustment_test(result: dict, adjustments, *, lang: str, output_format: str) -> dict:
+def _adjustment_test(adjustments, *, lang: str, output_format: str) -> dict:
     """Adjustments made after grading, as one informational test (its points are in the top-level score)."""
     lines = []
     for item in adjustments:

@@ -20,8 +20,8 @@ from grader.content.messages import case_text, check_text, check_title, error_te
 from grader.paths import CONTENT_DIR
 from grader.render import marks
 from grader.render.feedback import mistakes_of
-from grader.results import SubmissionResult
 from grader.render.text_safety import html_text
+from grader.results import SubmissionResult
 
 NOTEBOOK_TEXTS_FILE = CONTENT_DIR / "notebook.toml"
 

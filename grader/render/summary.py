@@ -13,16 +13,17 @@ from grader.content.loader import load_bilingual
 from grader.i18n import pick
 from grader.paths import CONTENT_DIR
 from grader.render.text_safety import clean_line
+from grader.results import SubmissionResult
 
 SUMMARY_TEXTS = CONTENT_DIR / "summary.toml"
 
 
-def _short(result: dict, lang: str = "en") -> str:
-    if result.get("status") != "graded":
-        reason = (result.get("error") or "").strip().splitlines()
+def _short(result: SubmissionResult, lang: str = "en") -> str:
+    if result.status != "graded":
+        reason = (result.error or "").strip().splitlines()
         return _say("progress_error", lang=lang, reason=_cut(reason[0]) if reason else _say("not_graded", lang=lang))
-    found = ", ".join(result.get("misconceptions", ())[:3])
-    return f"{result['score']:g}/{result['max_score']:g}" + (f"  [{found}]" if found else "")
+    found = ", ".join(result.misconceptions[:3])
+    return f"{result.score:g}/{result.max_score:g}" + (f"  [{found}]" if found else "")
 
 
 def _cut(text: str, width: int = 100) -> str:
@@ -49,10 +50,10 @@ class LineProgress:
     def start(self, student: str) -> None:
         pass
 
-    def advance(self, result: dict) -> None:
+    def advance(self, result: SubmissionResult) -> None:
         self.count += 1
-        graded = f" ({clean_line(result['file'])})" if result.get("file") else ""
-        click.echo(f"[{self.count}/{self.total}] {clean_line(result['student'])}{graded}: {_short(result, self.lang)}")
+        graded = f" ({clean_line(result.file)})" if result.file else ""
+        click.echo(f"[{self.count}/{self.total}] {clean_line(result.student)}{graded}: {_short(result, self.lang)}")
 
     def end(self) -> None:
         pass
@@ -89,10 +90,10 @@ class BarProgress:
         if self.estimate is not None:
             self.estimate.start(student)
 
-    def advance(self, result: dict) -> None:
+    def advance(self, result: SubmissionResult) -> None:
         if self.estimate is not None:
-            self.estimate.finish(result["student"])
-        text = f"{clean_line(result['student'])}: {_short(result, self.lang)}"[:60]
+            self.estimate.finish(result.student)
+        text = f"{clean_line(result.student)}: {_short(result, self.lang)}"[:60]
         self.progress.update(self.task, advance=1, description=escape(text))
 
     def end(self) -> None:

@@ -13,8 +13,8 @@ from rich.table import Table
 from grader.content.catalog import load_catalog
 from grader.content.messages import Message, case_text, check_text, check_title, error_text, note_texts, render
 from grader.render.marks import terminal_mark
-from grader.results import SubmissionResult
 from grader.render.text_safety import clean_text
+from grader.results import SubmissionResult
 
 
 def shown(text: str) -> str:

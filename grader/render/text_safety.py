@@ -23,6 +23,7 @@ own XML and rich-markup escaping. Foundation module: imports nothing from ``grad
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import re
 import unicodedata
@@ -91,9 +92,13 @@ def clean_name(name: str) -> str:
 
 
 def clean_strings(value: Any) -> Any:
-    """``value`` (JSON-like data: dicts, lists, tuples, strings, numbers) with every string through ``clean_text``."""
+    """``value`` (JSON-like data: dicts, lists, tuples, strings, numbers, or frozen dataclasses of them, such as
+    a ``SubmissionResult``) with every string through ``clean_text``."""
     if isinstance(value, str):
         return clean_text(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.replace(value, **{field.name: clean_strings(getattr(value, field.name))
+                                             for field in dataclasses.fields(value) if field.init})
     if isinstance(value, dict):
         return {clean_text(key) if isinstance(key, str) else key: clean_strings(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):

@@ -169,7 +169,6 @@ class Sandbox:
         self.isolation = "not started"
         self.hello: dict = {}  # the last worker's report of its confinement
         self.apart = True  # whether workers alive at once cannot signal each other (the worker's hello says)
-        self.startup_seconds = 0.0  # what the last worker cost to get, up to its hello
         self.phases: tuple[tuple[str, float], ...] = ()  # (step, seconds after the request) of the last worker
         self._entered: list[str] = []  # names the current call announced as it entered them
         self.worker_seconds = 0.0  # what the worker itself said it spent on the exchanges of calls (untrusted)
@@ -413,7 +412,6 @@ class Sandbox:
             return LoadReport(ok=False, error=CallError("SandboxError", f"the worker refused to start: {reason}"),
                               ended=UNAVAILABLE)
         said_hello = time.monotonic()
-        self.startup_seconds = said_hello - started
         self.isolation = describe_isolation(hello)
         self.hello = hello
         self.apart = hello.get("workers_apart") is not False  # else the next worker starts once this one is gone

@@ -8,7 +8,8 @@ import functools
 import re
 import warnings
 
-from grader.sandbox.isolation_texts import _texts, say as _say
+from grader.sandbox.isolation_texts import _texts
+from grader.sandbox.isolation_texts import say as _say
 from grader.sandbox.worker.confinement import NOBODY
 
 NAMESPACES = ("pid", "net", "ipc", "uts", "mount")

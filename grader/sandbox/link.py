@@ -139,11 +139,14 @@ class ServerLaunch:
     def __init__(self, *, process: subprocess.Popen, address: str, deadline: float):
         self.process, self.address, self.deadline = process, address, deadline
         self._server: ForkServer | None = None
+        self._failed: ForkServerError | None = None  # why it did not start, for every later ``ready``
 
     def ready(self) -> ForkServer:
         """The running server, once it has said so (its first line); ForkServerError if it did not start."""
         if self._server is not None:
             return self._server
+        if self._failed is not None:
+            raise self._failed
         process, line = self.process, b""
         while not line.endswith(b"\n") and time.monotonic() < self.deadline:
             if select.select([process.stdout], [], [], max(0.0, self.deadline - time.monotonic()))[0]:
@@ -160,7 +163,8 @@ class ServerLaunch:
             process.stdout.close()
             log_text = Path(os.path.dirname(self.address), "server.log").read_text(errors="replace")[-2000:]
             _remove_folder(self.address)
-            raise ForkServerError(f"the fork server did not start: {log_text or 'no output'}") from None
+            self._failed = ForkServerError(f"the fork server did not start: {log_text or 'no output'}")
+            raise self._failed from None
         self._server = ForkServer(self.address, info, process)
         return self._server
 

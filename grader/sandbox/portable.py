@@ -31,8 +31,8 @@ import threading
 import time
 from pathlib import Path
 
-from grader.sandbox.link import (STATUS_WAIT, WORKER_LIMITS, ForkServerError, WorkerGone, WorkerLink,
-                                 describe_death, read_framed, scrubbed_environment, settle_closing)
+from grader.sandbox.link import (STATUS_WAIT, WORKER_LIMITS, ForkServerError, WorkerGone, WorkerLink, describe_death,
+                                 read_framed, scrubbed_environment, settle_closing)
 from grader.sandbox.pipes import DeadlineStream, PipeGaveUp, Reader, Writer
 from grader.sandbox.tree import TOKEN_VARIABLE, end_tree, tree_memory, wait_gone
 from grader.sandbox.windows_job import WindowsJob

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from grader.paths import exercise_path, solution_path
+from grader.results import SubmissionResult
 from grader.similarity.evidence import Passage, Text, passages
 from grader.similarity.fingerprints import every_kgram, fingerprint
 from grader.similarity.mistakes import SharedMistake, boost, index_mistakes, marks
@@ -109,14 +110,15 @@ class _Silent:
     def end(self) -> None: ...
 
 
-def unexplained(documents: list[Document], results: list[dict]) -> dict[str, Path]:
+def unexplained(documents: list[Document], results: list[SubmissionResult]) -> dict[str, Path]:
     """The files of the students whose results show a failure no catalog id explains."""
     by_student, _ = _marks_by_student(documents, results)
     return {document.student: document.file for document, found in zip(documents, by_student)
             if document.file is not None and any(mark[0] == "failure" for mark in found)}
 
 
-def compare_documents(*, documents: list[Document], assignment: str, results: list[dict] | None = None,
+def compare_documents(*, documents: list[Document], assignment: str,
+                      results: list[SubmissionResult] | None = None,
                       progress=None, top: int = TOP_PAIRS, skipped: tuple[Skipped, ...] = (),
                       values: dict[str, set] | None = None) -> SimilarityReport:
     """Compare every pair of ``documents``, and each with the reference (``grader.similarity.run`` reads them).
@@ -213,10 +215,10 @@ class FingerprintIndex:
         return code
 
 
-def _marks_by_student(documents: list[Document], results: list[dict] | None) -> tuple[list[set], bool]:
+def _marks_by_student(documents: list[Document], results: list[SubmissionResult] | None) -> tuple[list[set], bool]:
     if results is None:
         return [set() for _ in documents], False
-    found = {str(result.get("student")): marks(result) for result in results if isinstance(result, dict)}
+    found = {result.student: marks(result) for result in results}
     return [found.get(document.student, set()) for document in documents], True
 
 

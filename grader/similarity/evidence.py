@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.similarity.fingerprints import K, WINDOW, Fingerprints
+from grader.similarity.fingerprints import WINDOW, Fingerprints, K
 from grader.similarity.tokens import Tokens
 
 MAX_PASSAGES = 40  # per pair, the longest first

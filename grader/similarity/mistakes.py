@@ -22,14 +22,11 @@ most; the same wrong numbers add more than the same failed check).
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass
-from pathlib import Path
 
-from grader.errors import UsageError
-from grader.results import GENERIC_OUTCOMES
+from grader.results import GENERIC_OUTCOMES, SubmissionResult
 
 RARE_SHARE = 0.1
 BOOST = {"mistake": 0.25, "failure": 0.2, "values": 0.4}
@@ -58,28 +55,17 @@ class SharedMistake:
         return cls(data["kind"], data["id"], data["outcome"], data["students_with_it"], data.get("function", ""))
 
 
-def read_results(path: Path) -> list[dict]:
-    """The result objects of a results.json written by ``mha grade``."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as bad:
-        raise UsageError(f"cannot read the results {path} ({bad}); pass the results.json of `mha grade`") from None
-    if not isinstance(data, list) or not all(isinstance(item, dict) and "student" in item for item in data):
-        raise UsageError(f"{path} is not a results.json of `mha grade` (a list of results, each with a student)")
-    return data
-
-
-def marks(result: dict) -> set[tuple[str, str, str, str]]:
+def marks(result: SubmissionResult) -> set[tuple[str, str, str, str]]:
     """What a result says went wrong, as (kind, key, outcome, function) marks."""
-    found = {("mistake", str(key), str(key), "") for key in result.get("misconceptions") or ()}
-    for test in result.get("tests") or ():
-        if not isinstance(test, dict) or test.get("outcome") in ("passed", "timeout", None):
+    found = {("mistake", str(key), str(key), "") for key in result.misconceptions}
+    for test in result.tests:
+        if test.outcome in ("passed", "timeout", None):
             continue
-        misconception = test.get("misconception")
+        misconception = test.misconception
         if misconception is None or misconception in GENERIC_OUTCOMES:
             if misconception not in ("not-implemented", "timeout", "load-error"):
-                found.add(("failure", str(test.get("name", "?")), str(misconception or test.get("outcome")),
-                           str(test.get("root_cause") or test.get("function") or "")))
+                found.add(("failure", str(test.name), str(misconception or test.outcome),
+                           str(test.root_cause or test.function or "")))
     return found
 
 

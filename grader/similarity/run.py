@@ -13,15 +13,17 @@ from pathlib import Path
 
 import click
 
+from grader.render.exports import read_results_json
+from grader.results import SubmissionResult
 from grader.similarity.compare import TOP_PAIRS, SimilarityReport, compare_documents, unexplained
-from grader.similarity.mistakes import read_results
 from grader.similarity.outputs import JSON_NAME, StageBar, summary_lines, write_similarity
 from grader.similarity.sources import read_class
 from grader.similarity.values import wrong_values
 
 
-def check_class(*, submissions: Path, assignment: str, results: list[dict] | None = None, fixtures: bool = True,
-                out: Path | None = None, progress=None, top: int = TOP_PAIRS, lang: str = "en") -> SimilarityReport:
+def check_class(*, submissions: Path, assignment: str, results: list[SubmissionResult] | None = None,
+                fixtures: bool = True, out: Path | None = None, progress=None, top: int = TOP_PAIRS,
+                lang: str = "en") -> SimilarityReport:
     """Compare the class in ``submissions``; ``fixtures``: run the unexplained failures on the public fixtures,
     ``submissions`` and ``out`` hidden from the workers."""
     progress = progress or StageBar(enabled=False)
@@ -46,7 +48,7 @@ def similarity_after_grading(*, run, tally) -> None:
 
     out = Path(run.out)
     report = check_class(submissions=run.submissions, assignment=run.assignment,
-                         results=read_results(out / "results.json"), out=out, progress=StageBar(), lang=run.lang)
+                         results=read_results_json(out / "results.json"), out=out, progress=StageBar(), lang=run.lang)
     write_similarity(report, out=out, lang=run.lang)
     data = json.loads((out / JSON_NAME).read_text(encoding="utf-8"))
     write_report(out / "report.html", tally, title=run.title, lang=run.lang, similarity=data)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.batch.discovery import discover_submissions
-from grader.errors import UsageError
 from grader.content.messages import Message
+from grader.errors import UsageError
 from grader.grading.submitted import entry_source, read_submission_file
 from grader.render.text_safety import clean_name
 from grader.sandbox.source import SubmissionError

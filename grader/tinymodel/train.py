@@ -30,9 +30,8 @@ import numpy as np
 
 from grader.errors import ConfigError
 from grader.paths import solution_path
-from grader.tinymodel.model import (
-    ForwardPass, ModelConfig, TinyTransformer, combine_heads, init_parameters, next_token_loss, split_heads,
-)
+from grader.tinymodel.model import (ForwardPass, ModelConfig, TinyTransformer, combine_heads, init_parameters,
+                                    next_token_loss, split_heads)
 from grader.tinymodel.tasks import repeated_runs
 
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from grader.errors import UsageError
-from grader.tinymodel.tokens import LETTERS, START, START_ID, TOKENS  # noqa: F401 - re-exported for readers of sentences
+from grader.tinymodel.tokens import (LETTERS, START, START_ID,  # noqa: F401 - re-exported for readers of sentences
+                                     TOKENS)
+
 _IDS = {token: index for index, token in enumerate(TOKENS)}
 
 

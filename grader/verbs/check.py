@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import click
 
-from grader.grading.assignment import get_assignment
 from grader.errors import ChecksFailed, UsageError
+from grader.grading.assignment import assignment_of, get_assignment
 from grader.i18n import resolve_language
+from grader.paths import student_file
 from grader.verbs.options import assignment_option, json_option, lang_option, timeout_scale_option, verbose_option
-from grader.paths import DEFAULT_ASSIGNMENT, exercise_path, student_file
 
 
 @click.command("check")
@@ -38,7 +37,8 @@ from grader.paths import DEFAULT_ASSIGNMENT, exercise_path, student_file
 @lang_option
 @assignment_option
 def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock: bool, failed_only: bool,
-            hints: bool, first_only: bool, isolation: str | None, verbose: bool, timeout_scale: float, as_json: bool, lang: str | None,
+            hints: bool, first_only: bool,
+            isolation: str | None, verbose: bool, timeout_scale: float, as_json: bool, lang: str | None,
             assignment: str) -> None:
     """Check FILE (default: exercises/<assignment>.py) and explain every failure.
 
@@ -49,17 +49,65 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
 
     Exit status: 0 when every check passes, 1 when one fails, 2 for a usage error.
     """
-    from grader.content.messages import render
     from grader.sandbox.servers import chosen_isolation
 
-    lang = resolve_language(lang)
     try:
         isolation = chosen_isolation(isolation)
     except ValueError as bad:
         raise UsageError(str(bad)) from None
+    # the fork server's start (NumPy imported in a second interpreter) overlaps all of what follows: finding
+    # the file and the exercise, the grader's own imports, reading the cases
+    launch = _launched(isolation)
+    try:
+        result, shown, locked, notice = _checked(file, functions=functions, run_all=run_all, unlock=unlock,
+                                          isolation=isolation, timeout_scale=timeout_scale, as_json=as_json,
+                                          lang=lang, assignment=assignment, launch=launch)
+    except BaseException:
+        if launch is not None:
+            launch.stop()
+        raise
+    lang = resolve_language(lang)
+    if as_json:
+        from grader.render.text_safety import clean_strings
+
+        click.echo(json.dumps(clean_strings(result.to_dict()), ensure_ascii=False, indent=2))
+    else:
+        from grader.content.messages import render
+        from grader.practice.linked import linked_question
+        from grader.render.terminal import print_result
+
+        if notice:
+            click.echo(notice)
+        print_result(result, file=shown, lang=lang, linked_question=linked_question, failed_only=failed_only,
+                     first_only=first_only, hints=hints)
+        if locked:  # the total above counts the checked functions only: say which were left out
+            click.echo(render("report_locked", {"functions": ", ".join(locked)}, lang))
+        if verbose:
+            click.echo(render("report_isolation", {"isolation": result.isolation}, lang))
+    if not result.passed:
+        raise ChecksFailed()
+
+
+def _launched(isolation: str):
+    """The Linux fork server of this check, launched, not waited for (None: the portable worker, started by
+    ``grade_submission``). No spares: one submission, so no worker is made ahead for a next one."""
+    from grader.sandbox.servers import launch_server, linux_missing
+
+    if isolation == "linux" or (isolation == "auto" and not linux_missing()):
+        return launch_server(spares=0)
+    return None
+
+
+def _checked(file: Path | None, *, functions: tuple[str, ...], run_all: bool, unlock: bool, isolation: str,
+             timeout_scale: float, as_json: bool, lang: str | None, assignment: str, launch):
+    """``(result, the file shown, functions left locked, notice)`` of checking ``file``; ``launch`` (the fork server) is
+    handed to the grading, which stops it, or stopped here when nothing is graded."""
+    from grader.content.messages import render
+
+    lang = resolve_language(lang)
     given = click.get_current_context().get_parameter_source("assignment") != click.core.ParameterSource.DEFAULT
     if file is not None and file.is_file() and not given:
-        assignment = assignment_of(file)
+        assignment = assignment_of(file)  # the exercise the file is named after, or whose names it defines
     exercise = get_assignment(assignment)
     file = file or student_file(assignment)
     if not file.exists():
@@ -70,9 +118,12 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
         raise UsageError(render("check_unknown_function", {"function": unknown[0],
                                                            "functions": ", ".join(exercise.functions)}, lang))
     locked: tuple[str, ...] = ()
-    if unlock:
+    if unlock:  # questions first; with --json on stderr, so stdout holds only the result
+        from grader.practice.prompts import make_prompter
+        from grader.practice.unlocking import unlock_before_checks
+
         wanted = functions or exercise.functions
-        functions = _unlocked(wanted, lang, quiet_stdout=as_json)
+        functions = unlock_before_checks(wanted, lang=lang, prompter=make_prompter(stderr=as_json))
         locked = tuple(name for name in wanted if name not in functions)
     visibility = "public"
     notice = None
@@ -96,45 +147,26 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
                                 student=entry.path.stem)[2]
         result = load_failure(student=entry.path.stem, error=source.render(lang), max_score=max_score,
                               assignment=assignment, error_messages=(source.to_data(),))
+        if launch is not None:
+            launch.stop()
     else:
         result = _graded(source, student=entry.path.stem, shown=shown, assignment=assignment,
                          visibility=visibility, functions=functions or None, lang=lang,
-                         timeout_scale=timeout_scale, isolation=isolation)
-    result = with_entry(result, entry, file=shown, lang=lang)
-    if as_json:
-        from grader.render.text_safety import clean_strings
-
-        click.echo(json.dumps(clean_strings(result.to_dict()), ensure_ascii=False, indent=2))
-    else:
-        from grader.practice.linked import linked_question
-        from grader.render.terminal import print_result
-
-        if notice:
-            click.echo(notice)
-        print_result(result, file=shown, lang=lang, linked_question=linked_question, failed_only=failed_only,
-                     first_only=first_only, hints=hints)
-        if locked:  # the total above counts the checked functions only: say which were left out
-            click.echo(render("report_locked", {"functions": ", ".join(locked)}, lang))
-        if verbose:
-            click.echo(render("report_isolation", {"isolation": result.isolation}, lang))
-    if not result.passed:
-        raise ChecksFailed()
+                         timeout_scale=timeout_scale, isolation=isolation, launch=launch)
+    return with_entry(result, entry, file=shown, lang=lang), shown, locked, notice
 
 
 def _graded(source, *, student: str, shown: str, assignment: str, visibility: str,
-            functions: tuple[str, ...] | None, lang: str, timeout_scale: float, isolation: str):
-    """Grade ``source`` (the file ``shown``, read as found). Where the Linux sandbox runs, in a fork server of its own launched before the grader's
-    own imports: the server's start (it imports NumPy) and the grader's (NumPy too, and the cases) overlap.
-    The portable worker (asked for, or where the Linux sandbox cannot run) is started by ``grade_submission``."""
+            functions: tuple[str, ...] | None, lang: str, timeout_scale: float, isolation: str, launch):
+    """Grade ``source`` (the file ``shown``, read as found). Where the Linux sandbox runs, in the fork server
+    ``launch`` (``_launched``), started before the grader's own imports: the server's start (it imports NumPy)
+    and the grader's (NumPy too, and the cases) overlap. The portable worker (asked for, or where the Linux
+    sandbox cannot run) is started by ``grade_submission``."""
     import threading
 
     from grader.sandbox.isolation import quiet_sandbox
     from grader.sandbox.link import ForkServerError
-    from grader.sandbox.servers import launch_server, linux_missing
 
-    # no spares: one submission, so no worker is made ahead for a next one
-    launch = launch_server(spares=0) if isolation == "linux" or (isolation == "auto" and not linux_missing()) \
-        else None
     try:
         from grader.grading.grade import grade_submission
         from grader.render.terminal import CheckSpinner
@@ -157,54 +189,6 @@ def _graded(source, *, student: str, shown: str, assignment: str, visibility: st
     return result
 
 
-_DEFINITION = re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)", re.MULTILINE)
-
-
-def defined_names(path: Path) -> set[str]:
-    """The top-level functions and classes a file (or a notebook's code cells) defines, read without running
-    it; a syntax error elsewhere in the file does not hide them."""
-    text = path.read_text(encoding="utf-8", errors="replace")
-    if path.suffix == ".ipynb":
-        try:
-            cells = json.loads(text).get("cells", [])
-            text = "\n".join("".join(cell.get("source", "")) for cell in cells if cell.get("cell_type") == "code")
-        except (ValueError, AttributeError, TypeError, RecursionError):
-            return set()
-    return set(_DEFINITION.findall(text))
-
-
-def assignment_of(file: Path) -> str:
-    """The exercise ``file`` belongs to: the one it is named after, else the one whose stub's functions and
-    classes it defines all of (the most specific when several do), else the one it shares the most names
-    with. A file that defines none of any exercise's names, or fits the default exercise as well as others,
-    is checked as the default exercise; UsageError when other exercises fit equally well."""
-    from grader.grading.assignment import ASSIGNMENTS
-
-    if file.stem in ASSIGNMENTS:
-        return file.stem
-    defined = defined_names(file)
-    scores = []
-    for name in ASSIGNMENTS:
-        stub = exercise_path(name)
-        wanted = defined_names(stub) if stub.is_file() else set()
-        if wanted:
-            shared = len(wanted & defined)
-            # a full fit: the most specific stub wins; else the stub the file covers the largest part of
-            scores.append((wanted <= defined, len(wanted) if wanted <= defined else shared / len(wanted), shared,
-                           name))
-    scores.sort(reverse=True)
-    if not scores or scores[0][2] == 0:
-        return DEFAULT_ASSIGNMENT
-    best = scores[0]
-    if len(scores) == 1 or best[:3] != scores[1][:3]:
-        return best[3]
-    tied = [name for *score, name in scores if tuple(score) == best[:3]]
-    if DEFAULT_ASSIGNMENT in tied:
-        return DEFAULT_ASSIGNMENT  # what a check without --assignment has always meant
-    raise UsageError(f"cannot tell which exercise {file} is: it fits {' and '.join(sorted(tied))} equally well; "
-                     f"pass --assignment NAME (one of: {', '.join(sorted(ASSIGNMENTS))})")
-
-
 def _entry_of(file: Path, assignment: str, lang: str):
     """What ``mha check FILE`` checks: the file, or the student's work in a folder (``grader.entries.entry``)."""
     from grader.entries.entry import file_entry, submission_in_folder
@@ -216,41 +200,3 @@ def _entry_of(file: Path, assignment: str, lang: str):
     if entry.refusal is not None:
         raise UsageError(entry.refusal.render(lang))
     return entry
-
-
-def _unlocked(functions: tuple[str, ...], lang: str, *, quiet_stdout: bool) -> tuple[str, ...]:
-    """Ask the unlock questions of each locked function; keep the functions now unlocked.
-
-    With ``quiet_stdout`` (``--json``) the questions go to stderr, so stdout
-    holds only the result object.
-    """
-    import sys
-
-    from grader.content.messages import render
-
-    import numpy as np
-
-    from grader.practice.prompts import ArrowKeyPrompter, PlainPrompter
-    from grader.practice.texts import text
-    from grader.practice.unlocking import UnlockBudget, unlock_interactively
-
-    if quiet_stdout:
-        def write(text: str) -> None:
-            click.echo(text, err=True)
-
-        def read(prompt: str) -> str:
-            click.echo(prompt, err=True, nl=False)
-            return input()
-
-        prompter = ArrowKeyPrompter(write=write) if sys.stdin.isatty() else PlainPrompter(read=read, write=write)
-    else:
-        prompter = ArrowKeyPrompter() if sys.stdin.isatty() else PlainPrompter()
-    rng = np.random.default_rng()
-    budget = UnlockBudget()  # at most a few questions before the first check
-    opened = tuple(name for name in functions
-                   if unlock_interactively(name, lang=lang, prompter=prompter, rng=rng, budget=budget))
-    if budget.later:
-        prompter.show(text("unlock_later", lang, functions=", ".join(budget.later)))
-    if not opened:
-        raise UsageError(render("check_none_unlocked", {}, lang))
-    return opened

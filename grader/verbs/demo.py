@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from grader.viz.explainer import write_explainer
 from grader.i18n import resolve_language
 from grader.verbs.options import json_option, lang_option, seed_option
+from grader.viz.explainer import write_explainer
 from grader.viz.texts import load_viz_texts
 
 

@@ -85,6 +85,7 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
     from grader.batch.run import grade_class
     from grader.batch.settings import GradingRun
     from grader.errors import UsageError
+    from grader.practice.homework import quiz_policy
     from grader.sandbox.client import Limits
 
     if add_students and nbgrader_db is None:
@@ -125,10 +126,11 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
 
         similarity_after_grading(run=run, tally=summary.tally)
     if nbgrader_db is not None:
-        from grader.authoring.nbgrader_bridge import read_results, write_to_gradebook
+        from grader.authoring.nbgrader_bridge import write_to_gradebook
+        from grader.render.exports import read_results_json
 
-        written = write_to_gradebook(db=nbgrader_db, assignment=assignment, results=read_results(out / "results.json"),
-                                     add_students=add_students)
+        written = write_to_gradebook(db=nbgrader_db, assignment=assignment,
+                                     results=read_results_json(out / "results.json"), add_students=add_students)
         added = len(written.added)
         click.echo(say_summary("gradebook_written", lang=run.lang, db=nbgrader_db,
                                scores=counted("score", len(written.students), lang=run.lang))
@@ -138,23 +140,6 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
             shown = ", ".join(clean_line(student) for student in written.skipped[:10])
             click.echo(say_summary("gradebook_skipped", lang=run.lang, names=shown + (" ..." if len(written.skipped) > 10 else ""),
                                    students=counted("student", len(written.skipped), lang=run.lang)), err=True)
-
-
-def quiz_policy(*, points: str | None, count: int | None, topics: tuple[str, ...], levels: tuple[str, ...],
-                show_answers: bool, due: datetime | None):
-    """The instructor's quiz settings; any of them means every student has a sheet."""
-    from grader.practice.bank import default_bank
-    from grader.practice.homework import QuizPolicy
-    from grader.practice.homework import parse_points
-
-    known = default_bank().titles
-    unknown = sorted(set(topics) - set(known))
-    if unknown:
-        raise usage_error("unknown_quiz_topic", topic=repr(unknown[0]), topics=", ".join(sorted(known)))
-    required = points is not None or count is not None or bool(topics or levels)
-    return QuizPolicy(points=parse_points(points), count=count, topics=tuple(topics),
-                      levels=tuple(levels), required=required,
-                      show_answers=show_answers or (due is not None and datetime.now() >= due))
 
 
 def make_progress(lang: str = "en"):
@@ -167,8 +152,7 @@ def make_progress(lang: str = "en"):
 
 
 def refuse_unconfined(isolation: str, *, lang: str = "en") -> None:
-    """Grading runs student code in the Linux sandbox, or says why it cannot and what grades anyway (in
-    ``lang``)."""
+    """Grading runs student code in the Linux sandbox, or says why it cannot and what grades anyway."""
     from grader.sandbox.servers import linux_missing
 
     if isolation == "portable":

@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 
 from grader.i18n import LANGUAGES
-from grader.render.exports import FORMATS
 from grader.paths import DEFAULT_ASSIGNMENT, default_assignment
+from grader.render.exports import FORMATS
 from grader.render.usage_errors import LocalizedBadParameter
 
 lang_option = click.option(

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import json
 import secrets
-import sys
 from pathlib import Path
 
 import click
 
 from grader.render.usage_errors import usage_error
 from grader.i18n import resolve_language
-from grader.verbs.options import json_option, lang_option, seed_option, time_limit_option
 from grader.practice.bank import LEVELS, default_bank
 from grader.practice.sheets import DEFAULT_COUNT
+from grader.verbs.options import json_option, lang_option, seed_option, time_limit_option
 
 
 @click.command("quiz")
@@ -74,16 +73,16 @@ def command(topics, levels, count, time_limit, lang, seed, review, stats, list_b
 
 def _session(bank, *, topics, levels, count, time_limit, lang, seed, review, feedback, misconceptions,
              plain) -> None:
-    from grader.practice.prompts import ArrowKeyPrompter, PlainPrompter
-    from grader.practice.plan import plan_quiz
+    from grader.practice.plan import misconceptions_in_feedback, plan_quiz
+    from grader.practice.prompts import make_prompter
+    from grader.practice.review import load_progress, save_progress
     from grader.practice.session import run_session, summary_lines
     from grader.practice.texts import text
-    from grader.practice.review import load_progress, save_progress
 
     progress = load_progress()
     linked = list(misconceptions) if misconceptions else None
     if feedback is not None:
-        linked = _misconceptions_in_feedback(feedback, lang=lang)
+        linked = misconceptions_in_feedback(feedback, lang=lang)
         if not linked:
             click.echo(text("feedback_none", lang, source=feedback))
             return
@@ -96,8 +95,7 @@ def _session(bank, *, topics, levels, count, time_limit, lang, seed, review, fee
         click.echo(text("nothing_due", lang) if review else
                    text("nothing_selected", lang, filters=filters or "--misconception"))
         return
-    terminal = sys.stdin.isatty() and sys.stdout.isatty() and not plain
-    prompter = ArrowKeyPrompter() if terminal else PlainPrompter(echo_answers=not sys.stdin.isatty())
+    prompter = make_prompter(plain=plain)
     prompter.show(text("quiz_start", lang, count=len(questions), seed=seed))
     try:
         summary = run_session(questions=questions, lang=lang, prompter=prompter, titles=bank.titles,
@@ -125,8 +123,8 @@ def _list(bank, topics, levels, as_json) -> None:
 
 
 def _stats(lang, as_json) -> None:
-    from grader.practice.texts import text
     from grader.practice.review import PROGRESS_FILE, load_progress
+    from grader.practice.texts import text
     from grader.practice.user_data import data_dir
 
     summary = load_progress().stats()
@@ -154,23 +152,3 @@ def _sheet(student, out, lang, count, topics, levels) -> None:
     sheet_path, answers_path = write_sheet(student=student, out=out, lang=lang, count=count,
                                            topics=topics, levels=levels)
     click.echo(f"{sheet_path}\n{answers_path}")
-
-
-def _misconceptions_in_feedback(path: Path, *, lang: str = "en") -> list[str]:
-    """Catalog ids found in a result JSON (``mha check --json``, ``results.json``),
-    or found by checking a submission file (``.py`` / ``.ipynb``) now."""
-    if path.suffix in (".py", ".ipynb"):
-        from grader.grading.grade import grade_submission
-
-        return list(grade_submission(path=path, lang=lang).misconceptions)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise usage_error("not_result_json", path=path, error=f"{type(error).__name__}: {error}") from None
-    results = data if isinstance(data, list) else [data]
-    found: list[str] = []
-    for result in results:
-        if not isinstance(result, dict) or not isinstance(result.get("misconceptions"), list):
-            raise usage_error("result_without_misconceptions", path=path)
-        found.extend(item for item in result["misconceptions"] if item not in found)
-    return found

@@ -34,8 +34,8 @@ def command(submissions: Path, out: Path, results: Path | None, fixtures: bool, 
     """
     from grader.render.usage_errors import usage_error
     from grader.i18n import resolve_language
+    from grader.render.exports import read_results_json
     from grader.similarity.compare import TOP_PAIRS
-    from grader.similarity.mistakes import read_results
     from grader.similarity.outputs import StageBar, summary_lines, write_similarity
     from grader.similarity.run import check_class
 
@@ -43,7 +43,7 @@ def command(submissions: Path, out: Path, results: Path | None, fixtures: bool, 
     if out.resolve().is_relative_to(submissions.resolve()):
         raise usage_error("out_inside_submissions", out=out, submissions=submissions)
     out.mkdir(parents=True, exist_ok=True)
-    graded = read_results(results) if results is not None else None
+    graded = read_results_json(results) if results is not None else None
     report = check_class(submissions=submissions, assignment=assignment, results=graded, fixtures=fixtures, out=out,
                          progress=StageBar(), top=top or TOP_PAIRS, lang=lang)
     write_similarity(report, out=out, lang=lang)

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
-from grader.viz.maps import HeadMaps, HeadProblem, find_head_problems, parse_head_subset
-from grader.viz.embedding import embed, init_weights, tokenize
 from grader.errors import ChecksFailed, ConfigError, UsageError
 from grader.paths import DEFAULT_ASSIGNMENT, exercise_path
-from grader.viz.trace import Trace, check_heads, trace_sentence
+from grader.viz.embedding import embed, init_weights, tokenize
+from grader.viz.maps import HeadMaps, HeadProblem, find_head_problems, parse_head_subset
 from grader.viz.texts import load_viz_texts
+from grader.viz.trace import Trace, check_heads, trace_sentence
 
 DEFAULT_SENTENCE = "the cat chases the mouse"
 # Beyond this many tokens the labels of a heatmap overlap and the cells are specks.

@@ -16,12 +16,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.viz.maps import head_entropy
 from grader.errors import ConfigError, UsageError
 from grader.grading.reference import reference_installed
 from grader.viz.embedding import tokenize
-from grader.viz.trace import STAGES, check_heads, divisors, trace_sentence
+from grader.viz.maps import head_entropy
 from grader.viz.texts import load_viz_texts
+from grader.viz.trace import STAGES, check_heads, divisors, trace_sentence
 
 ASSETS_DIR = Path(__file__).resolve().parent / "assets"
 # Pages rendered by `mha release --student` where the reference is, one per language, for a release

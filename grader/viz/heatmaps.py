@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.viz.maps import ALIKE_THRESHOLD, HeadMaps, alike_pairs, most_alike_pair
-from grader.viz.embedding import contains_cjk
-from grader.viz.texts import VizTexts, load_viz_texts
 from grader.render.fonts import CJK_FAMILIES, find_cjk_font  # noqa: F401  (public here too)
+from grader.viz.embedding import contains_cjk
+from grader.viz.maps import ALIKE_THRESHOLD, HeadMaps, alike_pairs, most_alike_pair
+from grader.viz.texts import VizTexts, load_viz_texts
 
 FLAG_COLOUR = "#d62728"
 # Cell values are printed inside the map when it is this small and there are few heads.

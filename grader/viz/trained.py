@@ -18,11 +18,9 @@ import numpy as np
 
 from grader.errors import UsageError
 from grader.paths import CONTENT_DIR
-from grader.tinymodel.roles import (
-    CHANCE_LOSS, PROBE_LENGTH, PROBE_SIZE, ROLE_THRESHOLD, Ablation, HeadRole, TaskScore, ablate_heads,
-    head_roles, pattern_scores, probe_batch, task_score,
-)
 from grader.tinymodel.model import TinyTransformer
+from grader.tinymodel.roles import (CHANCE_LOSS, PROBE_LENGTH, PROBE_SIZE, ROLE_THRESHOLD, Ablation, HeadRole,
+                                    TaskScore, ablate_heads, head_roles, pattern_scores, probe_batch, task_score)
 from grader.tinymodel.store import shipped_model
 from grader.tinymodel.vocabulary import LETTERS, UnknownTokens, encode, tokens_of
 from grader.viz.maps import ALIKE_THRESHOLD, head_entropy, head_similarity

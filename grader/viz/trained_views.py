@@ -17,10 +17,8 @@ from grader.errors import UsageError
 from grader.tinymodel.roles import CHANCE_LOSS, PROBE_LENGTH, PROBE_SIZE
 from grader.viz.draw import FIGURE_SUFFIXES, MAX_TOKENS, similarity_path
 from grader.viz.texts import VizTexts
-from grader.viz.trained import (
-    DEFAULT_TRAINED_SENTENCE, AblationReport, TrainedMaps, ablation_report, load_trained_texts, percent, role_text,
-    trained_maps,
-)
+from grader.viz.trained import (DEFAULT_TRAINED_SENTENCE, AblationReport, TrainedMaps, ablation_report,
+                                load_trained_texts, percent, role_text, trained_maps)
 
 
 @dataclass(frozen=True)

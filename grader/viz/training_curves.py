@@ -13,7 +13,7 @@ import numpy as np
 
 from grader.tinymodel.roles import CHANCE_LOSS, pattern_scores, probe_batch
 from grader.viz.trained import load_trained_texts
-from grader.viz.trained_views import InlineFigures, trained_fonts, shown_inline
+from grader.viz.trained_views import InlineFigures, shown_inline, trained_fonts
 
 
 @dataclass

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.grading.case import Case, ErrorRule, Raised
 from grader.assignments.twinning import CaseSets, Twin, floats, with_expectations
+from grader.grading.case import Case, ErrorRule, Raised
 
 ASSIGNMENT = "decoding_step"
 PUBLIC_SEED = 20240808

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from grader.grading.case import Case
 from grader.assignments.twinning import CaseSets, Twin, floats, with_expectations
+from grader.grading.case import Case
 
 ASSIGNMENT = "grouped_query_attention"
 PUBLIC_SEED = 20240703

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grader.assignments.twinning import CaseSets, Twin, floats, with_expectations
 from grader.grading.case import Case
 from grader.grading.reference import load_reference
-from grader.assignments.twinning import CaseSets, Twin, floats, with_expectations
 
 ASSIGNMENT = "linear_attention"
 PUBLIC_SEED = 20250312

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.grading.case import Case, Sizes, stability_logits
 from grader.assignments.twinning import CaseSets, Twin, floats, with_expectations
+from grader.grading.case import Case, Sizes, stability_logits
 
 ASSIGNMENT = "masked_attention"
 PUBLIC_SEED = 20240701

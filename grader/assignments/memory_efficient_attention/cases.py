@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.grading.case import Case
 from grader.assignments.twinning import Twin, floats, with_expectations
+from grader.grading.case import Case
 
 ASSIGNMENT = "memory_efficient_attention"
 PUBLIC_SEED = 20240704

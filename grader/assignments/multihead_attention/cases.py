@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from grader.grading.reference import load_reference
 from grader.assignments.twinning import CaseSets, Twin, floats, with_expectations
 from grader.grading.case import Case, ErrorRule, Sizes, link_companions, stability_logits
+from grader.grading.reference import load_reference
 
 ASSIGNMENT = "multihead_attention"
 PUBLIC_SEED = 20240613

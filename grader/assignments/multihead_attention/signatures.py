@@ -304,9 +304,16 @@ RULES = {
     "block-steps": block_steps,
 }
 
+def query_length(case: Case, companion: Case) -> tuple:
+    """Right with S = T on the companion, wrong with the case's own S: the message naming both lengths."""
+    return message_data("sig_query_length", {"what": case.call_text or f"{case.function}(...)",
+                                             "T": companion.args[0].shape[-2], "S": case.args[1].shape[-2]})
+
+
 # Right with as many keys as queries (S = T), wrong here: the keys' length comes from Q.
 COMPANION = CompanionRule(
     misconception="mha-kv-uses-query-length",
+    evidence=query_length,
     length_like=frozenset({"attention-wrong-value-product", "attention-wrong-transpose",
                            "attention-softmax-wrong-axis", "mha-wrong-weights-returned", "mha-ignores-key-value"}),
     upstream={"forward": "scaled_dot_product_attention"},

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from grader.assignments.twinning import CaseSets, Twin, floats, with_expectations
 from grader.grading.case import Case, Sizes
 from grader.grading.reference import load_reference
-from grader.assignments.twinning import CaseSets, Twin, floats, with_expectations
 
 ASSIGNMENT = "rotary_embedding"
 PUBLIC_SEED = 20240707

@@ -18,8 +18,8 @@ import linecache
 import os
 import sys
 import time
-import tracemalloc
 import traceback
+import tracemalloc
 import types
 
 from . import arrays, protocol, recording

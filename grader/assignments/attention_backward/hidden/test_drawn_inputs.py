@@ -1,8 +1,8 @@
 """Hidden checks of the backward pass, on sizes and values drawn from the student's seed."""
 
-from grader.grading.marker import mha
 from grader.assignments.attention_backward import GRADIENT_NAMES
 from grader.grading.gradients import expect_gradients
+from grader.grading.marker import mha
 
 pytestmark = mha(visibility="hidden")
 

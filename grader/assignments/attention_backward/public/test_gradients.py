@@ -1,8 +1,8 @@
 """Public checks of the backward pass, against central-difference numerical gradients."""
 
-from grader.grading.marker import mha
 from grader.assignments.attention_backward import GRADIENT_NAMES
 from grader.grading.gradients import expect_gradients
+from grader.grading.marker import mha
 
 pytestmark = mha(visibility="public")
 

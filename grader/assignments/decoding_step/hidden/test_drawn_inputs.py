@@ -1,7 +1,7 @@
 """Hidden checks of the decoding-step exercise, on sizes and values drawn from the student's seed."""
 
-from grader.grading.marker import mha
 from grader.grading.checks import expect_values
+from grader.grading.marker import mha
 
 pytestmark = mha(visibility="hidden")
 

@@ -1,7 +1,7 @@
 """Public checks of next_token_distribution and sample: the steps in order, one softmax at the end, inverse-CDF draws."""
 
-from grader.grading.marker import mha
 from grader.grading.checks import expect_value
+from grader.grading.marker import mha
 
 pytestmark = mha(visibility="public")
 

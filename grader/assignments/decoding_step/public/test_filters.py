@@ -1,7 +1,7 @@
 """Public checks of top_k_filter and top_p_filter: dropped tokens get -inf, the nucleus keeps the token crossing p."""
 
-from grader.grading.marker import mha
 from grader.grading.checks import expect_unchanged, expect_value
+from grader.grading.marker import mha
 
 from .test_softmax_and_temperature import expect_refused
 

@@ -1,8 +1,8 @@
 """Public checks of softmax and apply_temperature: rows of tokens, scaled before any softmax."""
 
-from grader.grading.marker import mha
 from grader.content.messages import Message
-from grader.grading.checks import CheckFailure, expect_unchanged, expect_value, failure_from_error
+from grader.grading.checks import expect_raised, expect_unchanged, expect_value
+from grader.grading.marker import mha
 
 pytestmark = mha(visibility="public")
 
@@ -33,15 +33,9 @@ def test_temperature_zero_keeps_only_the_first_largest_logit(student, cases):
 
 def expect_refused(student, case):
     """The call of ``case`` must raise ValueError: a setting out of its range is refused, not used."""
-    outcome = student.invoke(case)
-    if outcome.error is not None and outcome.ended is None and outcome.error.type == "ValueError":
-        return
-    if outcome.error is not None and (outcome.ended is not None or outcome.error.type == "NotImplementedError"):
-        raise failure_from_error(case.function, outcome, case, student=student)
-    got = f"{outcome.error.type}: {outcome.error.message}" if outcome.error is not None else "a value"
     setting = ", ".join(repr(argument) for argument in case.args[1:])
-    raise CheckFailure(Message("setting_not_refused", {"function": case.function, "setting": setting, "got": got}),
-                       function=case.function)
+    expect_raised(student, case, "ValueError", lambda got: Message(
+        "setting_not_refused", {"function": case.function, "setting": setting, "got": got}))
 
 
 @mha(points=1, function="apply_temperature")

@@ -1,8 +1,8 @@
 """Public checks of GroupedQueryAttention: the constructor and forward."""
 
-from grader.grading.marker import mha
-from grader.grading.checks import CheckFailure, did_not_return, expect_value, failure_from_error, is_missing
 from grader.content.messages import Message
+from grader.grading.checks import CheckFailure, did_not_return, expect_value, failure_from_error, is_missing
+from grader.grading.marker import mha
 
 pytestmark = mha(visibility="public")
 CLASS = "GroupedQueryAttention"

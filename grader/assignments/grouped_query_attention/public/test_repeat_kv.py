@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from grader.grading.marker import mha
 from grader.grading.checks import expect_value, failure_from_error, failure_from_value
+from grader.grading.marker import mha
 
 pytestmark = mha(function="repeat_kv", visibility="public")
 

@@ -1,7 +1,7 @@
 """Hidden checks of the KV-cache exercise, on sizes and values drawn from the student's seed."""
 
-from grader.grading.marker import mha
 from grader.grading.checks import expect_value
+from grader.grading.marker import mha
 from grader.grading.steps import expect_steps
 
 pytestmark = mha(visibility="hidden")

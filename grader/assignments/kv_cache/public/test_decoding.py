@@ -2,9 +2,9 @@
 
 import numpy as np
 
-from grader.grading.marker import mha
-from grader.grading.checks import CheckFailure, expect_value
 from grader.content.messages import Message
+from grader.grading.checks import CheckFailure, expect_value
+from grader.grading.marker import mha
 from grader.grading.steps import expect_steps
 
 pytestmark = mha(function="forward", visibility="public")

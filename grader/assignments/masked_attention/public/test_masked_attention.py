@@ -1,7 +1,7 @@
 """Public checks of masked_attention."""
 
-from grader.grading.marker import mha
 from grader.grading.checks import expect_unchanged, expect_value
+from grader.grading.marker import mha
 
 pytestmark = mha(function="masked_attention", visibility="public")
 

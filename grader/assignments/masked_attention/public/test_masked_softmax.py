@@ -2,9 +2,9 @@
 
 import numpy as np
 
-from grader.grading.marker import mha
-from grader.grading.checks import CheckFailure, expect_unchanged, expect_value, failure_from_value
 from grader.content.messages import Message
+from grader.grading.checks import CheckFailure, expect_unchanged, expect_value, failure_from_value
+from grader.grading.marker import mha
 
 pytestmark = mha(function="masked_softmax", visibility="public")
 

@@ -1,8 +1,8 @@
 """Public checks of causal_mask and padding_mask."""
 
-from grader.grading.marker import mha
-from grader.grading.checks import CheckFailure, expect_value
 from grader.content.messages import Message
+from grader.grading.checks import CheckFailure, expect_value
+from grader.grading.marker import mha
 
 pytestmark = mha(visibility="public")
 

@@ -1,7 +1,7 @@
 """Hidden checks of memory_efficient_attention on sizes and values drawn from the student's seed."""
 
-from grader.grading.marker import mha
 from grader.grading.checks import expect_value
+from grader.grading.marker import mha
 
 pytestmark = mha(function="memory_efficient_attention", visibility="hidden")
 

@@ -7,11 +7,12 @@ times larger than a block of it.
 
 import numpy as np
 
-from grader.grading.marker import mha
+from grader.assignments.memory_efficient_attention.cases import (FUNCTION, MEMORY_BLOCK, MEMORY_D_K, MEMORY_LENGTHS,
+                                                                 memory_inputs)
+from grader.content.messages import Message
 from grader.grading.case import same_value
 from grader.grading.checks import CheckFailure, failure_from_error
-from grader.content.messages import Message
-from grader.assignments.memory_efficient_attention.cases import FUNCTION, MEMORY_BLOCK, MEMORY_D_K, MEMORY_LENGTHS, memory_inputs
+from grader.grading.marker import mha
 
 pytestmark = mha(function=FUNCTION, visibility="hidden")
 FLOAT_BYTES = 8

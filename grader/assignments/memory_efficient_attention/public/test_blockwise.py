@@ -1,8 +1,8 @@
 """Public checks of memory_efficient_attention: equal to plain attention, block after block."""
 
-from grader.grading.marker import mha
-from grader.grading.checks import CheckFailure, expect_value
 from grader.content.messages import Message
+from grader.grading.checks import CheckFailure, expect_value
+from grader.grading.marker import mha
 from grader.grading.numerics import rel_error
 
 pytestmark = mha(function="memory_efficient_attention", visibility="public")

@@ -4,8 +4,8 @@ The inputs differ between students and between runs of different students,
 and stay the same when one submission is graded again.
 """
 
-from grader.grading.marker import mha
 from grader.grading.checks import expect_unchanged, expect_values
+from grader.grading.marker import mha
 
 pytestmark = mha(visibility="hidden")
 

@@ -2,9 +2,9 @@
 
 import numpy as np
 
-from grader.grading.marker import mha
-from grader.grading.checks import expect_unchanged, expect_value, expect_values, failure_from_error, failure_from_value
 from grader.content.messages import Message
+from grader.grading.checks import expect_unchanged, expect_value, expect_values, failure_from_error, failure_from_value
+from grader.grading.marker import mha
 from grader.grading.sizes_of_one import expect_sizes_of_one
 
 pytestmark = mha(function="scaled_dot_product_attention", visibility="public")

@@ -2,10 +2,10 @@
 
 import numpy as np
 
-from grader.grading.marker import mha
+from grader.content.messages import Message
 from grader.grading.checks import (CheckFailure, did_not_return, expect_unchanged, expect_value,
                                    failure_from_error, failure_from_value, is_missing)
-from grader.content.messages import Message
+from grader.grading.marker import mha
 from grader.grading.sizes_of_one import expect_sizes_of_one
 
 pytestmark = mha(visibility="public")

@@ -2,11 +2,11 @@
 
 import numpy as np
 
-from grader.grading.marker import mha
-from grader.grading.checks import (CheckFailure, describe, did_not_return, expect_unchanged, expect_value,
-                                   expect_values, failure_from_error, failure_from_value, is_missing)
 from grader.content.messages import Message
 from grader.grading.case import same_value
+from grader.grading.checks import (CheckFailure, describe, did_not_return, expect_unchanged, expect_value,
+                                   expect_values, failure_from_error, failure_from_value, is_missing)
+from grader.grading.marker import mha
 
 pytestmark = mha(visibility="public")
 

@@ -2,9 +2,10 @@
 
 import numpy as np
 
-from grader.grading.marker import mha
-from grader.grading.checks import CheckFailure, expect_unchanged, expect_value, expect_values, failure_from_error, failure_from_value
 from grader.content.messages import Message
+from grader.grading.checks import (CheckFailure, expect_unchanged, expect_value, expect_values, failure_from_error,
+                                   failure_from_value)
+from grader.grading.marker import mha
 
 pytestmark = mha(function="softmax", visibility="public")
 
