@@ -103,14 +103,14 @@ def test_a_cell_with_a_separator_is_quoted_alone():
     import io
 
     from grader.render.exports import GradesCsv
+    from grader.results import SubmissionResult
 
     handle = io.StringIO()
     grades = GradesCsv(handle)
-    base = {"score": 60, "max_score": 60, "status": "graded", "misconceptions": []}
-    grades.add({**base, "student": "alice", "final_score": 60,
-                "adjustments": [{"kind": "late", "change": -6, "reason": "a day"}, {"kind": "late", "waived": True,
-                                                                                  "reason": "ill"}]})
-    grades.add({**base, "student": "bob"})
+    base = dict(score=60.0, max_score=60.0, status="graded", error=None, assignment="multihead_attention")
+    grades.add(SubmissionResult(student="alice", final_score=60.0, adjustments=(
+        {"kind": "late", "change": -6, "reason": "a day"}, {"kind": "late", "waived": True, "reason": "ill"}), **base))
+    grades.add(SubmissionResult(student="bob", **base))
     alice, bob = handle.getvalue().splitlines()[1:]
     assert alice.startswith("alice,60,60,graded,,60,\"late -6: a day; late waived: ill\"")
     assert bob == "bob,60,60,graded,,60,"

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from grader import seeding
-from grader.render.usage_errors import usage_error
 from grader.batch.adjustments import read_adjustments
 from grader.batch.discovery import SUFFIXES, Submission, discover_file, discover_submissions, select_shard
 from grader.batch.journal import MAX_ATTEMPTS, Journal, content_hash
@@ -33,10 +32,10 @@ from grader.batch.outputs import write_outputs
 from grader.batch.settings import GradingRun, Task
 from grader.batch.signing import SignedRun, sign_outputs
 from grader.content.messages import Message, parts_of
-from grader.errors import UsageError
 from grader.files import atomic_write_text
 from grader.practice.homework import quiz_worth
 from grader.render.text_safety import clean_name, clean_strings
+from grader.render.usage_errors import usage_error
 from grader.results import SubmissionResult, load_failure
 from grader.sandbox.client import hideable
 from grader.tally import BatchSummary
