@@ -46,7 +46,7 @@ class LazyVerbs(click.Group):
         try:
             return super().invoke(ctx)
         except click.ClickException as error:  # click's usage errors, in the reader's language
-            from grader.render.usage_errors import localized
+            from grader.content.usage import localized
 
             raise localized(error, _language(words)) from None
         except MhaError as error:

@@ -149,7 +149,7 @@ def test_the_portable_warning_is_told_in_chinese(folder):
 
 
 def test_every_click_message_the_file_knows_translates_and_an_unknown_one_stays():
-    from grader.render.usage_errors import translate
+    from grader.content.usage import translate
 
     assert translate("Invalid value for '--jobs': 'x' is not a valid integer range.", "zh") == \
         "'--jobs' 的值无效：'x' 不是有效的范围内的整数。"

@@ -32,10 +32,10 @@ from grader.batch.outputs import write_outputs
 from grader.batch.settings import GradingRun, Task
 from grader.batch.signing import SignedRun, sign_outputs
 from grader.content.messages import Message, parts_of
+from grader.content.usage import usage_error
 from grader.files import atomic_write_text
 from grader.practice.homework import quiz_worth
 from grader.render.text_safety import clean_name, clean_strings
-from grader.render.usage_errors import usage_error
 from grader.results import SubmissionResult, load_failure
 from grader.sandbox.client import hideable
 from grader.tally import BatchSummary

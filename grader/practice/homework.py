@@ -25,7 +25,7 @@ from pathlib import Path
 
 from grader.content.messages import Message, parts_of
 from grader.errors import MhaError, UsageError
-from grader.render.usage_errors import usage_error
+from grader.content.usage import usage_error
 from grader.practice import ANSWERS_SUFFIX
 from grader.practice.schema import LEVELS
 from grader.practice.sheets import DEFAULT_COUNT, points_of

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from grader.render.usage_errors import usage_error
+from grader.content.usage import usage_error
 from grader.practice.bank import Bank, PosedQuestion, choose_questions, questions_for_misconception
 from grader.practice.review import Progress
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from grader.practice.schema import LEVELS as QUIZ_LEVELS
-from grader.render.usage_errors import text, usage_error
+from grader.content.usage import text, usage_error
 from grader.verbs.options import (adjust_option, assignment_option, format_option, lang_option, overwrite_option,
                                   timeout_scale_option)
 

@@ -9,7 +9,7 @@ import click
 from grader.i18n import LANGUAGES
 from grader.paths import DEFAULT_ASSIGNMENT, default_assignment
 from grader.render.exports import FORMATS
-from grader.render.usage_errors import LocalizedBadParameter
+from grader.content.usage import LocalizedBadParameter
 
 lang_option = click.option(
     "--lang",

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from grader.render.usage_errors import usage_error
+from grader.content.usage import usage_error
 from grader.i18n import resolve_language
 from grader.practice.bank import LEVELS, default_bank
 from grader.practice.sheets import DEFAULT_COUNT

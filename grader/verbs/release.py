@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from grader.render.usage_errors import usage_error
+from grader.content.usage import usage_error
 from grader.i18n import resolve_language
 from grader.render.gradescope import HIDDEN_VISIBILITIES, OUTPUT_FORMATS
 from grader.verbs.options import assignment_option, json_option, lang_option

@@ -32,7 +32,7 @@ def command(submissions: Path, out: Path, results: Path | None, fixtures: bool, 
     counts little. Writes similarity.json and similarity.html: a signal for
     a person to read, never a grade.
     """
-    from grader.render.usage_errors import usage_error
+    from grader.content.usage import usage_error
     from grader.i18n import resolve_language
     from grader.render.exports import read_results_json
     from grader.similarity.compare import TOP_PAIRS

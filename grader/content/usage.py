@@ -1,4 +1,4 @@
-"""Usage errors in the reader's language (``content/usage.toml``).
+"""Usage errors in the reader's language (``usage.toml``).
 
 click words its own errors ("Missing option '--out'.", "'x' is not one of 'en', 'zh'.") in English through
 module-level ``gettext`` calls that only a compiled catalog on the locale path could change. Rather than
