@@ -162,6 +162,20 @@ def install_alone(release: Path, root: Path) -> tuple[Path, Path, dict]:
     return copy, root / "venv" / "bin" / "mha", env
 
 
+def check_in_release(installed: tuple[Path, Path, dict], source: Path, assignment: str,
+                     *arguments: str) -> tuple[int, dict]:
+    """``source`` put in place of the stub of an ``install_alone`` release, then ``mha check ARGUMENTS --json``
+    run there: (its exit status, its result)."""
+    import shutil
+
+    copy, mha, env = installed
+    shutil.copy(source, copy / "exercises" / f"{assignment}.py")
+    done = subprocess.run([str(mha), "check", *arguments, "--json"], cwd=copy, env=env, capture_output=True,
+                          text=True)
+    assert done.stdout.startswith("{"), done.stdout + done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
 def assert_installed_release_grades_stub_and_reference(installed: tuple[Path, Path, dict], assignment: str) -> None:
     """In the installed release, its README's ``mha check`` gives the stub 0 and the reference full marks."""
     import shutil

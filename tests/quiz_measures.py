@@ -488,6 +488,34 @@ def renormalised_share(v):
     return float(distribution[0, 0])
 
 
+# --- normalisation ----------------------------------------------------------------
+
+def layer_norm_of_a_quiet_token(v):
+    """LayerNorm (the reference) of a 201-feature token of the stated variance, read at the feature
+    ``deviation`` above the mean (the others share the rest of the variance, around a zero mean)."""
+    deviation, variance, eps = v["deviation"] * 1e-3, v["variance"] * 1e-6, v["eps"] * 1e-6
+    n = 200
+    spread = math.sqrt(((n + 1) * variance - deviation ** 2 * (1 + 1 / n)) / n)
+    others = -deviation / n + spread * np.tile([1.0, -1.0], n // 2)  # (n,)
+    token = np.concatenate([[deviation], others])  # (n + 1,): mean 0, the stated variance
+    assert abs(token.mean()) < 1e-12 and math.isclose(token.var(), variance, rel_tol=1e-9)
+    ones, zeros = np.ones(n + 1), np.zeros(n + 1)
+    return load_reference("layer_norm").layer_norm(token[None, :], ones, zeros, eps=eps)[0, 0]
+
+
+def rms_norm_first_output(v):
+    return load_reference("layer_norm").rms_norm(np.array([[v["a"], v["b"]]], dtype=float), np.ones(2), eps=0.0)[0, 0]
+
+
+def layer_norm_parameters(v):
+    """The entries of the weights the reference's layer_norm takes, checked to be per feature."""
+    width = v["width"]
+    gamma, beta = np.ones(width), np.zeros(width)
+    out = load_reference("layer_norm").layer_norm(random(3, width), gamma, beta)
+    assert out.shape == (3, width)
+    return gamma.size + beta.size
+
+
 # --- paged cache ---------------------------------------------------------------------------
 
 def paged_slot(v):

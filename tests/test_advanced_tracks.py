@@ -16,6 +16,7 @@ TRACKS = {
     "attention_biases": "bias-",
     "linear_attention": "linear-attention-",
     "paged_kv_cache": "paged-",
+    "layer_norm": "norm-",
 }
 MISTAKES = [(name, path) for name in TRACKS for path in track.mistakes(name)]
 VARIANTS = [(name, path) for name in TRACKS for path in track.correct_variants(name)]

@@ -23,6 +23,7 @@ REQUIRED_TOPICS = {
     "attention-variants", "sampling", "biases",
     "linear-attention",
     "paged-cache",
+    "normalisation",
 }
 
 

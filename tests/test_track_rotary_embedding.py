@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-
 import numpy as np
 import pytest
 from click.testing import CliRunner
@@ -104,13 +100,8 @@ def installed(release, tmp_path_factory):
 
 
 def _graded(installed, *arguments: str, reference: bool) -> tuple[int, dict]:
-    copy, mha, env = installed
     source = PROJECT / ("solutions" if reference else "exercises") / f"{ASSIGNMENT}.py"
-    shutil.copy(source, copy / "exercises" / f"{ASSIGNMENT}.py")
-    done = subprocess.run([str(mha), "check", *arguments, "--json"], cwd=copy, env=env, capture_output=True,
-                          text=True)
-    assert done.stdout.startswith("{"), done.stdout + done.stderr
-    return done.returncode, json.loads(done.stdout)
+    return track.check_in_release(installed, source, ASSIGNMENT, *arguments)
 
 
 def test_released_alone_it_installs_and_grades_the_stub_and_the_reference(installed):
