@@ -45,9 +45,14 @@ class LazyVerbs(click.Group):
         words = [*getattr(ctx, "_protected_args", ()), *ctx.args]  # the verb's words (click clears them)
         try:
             return super().invoke(ctx)
+        except click.ClickException as error:  # click's usage errors, in the reader's language
+            from grader.content.usage import localized
+
+            raise localized(error, _language(words)) from None
         except MhaError as error:
-            if str(error):
-                click.echo(f"mha: {error}", err=True)
+            message = error.in_language(_language(words))
+            if message:
+                click.echo(f"mha: {message}", err=True)
             ctx.exit(error.exit_code)
         except ModuleNotFoundError as error:
             if (error.name or "").split(".")[0] not in NOTEBOOK_EXTRA_MODULES:
@@ -62,18 +67,25 @@ class LazyVerbs(click.Group):
         return getattr(importlib.import_module(module_name), attribute)
 
 
+def _language(words: list[str]) -> str:
+    """The language a command line asks for (``--lang zh``, ``--lang=zh``), else the locale's: the one its
+    errors are told in, even when the parse that would have read --lang failed."""
+    from grader.i18n import LANGUAGES, resolve_language
+
+    lang = next((value for flag, value in zip(words, words[1:]) if flag == "--lang"),
+                next((word.split("=", 1)[1] for word in words if word.startswith("--lang=")), None))
+    return resolve_language(lang if lang in LANGUAGES else None)
+
+
 def _missing_extra(words: list[str], module: str) -> str:
     from grader.content.messages import render
-    from grader.i18n import resolve_language
     from grader.paths import PROJECT_DIR
 
     verb = next((word for word in words if word in VERBS), "this command")
-    lang = next((value for flag, value in zip(words, words[1:]) if flag == "--lang"),
-                next((word.split("=", 1)[1] for word in words if word.startswith("--lang=")), None))
     # an editable install or a checkout names its folder; an installed release, its own folder's "."
     where = str(PROJECT_DIR) if (PROJECT_DIR / "pyproject.toml").is_file() else "."
     return render("missing_extra", {"command": f"mha {verb}", "module": module, "where": where},
-                  resolve_language(lang if lang in ("en", "zh") else None))
+                  _language(words))
 
 
 def _available(name: str) -> bool:

@@ -7,9 +7,21 @@ configuration error.
 
 
 class MhaError(Exception):
-    """Base of every error the grader reports to a user."""
+    """Base of every error the grader reports to a user.
+
+    ``texts`` holds the message in each language where it has been written in both (``usage_error``);
+    ``str(error)`` is the English one.
+    """
 
     exit_code = 2
+
+    def __init__(self, *args, texts: dict[str, str] | None = None) -> None:
+        super().__init__(*(args or ((texts or {}).get("en", ""),)))
+        self.texts = dict(texts or {})
+
+    def in_language(self, lang: str) -> str:
+        """The message in ``lang`` when it was written in that language, else as raised."""
+        return self.texts.get(lang) or str(self)
 
 
 class UsageError(MhaError):

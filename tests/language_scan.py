@@ -70,7 +70,8 @@ _NOT_PROSE = [
     re.compile(r"\b[A-Za-z]\b"),  # single letters: B, H, T, x, q
 ]
 _WORD = re.compile(r"[A-Za-z][A-Za-z'-]*[A-Za-z]|[A-Za-z]")
-_EMPHASIS = re.compile(r"(?<! )\*+(?! )|(?<= )\*+(?=\S)(?!\* )")  # *word* and **word**, not 2 * T
+# *word* and **word** (the closing one before a space too: "**pre-norm** 子模块"), not 2 * T
+_EMPHASIS = re.compile(r"(?<=[^\s*])\*+(?= )|(?<! )\*+(?! )|(?<= )\*+(?=\S)(?!\* )")
 _MARKDOWN_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>])")
 
 

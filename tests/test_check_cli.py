@@ -1,5 +1,6 @@
 """`mha check` through the real CLI: reference, stubs, every mistake, other styles."""
 
+import collections
 import json
 import os
 import subprocess
@@ -95,6 +96,18 @@ def test_root_cause_is_named_when_split_heads_breaks_forward():
     named = [test for test in forward if test["misconception"] not in ("numeric-mismatch", "wrong-shape", "error")]
     assert named and all(test["misconception"] == "split-heads-no-transpose" for test in named)
     assert all(test["root_cause"] == "split_heads" and "split_heads" in test["message"] for test in forward)
+
+
+@pytest.mark.parametrize("lang, says", [("en", "Of the three inputs, this one went wrong: a batch of one (B = 1)."),
+                                        ("zh", "三组输入中出错的是这一组：批大小为 1（B = 1）。")])
+def test_a_check_over_sizes_of_one_says_which_input_went_wrong(lang, says):
+    """Its title names three inputs; its failure names the one it shows, and why no mistake is named there."""
+    no_scale = mutants("multihead_attention") / "mistakes" / "attention_no_scale.py"
+    result = CliRunner().invoke(root, ["check", str(no_scale), "--json", "--lang", lang])
+    tests = {test["name"]: test for test in json.loads(result.output)["tests"]}
+    edge = tests["test_attention_for_one_query_one_key_and_a_batch_of_one"]
+    assert edge["outcome"] == "failed" and edge["message"].startswith(says), edge["message"]
+    assert "Q (1, " in edge["message"] or "Q (1," in json.dumps(edge), edge  # the inputs shown are that case's
 
 
 def test_function_filter_runs_only_that_function():
@@ -212,3 +225,35 @@ def test_the_exercise_is_inferred_from_the_file(tmp_path):
     unclear = CliRunner().invoke(root, ["check", str(mixed)])
     assert unclear.exit_code == 2 and "--assignment" in unclear.output
     assert check_json(mixed, "--assignment", "kv_cache")[1]["assignment"] == "kv_cache"
+
+
+@pytest.mark.parametrize("lang, more", [("en", "more failed, listed in the table above"), ("zh", "项检查未通过，已列在上表中")])
+def test_first_explains_one_failure_per_function_and_counts_the_rest(lang, more):
+    """One mistake fails many checks: --first keeps every row of the tables but explains only the first."""
+    wrong_axis = mutants("multihead_attention") / "mistakes" / "attention_softmax_wrong_axis.py"
+    full = CliRunner().invoke(root, ["check", str(wrong_axis), "--failed", "--lang", lang], terminal_width=80).output
+    first = CliRunner().invoke(root, ["check", str(wrong_axis), "--failed", "--first", "--lang", lang],
+                               terminal_width=80).output
+    _, result = check_json(wrong_axis)
+    failing = collections.Counter(test["function"] for test in result["tests"] if test["outcome"] != "passed")
+    assert sum(failing.values()) >= 8  # the case --first is for
+    explained = [line for line in first.splitlines() if line.lstrip().startswith("✗ ")]
+    assert len(explained) == len(failing)  # one explanation per function with a failure
+    assert first.count(more) == sum(count > 1 for count in failing.values())
+    assert len(first.splitlines()) < len(full.splitlines()) / 2
+    # the tables still list every failing check, and the first explanation is the full run's
+    assert sum(line.count("✗") for line in first.splitlines() if "│" in line) == sum(failing.values())
+    assert explained[0] in full
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_no_hints_keeps_the_explanation_and_leaves_the_fix_to_the_student(lang):
+    from grader.content.messages import render
+
+    wrong_axis = mutants("multihead_attention") / "mistakes" / "attention_softmax_wrong_axis.py"
+    hint_label = render("report_hint", {}, lang)
+    why_label = render("report_why", {}, lang)
+    with_hints = CliRunner().invoke(root, ["check", str(wrong_axis), "--failed", "--lang", lang]).output
+    without = CliRunner().invoke(root, ["check", str(wrong_axis), "--failed", "--no-hints", "--lang", lang]).output
+    assert hint_label in with_hints and hint_label not in without, without
+    assert why_label in without and why_label in with_hints  # the explanation stays

@@ -48,6 +48,8 @@ def test_the_scan_finds_what_it_must():
     assert english_prose("无法加载你的文件：SyntaxError [f.py]（第 6 行）：expected ':' (f.py, line 6)") == []
     assert chinese_in("Graded 3 submissions: 张伟 scored 60", allowed={"张伟"}) == []
     assert chinese_in("the answer is 对") == ["对"]
+    # a closing ** before a space is markup, not a product: "**pre-norm** 子模块" keeps pre-norm whole
+    assert english_prose("**pre-norm** 子模块是") == [] and english_prose("**some words** 是") == ["some words"]
 
 
 def bilingual_texts():

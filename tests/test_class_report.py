@@ -25,6 +25,7 @@ def graded(tmp_path_factory) -> Path:
     (folder / "ben.py").write_text(reference.replace("/ np.sqrt(d_k)", ""), encoding="utf-8")
     (folder / "cat.py").write_text("def softmax(x)\n", encoding="utf-8")
     (folder / "dan dan.py").write_text(reference, encoding="utf-8")
+    (folder / "Zoë Müller.py").write_text(reference, encoding="utf-8")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("MHA_COURSE_KEY", "test-report-key")
         for lang in ("en", "zh"):
@@ -37,7 +38,7 @@ def test_roster_comes_first_with_every_student_linked_to_their_feedback(graded):
     page = (graded / "en" / "report.html").read_text(encoding="utf-8")
     assert page.index("id=roster") < page.index("data:image/png") < page.index("Item analysis")
     links = re.findall(r"<a href='(feedback/[^']+)'>([^<]+)</a>", page)
-    assert [name for _, name in links] == ["ann", "ben", "cat", "dan dan"]
+    assert [name for _, name in links] == ["ann", "ben", "cat", "dan dan", "Zoë Müller"]  # as a reader sorts
     assert all((graded / "en" / link).is_file() for link, _ in links)
     assert "href='grades.csv' download" in page and (graded / "en" / "grades.csv").is_file()
     roster = page[page.index("id=students"):page.index("</table>", page.index("id=students"))]
@@ -76,7 +77,41 @@ def test_roster_sorts_and_searches_in_a_browser(graded, tmp_path):
         browser.evaluate("(() => { const s = document.getElementById('search'); s.value = 'no-scale';"
                          " s.dispatchEvent(new Event('input')); })()")
         assert browser.evaluate(names) == ["ben"] and browser.evaluate("document.getElementById('shown').textContent") == "1"
+        browser.evaluate("(() => { const s = document.getElementById('search'); s.value = 'zoe muller';"
+                         " s.dispatchEvent(new Event('input')); })()")
+        assert browser.evaluate(names) == ["Zoë Müller"]  # accents aside, as a reader types
+        browser.evaluate("(() => { const s = document.getElementById('search'); s.value = '';"
+                         " s.dispatchEvent(new Event('input')); })()")
+        browser.click("#students th:nth-child(1)")  # by name: letters first, case and accents aside
+        assert browser.evaluate(names) == ["ann", "ben", "cat", "dan dan", "Zoë Müller"]
         assert browser.console_errors() == []
         assert [u for u in browser.requested_urls() if u != url and not u.startswith("data:")] == []
     finally:
         browser.close()
+
+
+def test_grades_csv_follows_the_reading_order_and_quotes_only_the_cells_that_need_it(graded):
+    import csv
+
+    text = (graded / "en" / "grades.csv").read_text(encoding="utf-8")
+    rows = list(csv.reader(text.splitlines()))
+    assert [row[0] for row in rows[1:]] == ["ann", "ben", "cat", "dan dan", "Zoë Müller"]
+
+
+def test_a_cell_with_a_separator_is_quoted_alone():
+    import csv
+    import io
+
+    from grader.render.exports import GradesCsv
+    from grader.results import SubmissionResult
+
+    handle = io.StringIO()
+    grades = GradesCsv(handle)
+    base = dict(score=60.0, max_score=60.0, status="graded", error=None, assignment="multihead_attention")
+    grades.add(SubmissionResult(student="alice", final_score=60.0, adjustments=(
+        {"kind": "late", "change": -6, "reason": "a day"}, {"kind": "late", "waived": True, "reason": "ill"}), **base))
+    grades.add(SubmissionResult(student="bob", **base))
+    alice, bob = handle.getvalue().splitlines()[1:]
+    assert alice.startswith("alice,60,60,graded,,60,\"late -6: a day; late waived: ill\"")
+    assert bob == "bob,60,60,graded,,60,"
+    assert list(csv.reader([alice]))[0][6] == "late -6: a day; late waived: ill"

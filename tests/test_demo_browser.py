@@ -291,3 +291,35 @@ def test_print_shows_the_view_without_controls(page):
         assert js(page, "getComputedStyle(document.querySelector('#panel-static')).display") != "none"
     finally:
         page.page("Emulation.setEmulatedMedia", {"media": ""})
+
+
+@pytest.mark.parametrize("width", [1280, 1100, 1366, 800, 375])
+def test_every_arrow_of_the_pipeline_points_at_the_next_block(page, width):
+    """An arrow ends no row: the block it points to sits beside it (or below it, where the pipeline stacks)."""
+    page.resize(width, 900)
+    page.open(js(page, "location.href"))
+    page.click("#tab-global")
+    loose = js(page, """[...document.querySelectorAll('#panel-global .pipeline .arrow')].filter(arrow => {
+        const next = arrow.nextElementSibling, a = arrow.getBoundingClientRect();
+        if (!next) return true;
+        const b = next.getBoundingClientRect();
+        const beside = b.left >= a.right - 1 && b.top < a.bottom && b.bottom > a.top;
+        const below = b.top >= a.bottom - 1 && b.left < a.right && b.right > a.left;
+        return !(beside || below);
+    }).map(arrow => arrow.nextElementSibling && arrow.nextElementSibling.textContent.slice(0, 40))""")
+    assert loose == [], loose
+    assert js(page, "document.querySelectorAll('#panel-global .pipeline .arrow').length") == 4
+
+
+def test_a_table_wider_than_a_phone_scrolls_with_a_cue(page, screenshots):
+    """At 375 px the heads table is wider than its box: it scrolls inside it, and a shadow shows more is there."""
+    page.resize(375, 740, mobile=True)
+    page.open(js(page, "location.href"))
+    page.click("#tab-global")
+    wrap = "document.querySelector('#panel-global .table-wrap')"
+    assert js(page, f"{wrap}.scrollWidth > {wrap}.clientWidth"), "the heads table fits: no cue needed"
+    assert js(page, f"getComputedStyle({wrap}).overflowX") == "auto"
+    layers = js(page, f"getComputedStyle({wrap}).backgroundAttachment")
+    assert "radial-gradient" in js(page, f"getComputedStyle({wrap}).backgroundImage") and "scroll" in layers, layers
+    assert js(page, "document.documentElement.scrollWidth <= window.innerWidth")
+    shot(page, screenshots, "global-phone-scroll-cue", 375)

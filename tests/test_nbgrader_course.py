@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -233,6 +234,8 @@ def test_nbgrader_workflow_gives_the_same_scores_as_mha(tmp_path):
         assert feedback.is_file()
     assert "split-heads-no-transpose" in (course / "feedback" / "carol" / ASSIGNMENT
                                           / f"{ASSIGNMENT}.html").read_text(encoding="utf-8")
+    assert_check_table_reads_as_large_as_the_page(course / "feedback" / "carol" / ASSIGNMENT / f"{ASSIGNMENT}.html",
+                                                  tmp_path / "profile")
 
     # `mha grade` on the same submissions folder gives the gradebook's scores
     graded = subprocess.run(["mha", "grade", str(course / "submitted"), "--out", str(tmp_path / "mha"),
@@ -251,3 +254,23 @@ def test_nbgrader_workflow_gives_the_same_scores_as_mha(tmp_path):
     from_script = grade_submission(path=buggy, visibility="all", student="carol")
     write_to_gradebook(db=Path(copy), assignment=ASSIGNMENT, results=[from_script], add_students=True)
     assert gradebook_scores(Path(copy), ["carol"]) == {"carol": ours["carol"].score}
+
+
+def assert_check_table_reads_as_large_as_the_page(page: Path, profile: Path) -> None:
+    """In nbgrader's feedback page, mha's check table is set no smaller than the page's own text and code."""
+    from chromium_driver import Chromium, find_chromium
+
+    binary = find_chromium()
+    if binary is None:
+        if os.environ.get("CI"):
+            pytest.fail("Chromium is required in CI (Debian: apt install chromium fonts-noto-cjk)")
+        return  # the scores above are still held; CI measures the page
+    browser = Chromium(binary, profile)
+    try:
+        browser.open(page.resolve().as_uri())
+        size = "(s => parseFloat(getComputedStyle(document.querySelector(s)).fontSize))"
+        table, text, code = (browser.evaluate(f"{size}({selector!r})")
+                             for selector in (".mha-check td", "body", "div.output_area pre, pre"))
+        assert table >= 0.95 * min(text, code) and table >= 13, (table, text, code)
+    finally:
+        browser.close()

@@ -337,3 +337,22 @@ def test_the_linked_question_index_agrees_with_the_bank_and_follows_its_files(tm
         assert linked not in fresh_index() and linking.linked_question(linked) is None
     finally:
         linking.linked_question_index.cache_clear()
+
+
+def test_every_explanation_says_more_than_the_arithmetic():
+    """An explanation teaches: beyond the formula that gives the answer, a few words of why or of what follows
+    (the audit found "B*H*T*S entries of 4 bytes each: {answer} bytes." and nine more like it)."""
+    import re
+
+    from grader.practice.bank import default_bank
+
+    def words(text: str) -> int:  # English words of three letters or more, outside the placeholders
+        return len(re.findall(r"[A-Za-z]{3,}", re.sub(r"\{[^}]*\}", "", text)))
+
+    def characters(text: str) -> int:  # Chinese characters
+        return len(re.findall(r"[\u4e00-\u9fff]", text))
+
+    assert words("B*H*T*S entries of 4 bytes each: {answer} bytes.") < 7  # the measure finds a bare one
+    bank = default_bank().questions
+    assert [q.id for q in bank if words(q.explanation["en"]) < 7] == []
+    assert [q.id for q in bank if characters(q.explanation["zh"]) < 9] == []

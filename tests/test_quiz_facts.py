@@ -292,3 +292,27 @@ def test_the_online_softmax_ends_with_acc_over_l():
         l, acc, m = l * correction + p.sum(), acc * correction + p @ values[tile], m_new
     assert np.allclose(acc / l, softmax(scores) @ values)
     assert right_choice("flash-final-division") == "acc / l"
+
+
+def test_no_text_says_llama_2_uses_gqa_without_naming_the_70b_model():
+    """Llama 2 7B and 13B use multi-head attention; only the 70B model shares key/value heads (8 for 64 query
+    heads). A sentence of the bank or the syllabus that puts Llama 2 and GQA together names the 70B model."""
+    import re
+
+    from grader.paths import CONTENT_DIR
+
+    sentences = []
+    for path in [*CONTENT_DIR.glob("questions/*.toml"), CONTENT_DIR / "syllabus.toml"]:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if not line.split("=", 1)[0].strip().endswith(".en"):
+                continue
+            sentences.extend(re.split(r"(?<=[.;:?!])\s", line))
+    def wrong(sentence: str) -> bool:
+        return bool(re.search(r"Llama[- ]?2", sentence) and re.search(r"\bGQA\b|grouped-query", sentence, re.I)
+                    and re.search(r"\buses?\b|\bhas\b|\bwith\b", sentence) and "70B" not in sentence)
+
+    assert wrong("Llama 2 uses GQA, so its cache is small.") and not wrong("Llama 2 70B uses GQA with 8 KV heads.")
+    assert [sentence for sentence in sentences if wrong(sentence)] == []
+    # and the 7B model is said to use plain multi-head attention where its cache is computed
+    prompt = default_bank().get("serving-llama2-7b-per-token").prompt["en"]
+    assert "32 heads" in prompt or "n_kv_heads = 32" in prompt or "MHA" in prompt or "multi-head" in prompt, prompt

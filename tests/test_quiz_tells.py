@@ -77,3 +77,67 @@ def test_absolute_words_do_not_mark_the_distractors():
     in_keys = sum(bool(ABSOLUTE.search(text)) for text in keys) / len(keys)
     in_others = sum(bool(ABSOLUTE.search(text)) for text in others) / len(others)
     assert in_keys >= 0.7 * in_others, (round(in_keys, 2), round(in_others, 2))
+
+
+# A stem that promises an outcome, and the claims of a distractor it rules out by that promise (G4): with
+# "the values returned are right", an option saying the values overflow cannot be the answer.
+PROMISES = {
+    "values": {
+        "en": (r"\b(values? (returned )?(are|is) right|returns? the right values|right values|output is right|"
+               r"values are correct)\b",
+               r"\b(overflows?|NaN|inf(inity)?|wrong values|values are wrong|wrong axis|sums? to (more|less)|"
+               r"does not sum to 1)\b"),
+        "zh": (r"返回的值(是)?对的|数值(是)?正确|值是对的|输出(是)?对的",
+               r"溢出|NaN|数值不对|值不对|值是错的|轴不对|错误的轴|和不为 ?1"),
+    },
+    "shape": {
+        "en": (r"\b(right shape|shape is right|correct shape|shape is correct)\b",
+               r"\b(wrong shape|shape is wrong|gives \(B, d_k|returns \(B, d_k|shape \([^)]*\) instead)"),
+        "zh": (r"形状(是)?对的|形状正确|正确的形状|形状 \([^)]*\) 是对的",
+               r"形状不对|形状错|形状是错的"),
+    },
+    "runs": {
+        "en": (r"\b(runs without (an )?error|raises no (error|exception))\b",
+               r"\b(raises|throws|crashes)\b"),
+        "zh": (r"运行时没有报错|不会报错|没有抛出",
+               r"抛出|报错|崩溃"),
+    },
+}
+
+
+def ruled_out(prompt: str, options: list[str], lang: str) -> list[tuple[str, str]]:
+    """The (promise, option) pairs where an option claims what the prompt has already excluded."""
+    found = []
+    for promise, patterns in PROMISES.items():
+        stem, claim = (re.compile(pattern, re.I) for pattern in patterns[lang])
+        if stem.search(prompt):
+            found.extend((promise, option) for option in options if claim.search(option))
+    return found
+
+
+def test_the_rule_out_check_finds_what_the_audit_found():
+    """The stems and distractors the content audit quoted (G4), before they were rewritten."""
+    assert ruled_out("The values returned are right. What is the problem?",
+                     ["It overwrites the caller's array.", "It overflows for large scores.",
+                      "It normalises over the wrong axis."], "en") == [
+        ("values", "It overflows for large scores."), ("values", "It normalises over the wrong axis.")]
+    assert ruled_out("This split_heads returns the right shape, (B, H, T, d_k). What is wrong?",
+                     ["transpose(0, 2, 1, 3) gives (B, d_k, T, H)", "Heads get every H-th feature."], "en") == [
+        ("shape", "transpose(0, 2, 1, 3) gives (B, d_k, T, H)")]
+    assert ruled_out("返回的值是对的。问题在哪里？", ["大分数时会溢出。", "它覆盖了调用者的数组。"], "zh") == [
+        ("values", "大分数时会溢出。")]
+    assert ruled_out("What does this return?", ["It overflows."], "en") == []
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_no_stem_rules_out_its_distractors(lang):
+    wrong, promising = [], set()
+    for question in [*choice_questions("single-choice"), *choice_questions("multiple-choice")]:
+        distractors = [choice.text[lang] for choice in question.choices if not choice.correct]
+        wrong.extend((question.id, promise, option)
+                     for promise, option in ruled_out(question.prompt[lang], distractors, lang))
+        if ruled_out(question.prompt[lang], ["overflows NaN wrong shape raises 溢出 形状不对 抛出"], lang):
+            promising.add(question.id)
+    assert wrong == []
+    # the stems that promise an outcome are found in both languages (else the check would hold vacuously)
+    assert {"bug-softmax-in-place", "bug-split-heads-interleaved", "split-heads-no-transpose-effect"} <= promising

@@ -240,6 +240,10 @@ MEASURE = {
     "linear-attention-cost-ratio": measure.linear_attention_cost_ratio,
     "serving-llama2-7b-context": measure.llama2_7b_context,
     "serving-bytes-per-token": measure.bytes_per_token,
+    "serving-cache-grows-per-token": lambda v: np.zeros((2, v["layers"], v["heads"], v["d_k"]), np.float32).nbytes,
+    "math-equal-scores-weight": lambda v: float(load_reference().softmax(np.zeros((1, v["keys"])))[0, 0]),
+    "variants-causal-visible-keys": lambda v: int(np.sum(load_reference().softmax(
+        np.where(np.tril(np.ones((v["length"], v["length"]), bool)), 0.0, -np.inf))[v["query"]] > 0)),
     "serving-paged-waste": measure.paged_waste,
     "serving-prefix-sharing": measure.prefix_saving,
     "serving-quantised-cache": measure.quantised_factor,

@@ -77,7 +77,7 @@ def test_csv_cells_never_start_a_formula(cell):
     assert neutral.startswith("'") and "\n" not in neutral and "\r" not in neutral
 
 
-def test_grades_csv_quotes_neutralized_and_semicolon_cells_and_keeps_honest_rows_plain():
+def test_grades_csv_quotes_neutralized_and_semicolon_cells_and_keeps_the_rest_plain():
     buffer = io.StringIO()
     grades = GradesCsv(buffer)
     for student in ("ann", "=1+1", "bob;=2+2", "x\x1b[2J\ny"):
@@ -85,7 +85,7 @@ def test_grades_csv_quotes_neutralized_and_semicolon_cells_and_keeps_honest_rows
                                     assignment="multihead_attention"))
     lines = buffer.getvalue().splitlines()
     # raw_score and adjustments follow the contract's columns (grader.batch.adjustments)
-    assert lines[1] == "ann,1,2,graded,,1," and lines[2] == "\"'=1+1\",\"1\",\"2\",\"graded\",\"\",\"1\",\"\""
+    assert lines[1] == "ann,1,2,graded,,1," and lines[2] == "\"'=1+1\",1,2,graded,,1,"  # the cell alone
     assert lines[3].startswith('"bob;=2+2"') and len(lines) == 5
     rows = list(csv.reader(io.StringIO(buffer.getvalue())))
     assert [row[0] for row in rows[1:]] == ["ann", "'=1+1", "bob;=2+2", "x y"]

@@ -175,6 +175,27 @@ def test_notebook_helper_returns_both_figures():
     assert similarity_figure.axes[0].images[0].get_array().shape == (2, 2)
 
 
+@pytest.mark.parametrize("heads, sentence", [(4, "the cat sat on the mat"), (8, "a b c d e f g h i j")])
+def test_the_head_titles_read_as_large_as_the_similarity_figure_in_a_notebook(heads, sentence):
+    """A notebook shrinks a figure wider than its output area to fit (NOTEBOOK_WIDTH), and the text with it:
+    the per-head titles and the notes under the heads, shown so, are no smaller than the similarity figure's."""
+    from grader.viz.heatmaps import NOTEBOOK_WIDTH
+
+    weights_figure, similarity_figure = make_figures(
+        compute_head_maps(sentence=sentence, d_model=16, num_heads=heads, seed=0)[0], sentence=sentence,
+        subset=None, lang="en")[:2]
+
+    def shown(figure, points):  # points as they read in the output area
+        return points * min(1.0, NOTEBOOK_WIDTH / figure.get_figwidth())
+
+    head_title = min(axis.title.get_fontsize() for axis in heatmap_axes(weights_figure))
+    similarity_title = similarity_figure.axes[0].title.get_fontsize()
+    assert shown(weights_figure, head_title) >= 0.95 * shown(similarity_figure, similarity_title)
+    notes = [text.get_fontsize() for text in weights_figure.texts]
+    similarity_notes = [text.get_fontsize() for text in similarity_figure.texts]
+    assert shown(weights_figure, min(notes)) >= 0.95 * shown(similarity_figure, min(similarity_notes))
+
+
 def test_cli_writes_figures_and_reports_json(tmp_path):
     result = CliRunner().invoke(root, ["viz", "--heads", "2", "--out", str(tmp_path / "h.png"), "--json"])
     assert result.exit_code == 0, result.output

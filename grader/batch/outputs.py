@@ -21,7 +21,7 @@ from grader.batch.adjustments import apply_adjustments
 from grader.batch.journal import Journal
 from grader.files import atomic_write_text, atomic_writer, file_key
 from grader.render.class_report import write_report
-from grader.render.exports import GradesCsv, JUnitReport, ResultsJson
+from grader.render.exports import GradesCsv, JUnitReport, ResultsJson, reading_order
 from grader.render.feedback import render_html, render_markdown
 from grader.render.gradescope import gradescope_results
 from grader.render.text_safety import clean_line
@@ -31,7 +31,7 @@ from grader.tally import ClassTally
 
 def write_outputs(*, out: Path, journal: Journal, students: list[str], lang: str, formats: tuple[str, ...],
                   title: str, assignment: str, adjustments: dict | None = None) -> ClassTally:
-    """Write every output of ``students`` (in this order) from ``journal``; returns the class figures.
+    """Write every output of ``students`` (in reading order) from ``journal``; returns the class figures.
 
     ``adjustments`` (``grader.batch.adjustments.read_adjustments``) replaces each
     result's adjustments; None keeps those the results already carry (a merge).
@@ -46,7 +46,7 @@ def write_outputs(*, out: Path, journal: Journal, students: list[str], lang: str
         if "junit" in formats:
             spool = stack.enter_context(tempfile.TemporaryFile("w+", encoding="utf-8", dir=out))
             junit = JUnitReport(spool)
-        for student in students:
+        for student in sorted(students, key=reading_order):  # grades.csv, results.json and the roster alike
             result = _student_outputs(journal, student, out=out, lang=lang, formats=formats, assignment=assignment,
                                       max_score=tally.max_score,
                                       adjustments=None if adjustments is None else adjustments.get(student, ()))

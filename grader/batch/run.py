@@ -32,7 +32,7 @@ from grader.batch.outputs import write_outputs
 from grader.batch.settings import GradingRun, Task
 from grader.batch.signing import SignedRun, sign_outputs
 from grader.content.messages import Message, parts_of
-from grader.errors import UsageError
+from grader.content.usage import usage_error
 from grader.files import atomic_write_text
 from grader.practice.homework import quiz_worth
 from grader.render.text_safety import clean_name, clean_strings
@@ -90,13 +90,11 @@ def grade_class(*, run: GradingRun, progress: Progress | None = None,
     submissions, out = Path(run.submissions), Path(run.out)
     if submissions.is_file():
         if submissions.suffix not in SUFFIXES:
-            raise UsageError(f"{submissions} is not a .py or .ipynb file; pass a submission, or the folder that "
-                             "holds one entry per student")
+            raise usage_error("not_a_submission_file", submissions=submissions)
     elif not submissions.is_dir():
-        raise UsageError(f"{submissions} is neither a file nor a folder; pass a submission, or the folder that "
-                         "holds one entry per student")
+        raise usage_error("neither_file_nor_folder", submissions=submissions)
     elif out.resolve().is_relative_to(submissions.resolve()):
-        raise UsageError(f"--out {out} lies inside {submissions}; choose an output folder outside the submissions")
+        raise usage_error("out_inside_submissions", out=out, submissions=submissions)
     progress = progress or _Silent()
     try:
         if submissions.is_file():  # one file alone: a class of one
@@ -104,11 +102,11 @@ def grade_class(*, run: GradingRun, progress: Progress | None = None,
         else:
             everyone, ignored = discover_submissions(submissions, assignment=run.assignment)
     except OSError as bad:
-        raise UsageError(f"cannot read {submissions} ({bad.strerror or bad})") from None
+        raise usage_error("cannot_read_submissions", submissions=submissions, reason=bad.strerror or bad) from None
     if not everyone:
-        raise UsageError(f"{submissions} holds no submissions; expected one entry per student: "
-                         "<student>.py, <student>.ipynb or a folder <student>/"
-                         + (f" (found only {', '.join(ignored[:5])})" if ignored else ""))
+        if ignored:
+            raise usage_error("no_submissions_found_only", submissions=submissions, found=", ".join(ignored[:5]))
+        raise usage_error("no_submissions", submissions=submissions)
     # the quiz is the instructor's (a --quiz-* option): without one, an answers file is only noted, for its student
     chosen = [entry if run.quiz.required else _without_quiz(entry) for entry in select_shard(everyone, run.shard)]
     table = read_adjustments(run.adjustments) if run.adjustments is not None else None

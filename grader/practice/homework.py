@@ -25,6 +25,7 @@ from pathlib import Path
 
 from grader.content.messages import Message, parts_of
 from grader.errors import MhaError, UsageError
+from grader.content.usage import usage_error
 from grader.practice import ANSWERS_SUFFIX
 from grader.practice.schema import LEVELS
 from grader.practice.sheets import DEFAULT_COUNT, points_of
@@ -53,7 +54,7 @@ def quiz_policy(*, points: str | None = None, count: int | None = None, topics: 
     known = default_bank().titles
     unknown = sorted(set(topics) - set(known))
     if unknown:
-        raise UsageError(f"--quiz-topic {unknown[0]!r} is not a topic; choose from: {', '.join(sorted(known))}")
+        raise usage_error("unknown_quiz_topic", topic=repr(unknown[0]), topics=", ".join(sorted(known)))
     required = points is not None or count is not None or bool(topics or levels)
     past_due = due is not None and (now or datetime.now()) >= due
     return QuizPolicy(points=parse_points(points), count=count, topics=tuple(topics), levels=tuple(levels),

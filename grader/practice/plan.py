@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from grader.errors import UsageError
+from grader.content.usage import usage_error
 from grader.practice.bank import Bank, PosedQuestion, choose_questions, questions_for_misconception
 from grader.practice.review import Progress
 
@@ -48,12 +48,11 @@ def misconceptions_in_feedback(path: Path, *, lang: str = "en") -> list[str]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise UsageError(f"{path}: not a result JSON ({error}); "
-                         "save one with `mha check --json > result.json`") from None
+        raise usage_error("not_result_json", path=path, error=f"{type(error).__name__}: {error}") from None
     results = data if isinstance(data, list) else [data]
     found: list[str] = []
     for result in results:
         if not isinstance(result, dict) or not isinstance(result.get("misconceptions"), list):
-            raise UsageError(f"{path}: expected result objects with a 'misconceptions' list")
+            raise usage_error("result_without_misconceptions", path=path)
         found.extend(item for item in result["misconceptions"] if item not in found)
     return found

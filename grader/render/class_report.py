@@ -219,8 +219,11 @@ ROSTER_SCRIPT = """
   var rows = Array.prototype.slice.call(body.rows);
   function value(row, index, kind) {
     var cell = row.cells[index]; var text = cell.getAttribute('data-value') || cell.textContent;
-    return kind === 'number' ? parseFloat(text) : text.toLowerCase();
+    return kind === 'number' ? parseFloat(text) : text;
   }
+  // letters as a reader sees them: "zoe" finds "Zoë", case and accents aside
+  function plain(text) { return text.normalize('NFKD').replace(/[\u0300-\u036f]/g, '').toLowerCase(); }
+  var collator = new Intl.Collator(undefined, {sensitivity: 'base', numeric: true});
   Array.prototype.forEach.call(table.tHead.rows[0].cells, function (header, index) {
     function sort() {
       var kind = header.getAttribute('data-kind');
@@ -229,7 +232,8 @@ ROSTER_SCRIPT = """
       header.setAttribute('aria-sort', up ? 'ascending' : 'descending');
       rows.sort(function (a, b) {
         var x = value(a, index, kind), y = value(b, index, kind);
-        return (x < y ? -1 : x > y ? 1 : 0) * (up ? 1 : -1);
+        var order = kind === 'number' ? (x < y ? -1 : x > y ? 1 : 0) : collator.compare(x, y);
+        return order * (up ? 1 : -1);
       });
       rows.forEach(function (row) { body.appendChild(row); });
     }
@@ -237,9 +241,9 @@ ROSTER_SCRIPT = """
     header.addEventListener('keydown', function (event) { if (event.key === 'Enter' || event.key === ' ') sort(); });
   });
   search.addEventListener('input', function () {
-    var words = search.value.toLowerCase().split(/\\s+/).filter(Boolean), count = 0;
+    var words = plain(search.value).split(/\\s+/).filter(Boolean), count = 0;
     rows.forEach(function (row) {
-      var text = row.textContent.toLowerCase();
+      var text = plain(row.textContent);
       var keep = words.every(function (word) { return text.indexOf(word) >= 0; });
       row.hidden = !keep; count += keep ? 1 : 0;
     });

@@ -8,7 +8,6 @@ past, one student at a time.
 
 from __future__ import annotations
 
-import csv
 import json
 import re
 from pathlib import Path
@@ -29,20 +28,34 @@ class GradesCsv:
     """``grades.csv``: one row per student, misconceptions joined by ``;``.
 
     Text cells go through ``csv_cell``: one line, and a cell that a
-    spreadsheet would run as a formula starts with ``'``. A row with such a
-    cell, or a ``;`` (a separator where spreadsheets use it), is quoted whole.
+    spreadsheet would run as a formula starts with ``'``. Such a cell, or
+    one with a ``;`` (a separator where spreadsheets use it), is quoted.
     """
 
     def __init__(self, handle: IO[str]):
-        self.writer = csv.writer(handle, lineterminator="\n")
-        self.quoted = csv.writer(handle, lineterminator="\n", quoting=csv.QUOTE_ALL)
-        self.writer.writerow(CSV_COLUMNS)
+        self.handle = handle
+        self.handle.write(_csv_row(CSV_COLUMNS))
 
     def add(self, result: SubmissionResult) -> None:
         row = [csv_cell(result.student), f"{result.final:g}", f"{result.max_score:g}", csv_cell(result.status),
                csv_cell(";".join(result.misconceptions)), f"{result.score:g}", csv_cell(adjustments_text(result))]
-        writer = self.quoted if any(needs_quotes(cell) for cell in (row[0], row[3], row[6])) else self.writer
-        writer.writerow(row)
+        self.handle.write(_csv_row(row))
+
+
+def _csv_row(cells) -> str:
+    """One CSV line, each cell quoted only where it needs it (a comma, a quote, a ``;``, a neutralized formula):
+    csv's writers quote by row or by dialect, never one cell because of a ``;``, so the rows of a class
+    would look alike only when none of them held one."""
+    return ",".join('"' + cell.replace('"', '""') + '"' if needs_quotes(cell) or any(c in cell for c in ',"\r\n')
+                    else cell for cell in map(str, cells)) + "\n"
+
+
+def reading_order(student: str) -> tuple[str, str]:
+    """The order a person reads a roster in: by letters, case and accents aside (``alice`` before ``Zoë``)."""
+    import unicodedata
+
+    letters = "".join(c for c in unicodedata.normalize("NFKD", student) if not unicodedata.combining(c))
+    return letters.casefold(), student
 
 
 def adjustments_text(result: SubmissionResult) -> str:

@@ -104,11 +104,12 @@ def _mistakes(result: SubmissionResult, lang: str) -> str:
 
 
 # JupyterLab's own table style right-aligns every cell and outranks a stylesheet in the output: the
-# alignment is set on each cell too.
+# alignment is set on each cell too. The size has a floor: nbgrader's feedback page (Bootstrap 3) sets the
+# root font to 10px, where .92rem alone is smaller than the page's 14px text and code blocks.
 _LEFT = " style='text-align:left;vertical-align:top'"
 
 _STYLE = """
-.mha-check{font-family:system-ui,"Noto Sans CJK SC","Microsoft YaHei",sans-serif;font-size:.92rem;line-height:1.4;
+.mha-check{font-family:system-ui,"Noto Sans CJK SC","Microsoft YaHei",sans-serif;font-size:max(.92rem,14px);line-height:1.4;
 border-left:4px solid #888;padding:.2rem .8rem;margin:.3rem 0}
 .mha-check[data-passed=true]{border-left-color:#1a7f37}.mha-check[data-passed=false]{border-left-color:#c62828}
 .mha-check .mha-title{font-weight:600;margin:.2rem 0}

@@ -200,5 +200,10 @@ def _say(key: str, *, lang: str, **params) -> str:
 say_summary = _say  # for the verbs: one of this file's texts in ``lang``
 
 
+def counted(noun: str, number: int, *, lang: str) -> str:
+    """``3 students`` / ``1 student`` / ``3 名学生``: a count with its noun, in ``lang``."""
+    return _counted(noun, number, lang=lang)
+
+
 def _counted(noun: str, number: int, *, lang: str) -> str:
     return _say(f"noun.{noun}.{'one' if number == 1 else 'other'}", lang=lang, count=number)

@@ -37,12 +37,14 @@ def hanging(console: Console, prefix: str, body: str) -> None:
 
 def print_result(result: SubmissionResult, *, file: str, lang: str, console: Console | None = None,
                  linked_question: Callable[[str], str | None] | None = None, failed_only: bool = False,
-                 drill: bool = False) -> None:
+                 first_only: bool = False, hints: bool = True, drill: bool = False) -> None:
     """Print ``result``; ``linked_question(misconception)`` names a question to drill each mistake, if any.
 
     A function whose every check says it is not written yet takes one line; ``failed_only`` leaves out
-    the checks that passed (and functions with nothing failing). Each failure shows its explanation,
-    what the student's code printed during it, and one card per mistake found; a generic outcome gets
+    the checks that passed (and functions with nothing failing); ``first_only`` explains only the first
+    failure of each function and counts the rest; ``hints`` False leaves out each mistake's hint. Each
+    failure shows its explanation, what the student's code printed during it, and one card per mistake
+    found; a generic outcome gets
     no card where a specific mistake explains it. The report ends with the next step.
     """
     console = console or Console(highlight=False, emoji=False)
@@ -80,7 +82,7 @@ def print_result(result: SubmissionResult, *, file: str, lang: str, console: Con
             table.add_row(label, f"{test.score:g}/{test.max_score:g}",
                           f"{terminal_mark(test.outcome)} {say('outcome_' + test.outcome)}")
         console.print(table)
-        for test in failing:
+        for test in failing[:1] if first_only else failing:
             hanging(console, "  [red]✗[/] ", f"[red]{escape(check_title(test.name, lang))}[/]")
             hanging(console, "    ", shown(check_text(test, lang)))
             if test.case:
@@ -93,7 +95,9 @@ def print_result(result: SubmissionResult, *, file: str, lang: str, console: Con
                 if entry is None or (entry.function is None and (
                         test.root_cause or misconception == "not-implemented" or specific.get(test.function))):
                     continue  # a generic outcome that a specific finding already explains
-                _card(console, entry, test, explained, say, lang, linked_question)
+                _card(console, entry, test, explained, say, lang, linked_question, hints=hints)
+        if first_only and len(failing) > 1:
+            hanging(console, "  ", f"[dim]{escape(say('report_more_failed', function=function, count=len(failing) - 1))}[/]")
     failed = sum(test.outcome != "passed" for test in result.tests)
     key = "report_all_passed" if failed == 0 else "report_total"
     style = "green" if failed == 0 else "red"
@@ -104,7 +108,8 @@ def print_result(result: SubmissionResult, *, file: str, lang: str, console: Con
         console.print(escape(step))  # the grader's own text, with the function's and the check's names
 
 
-def _card(console: Console, entry, test, explained: set, say, lang: str, linked_question) -> None:
+def _card(console: Console, entry, test, explained: set, say, lang: str, linked_question, *,
+          hints: bool = True) -> None:
     hanging(console, "    ", f"[bold]{escape(entry.text('title', lang))}[/][dim]{escape(say('id_in_brackets', id=entry.id))}[/]")
     if test.root_cause and entry.function is not None and entry.id == test.misconception:
         hanging(console, "    ", f"{say('report_root')}{say('colon')}[bold]{escape(test.root_cause)}[/]")
@@ -112,7 +117,8 @@ def _card(console: Console, entry, test, explained: set, say, lang: str, linked_
         return  # one explanation per mistake is enough
     explained.add(entry.id)
     hanging(console, f"    {say('report_why')}{say('colon')}", escape(entry.text("explanation", lang)))
-    hanging(console, f"    {say('report_hint')}{say('colon')}", escape(entry.text("hint", lang)))
+    if hints:
+        hanging(console, f"    {say('report_hint')}{say('colon')}", escape(entry.text("hint", lang)))
     question = linked_question(entry.id) if linked_question else None
     if question:
         hanging(console, "    ", f"[cyan]{escape(say('report_question', question=question, misconception=entry.id))}[/]")

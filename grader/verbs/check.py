@@ -22,6 +22,12 @@ from grader.verbs.options import assignment_option, json_option, lang_option, ti
 @click.option("--unlock", is_flag=True,
               help="Before a function's checks run for the first time, answer a question about what it must return.")
 @click.option("--failed", "failed_only", is_flag=True, help="Show only the checks that fail.")
+@click.option("--hints/--no-hints", default=True, show_default=True,
+              help="Show the hint under each mistake found; --no-hints keeps the explanation and leaves the fix "
+                   "to you.")
+@click.option("--first", "first_only", is_flag=True,
+              help="Explain only the first failing check of each function (the table still lists them all): "
+                   "one mistake often fails many checks.")
 @click.option("--isolation", type=click.Choice(("auto", "linux", "portable")), default=None,
               help="How your code is run: the Linux sandbox, a portable child process (Windows, macOS, containers), "
                    "or auto, the Linux sandbox where it runs (default: auto, or $MHA_ISOLATION).")
@@ -31,6 +37,7 @@ from grader.verbs.options import assignment_option, json_option, lang_option, ti
 @lang_option
 @assignment_option
 def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock: bool, failed_only: bool,
+            hints: bool, first_only: bool,
             isolation: str | None, verbose: bool, timeout_scale: float, as_json: bool, lang: str | None,
             assignment: str) -> None:
     """Check FILE (default: exercises/<assignment>.py) and explain every failure.
@@ -71,7 +78,8 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
 
         if notice:
             click.echo(notice)
-        print_result(result, file=shown, lang=lang, linked_question=linked_question, failed_only=failed_only)
+        print_result(result, file=shown, lang=lang, linked_question=linked_question, failed_only=failed_only,
+                     first_only=first_only, hints=hints)
         if locked:  # the total above counts the checked functions only: say which were left out
             click.echo(render("report_locked", {"functions": ", ".join(locked)}, lang))
         if verbose:

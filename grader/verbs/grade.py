@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from grader.practice.schema import LEVELS as QUIZ_LEVELS
+from grader.content.usage import text, usage_error
 from grader.verbs.options import (adjust_option, assignment_option, format_option, lang_option, overwrite_option,
                                   timeout_scale_option)
 
@@ -77,24 +78,24 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
     finishes, so --resume continues after an interruption, even kill -9.
     Exit status 0 when the batch finished, whatever the students scored.
     """
-    refuse_unconfined(isolation)  # before the batch's imports, which need POSIX
+    from grader.i18n import resolve_language
+
+    refuse_unconfined(isolation, lang=resolve_language(lang))  # before the batch's imports, which need POSIX
     from grader.batch.discovery import parse_shard
     from grader.batch.run import grade_class
     from grader.batch.settings import GradingRun
     from grader.errors import UsageError
-    from grader.i18n import resolve_language
     from grader.practice.homework import quiz_policy
     from grader.sandbox.client import Limits
 
     if add_students and nbgrader_db is None:
-        raise UsageError("--add-students adds students to the gradebook of --nbgrader-db: give that too")
+        raise usage_error("add_students_needs_db")
     if resume and overwrite:
-        raise UsageError("--resume continues the run in --out and --overwrite moves it aside: choose one")
+        raise usage_error("resume_or_overwrite")
     if nbgrader_db is not None and visibility != "all":
-        raise UsageError("--nbgrader-db records every check, public and hidden: use it with --visibility all")
+        raise usage_error("nbgrader_db_needs_all")
     if similarity and shard is not None:
-        raise UsageError("--similarity compares the whole class: grade the shards, `mha merge` them, then run "
-                         "`mha similarity SUBMISSIONS --out DIR --results DIR/results.json`")
+        raise usage_error("similarity_needs_whole_class")
     try:
         shard_range = parse_shard(shard)
     except ValueError as bad:
@@ -114,13 +115,12 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
 
         click.echo("\n" + say_summary("interrupted", lang=run.lang, out=out), err=True)
         raise click.Abort() from None
-    from grader.render.summary import print_summary
+    from grader.render.summary import counted, print_summary, say_summary
     from grader.render.text_safety import clean_line
 
     print_summary(summary, formats=formats, lang=run.lang)
     if similarity and not submissions.is_dir():
-        click.echo("--similarity compares the submissions of a class with each other: one file has none to "
-                   "compare with, so no similarity files were written", err=True)
+        click.echo(say_summary("similarity_one_file", lang=run.lang), err=True)
     elif similarity:
         from grader.similarity.run import similarity_after_grading
 
@@ -132,13 +132,14 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
         written = write_to_gradebook(db=nbgrader_db, assignment=assignment,
                                      results=read_results_json(out / "results.json"), add_students=add_students)
         added = len(written.added)
-        click.echo(f"Wrote {len(written.students)} scores into the nbgrader gradebook {nbgrader_db}"
-                   + (f"; added {added} student{'s' * (added != 1)} to its roster" if added else ""))
+        click.echo(say_summary("gradebook_written", lang=run.lang, db=nbgrader_db,
+                               scores=counted("score", len(written.students), lang=run.lang))
+                   + (say_summary("gradebook_added", lang=run.lang, students=counted("student", added, lang=run.lang))
+                      if added else ""))
         if written.skipped:
             shown = ", ".join(clean_line(student) for student in written.skipped[:10])
-            click.echo(f"warning: {len(written.skipped)} graded students are not on the gradebook's roster and were "
-                       f"not written: {shown}{' ...' if len(written.skipped) > 10 else ''} "
-                       "(add them with --add-students, or `nbgrader db student add`)", err=True)
+            click.echo(say_summary("gradebook_skipped", lang=run.lang, names=shown + (" ..." if len(written.skipped) > 10 else ""),
+                                   students=counted("student", len(written.skipped), lang=run.lang)), err=True)
 
 
 def make_progress(lang: str = "en"):
@@ -150,21 +151,17 @@ def make_progress(lang: str = "en"):
     return BarProgress(estimate=Estimate, lang=lang) if sys.stderr.isatty() else LineProgress(lang)
 
 
-def refuse_unconfined(isolation: str) -> None:
+def refuse_unconfined(isolation: str, *, lang: str = "en") -> None:
     """Grading runs student code in the Linux sandbox, or says why it cannot and what grades anyway."""
-    from grader.errors import UsageError
-    from grader.sandbox.portable import NOT_CONFINED
     from grader.sandbox.servers import linux_missing
 
     if isolation == "portable":
         import multiprocessing
 
         if "forkserver" not in multiprocessing.get_all_start_methods():  # the lanes are forked from one
-            raise UsageError("mha grade runs on Linux or macOS (its grading processes are forked); "
-                             "on Windows, grade in WSL")
-        click.echo(f"warning: --isolation portable: {NOT_CONFINED}; grade only code you trust this way.", err=True)
+            raise usage_error("grade_needs_fork")
+        click.echo(text("message", "portable_unconfined", lang), err=True)
         return
     missing = linux_missing()
     if missing:
-        raise UsageError(f"mha grade runs each submission in the Linux sandbox, which cannot run here ({missing}). "
-                         f"Grade on Linux, or add --isolation portable to grade anyway: {NOT_CONFINED}.")
+        raise usage_error("grade_needs_sandbox", missing=missing)

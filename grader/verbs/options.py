@@ -9,6 +9,7 @@ import click
 from grader.i18n import LANGUAGES
 from grader.paths import DEFAULT_ASSIGNMENT, default_assignment
 from grader.render.exports import FORMATS
+from grader.content.usage import LocalizedBadParameter
 
 lang_option = click.option(
     "--lang",
@@ -55,9 +56,9 @@ class Minutes(click.ParamType):
             try:
                 minutes = float(number) * self._UNITS[unit]
             except ValueError:
-                self.fail(f"{value!r} is not a duration; write minutes, e.g. 10, 1.5, 90s or 1h", param, ctx)
+                raise LocalizedBadParameter("minutes_not_a_duration", value=repr(value), param=param, ctx=ctx) from None
         if minutes <= 0:
-            self.fail(f"{value!r}: a time limit must be longer than zero", param, ctx)
+            raise LocalizedBadParameter("minutes_not_positive", value=repr(value), param=param, ctx=ctx)
         return minutes
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from grader.errors import UsageError
+from grader.content.usage import usage_error
 from grader.i18n import resolve_language
 from grader.practice.bank import LEVELS, default_bank
 from grader.practice.sheets import DEFAULT_COUNT
@@ -49,18 +49,18 @@ def command(topics, levels, count, time_limit, lang, seed, review, stats, list_b
     bank = default_bank()
     unknown = sorted(set(topics) - set(bank.titles))
     if unknown:
-        raise UsageError(f"unknown topic {unknown[0]!r}; choose from: {', '.join(sorted(bank.titles))}")
+        raise usage_error("unknown_topic", topic=repr(unknown[0]), topics=", ".join(sorted(bank.titles)))
     modes = [name for name, on in (("--list", list_bank), ("--stats", stats), ("--sheet", sheet_student),
                                    ("--review", review), ("--from-feedback", feedback),
                                    ("--misconception", misconceptions)) if on]
     if len(modes) > 1:
-        raise UsageError(f"{' and '.join(modes)} cannot be combined; use one at a time")
+        raise usage_error("modes_exclusive", modes=", ".join(modes))
     if misconceptions:
         from grader.content.catalog import misconception_ids
 
         strange = sorted(set(misconceptions) - misconception_ids())
         if strange:
-            raise UsageError(f"unknown misconception {strange[0]!r}; `mha quiz --list` shows the linked ids")
+            raise usage_error("unknown_misconception", id=repr(strange[0]))
     if list_bank:
         return _list(bank, topics, levels, as_json)
     if stats:
@@ -148,7 +148,7 @@ def _sheet(student, out, lang, count, topics, levels) -> None:
     from grader.practice.sheets import write_sheet
 
     if out is None:
-        raise UsageError(f"--sheet needs --out, e.g. `mha quiz --sheet {student} --out {student}.md`")
+        raise usage_error("sheet_needs_out", student=student)
     sheet_path, answers_path = write_sheet(student=student, out=out, lang=lang, count=count,
                                            topics=topics, levels=levels)
     click.echo(f"{sheet_path}\n{answers_path}")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from grader.errors import UsageError
+from grader.content.usage import usage_error
 from grader.i18n import resolve_language
 from grader.render.gradescope import HIDDEN_VISIBILITIES, OUTPUT_FORMATS
 from grader.verbs.options import assignment_option, json_option, lang_option
@@ -55,8 +55,7 @@ def command(student_dir: Path | None, course_dir: Path | None, gradescope_dir: P
     from grader.authoring.release import build_nbgrader_course, build_student_release
 
     if student_dir is None and course_dir is None and gradescope_dir is None and classroom_dir is None:
-        raise UsageError("say what to release: --student DIR, --nbgrader COURSE_DIR, --gradescope DIR "
-                         "or --github-classroom DIR (several at once are fine)")
+        raise usage_error("release_what")
     lang = resolve_language(lang)
     report = {}
     if student_dir is not None:

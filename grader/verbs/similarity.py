@@ -32,7 +32,7 @@ def command(submissions: Path, out: Path, results: Path | None, fixtures: bool, 
     counts little. Writes similarity.json and similarity.html: a signal for
     a person to read, never a grade.
     """
-    from grader.errors import UsageError
+    from grader.content.usage import usage_error
     from grader.i18n import resolve_language
     from grader.render.exports import read_results_json
     from grader.similarity.compare import TOP_PAIRS
@@ -41,7 +41,7 @@ def command(submissions: Path, out: Path, results: Path | None, fixtures: bool, 
 
     lang = resolve_language(lang)
     if out.resolve().is_relative_to(submissions.resolve()):
-        raise UsageError(f"--out {out} lies inside {submissions}; choose an output folder outside the submissions")
+        raise usage_error("out_inside_submissions", out=out, submissions=submissions)
     out.mkdir(parents=True, exist_ok=True)
     graded = read_results_json(results) if results is not None else None
     report = check_class(submissions=submissions, assignment=assignment, results=graded, fixtures=fixtures, out=out,

@@ -88,7 +88,8 @@ def _submission_weights(file, tokens, d_model, num_heads, seed, reference, lang)
 
     texts = load_viz_texts()
     if not file.is_file():
-        raise UsageError(f"{file} is not a file; pass a submission such as {exercise_path().relative_to(exercise_path().parents[1])}")
+        example = exercise_path().relative_to(exercise_path().parents[1])
+        raise UsageError(texts.text("message.not_a_file", lang, file=file, example=example))
     inputs = embed(tokens, d_model)[None]  # (B=1, T, D)
     weights = init_weights(d_model, seed=seed)
     try:

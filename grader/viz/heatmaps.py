@@ -84,6 +84,7 @@ def _draw_weights(maps: HeadMaps, *, sentence: str, fonts: FontChoice, subset, t
     rows = -(-len(heads) // columns)
     panel = max(2.4, 0.34 * length + 1.3)  # inches: room for the token labels
     figure = Figure(figsize=(columns * panel + 1.2, rows * panel + 1.6), layout="constrained")
+    size = _text_sizes(figure)
     figure.get_layout_engine().set(rect=(0, 0.07, 1, 0.93))
     axes = figure.subplots(rows, columns, squeeze=False)
     colour_map = _colour_map("viridis")
@@ -96,35 +97,49 @@ def _draw_weights(maps: HeadMaps, *, sentence: str, fonts: FontChoice, subset, t
             continue
         head = heads[slot]
         image = axis.imshow(maps.weights[head], cmap=colour_map, vmin=0.0, vmax=1.0, aspect="equal")
-        axis.set_xticks(range(length), labels, rotation=60 if length > 4 else 0, fontsize=8,
+        axis.set_xticks(range(length), labels, rotation=60 if length > 4 else 0, fontsize=size(8),
                         ha="right" if length > 4 else "center", rotation_mode="anchor")
-        axis.set_yticks(range(length), labels, fontsize=8)
+        axis.set_yticks(range(length), labels, fontsize=size(8))
         # Ticks may be rebuilt at draw time, outside rc_context: pin their font here.
         axis.tick_params(labelfontfamily=list(fonts.families))
-        axis.set_xlabel(texts.text("figure.key", lang), fontsize=8)
-        axis.set_ylabel(texts.text("figure.query", lang), fontsize=8)
+        axis.set_xlabel(texts.text("figure.key", lang), fontsize=size(8))
+        axis.set_ylabel(texts.text("figure.query", lang), fontsize=size(8))
         if annotate:
-            _annotate(axis, maps.weights[head])
+            _annotate(axis, maps.weights[head])  # inside its cell, whose size the text does not change
         title = texts.text("figure.head", lang, head=head)  # numbered from 0, as in the text
         problem = maps.problems[head]
         if problem is not None:
             detail = wrap(problem.describe(texts, lang), 30 if lang == "en" else 16, lang)
-            axis.set_title(f"[!] {title}\n{detail}", fontsize=8, color=FLAG_COLOUR)
+            axis.set_title(f"[!] {title}\n{detail}", fontsize=size(8), color=FLAG_COLOUR)
             for spine in axis.spines.values():
                 spine.set(color=FLAG_COLOUR, linewidth=3, linestyle="--")
         else:
-            axis.set_title(f"{title}\n{_entropy_text(entropies[head], texts, lang)}", fontsize=9)
-    figure.colorbar(image, ax=axes, shrink=0.8, label=texts.text("figure.colour_scale", lang))
+            axis.set_title(f"{title}\n{_entropy_text(entropies[head], texts, lang)}", fontsize=size(9))
+    bar = figure.colorbar(image, ax=axes, shrink=0.8)
+    bar.set_label(texts.text("figure.colour_scale", lang), fontsize=size(10))
+    bar.ax.tick_params(labelsize=size(9))
     source = _source_text(maps, texts, lang)
     figure.suptitle(texts.text("figure.weights_title", lang, heads=maps.num_heads, source=source,
-                               sentence=" ".join(labels) if fonts.positions_only else sentence), fontsize=11)
+                               sentence=" ".join(labels) if fonts.positions_only else sentence), fontsize=size(11))
     notes = [texts.text("figure.weights_note", lang, maximum=f"{np.log2(len(maps.tokens)):.2f}")]
     if any(problem is not None for problem in maps.problems):
         notes.append(texts.text("figure.flag_note", lang))
     if fonts.positions_only:
         notes.append(texts.text("figure.positions_note", lang))
-    _footer(figure, notes, lang)
+    _footer(figure, notes, lang, scale=size(1.0))
     return figure
+
+
+# Inches a notebook's output area shows a figure across (about 880 px at the 110 dpi figures are saved at): a
+# wider figure is shrunk to fit, and its text with it.
+NOTEBOOK_WIDTH = 8.0
+
+
+def _text_sizes(figure):
+    """Font sizes for ``figure`` that read as large as the narrower similarity figure's once a notebook has
+    shrunk it to its output area."""
+    scale = max(1.0, figure.get_figwidth() / NOTEBOOK_WIDTH)
+    return lambda points: points * scale
 
 
 def _draw_similarity(maps: HeadMaps, *, fonts: FontChoice, texts):
@@ -209,7 +224,7 @@ def wrap(text: str, width: int, lang: str) -> str:
     return "\n".join(lines)
 
 
-def _footer(figure, notes: list[str], lang: str) -> None:
-    width = int(figure.get_figwidth() * (14 if lang == "en" else 7))  # characters per line
+def _footer(figure, notes: list[str], lang: str, *, scale: float = 1.0) -> None:
+    width = int(figure.get_figwidth() * (14 if lang == "en" else 7) / scale)  # characters per line
     text = "\n".join(wrap(note, width, lang) for note in notes)
-    figure.text(0.01, 0.005, text, ha="left", va="bottom", fontsize=7, color="#333333")
+    figure.text(0.01, 0.005, text, ha="left", va="bottom", fontsize=7 * scale, color="#333333")

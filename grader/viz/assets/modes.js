@@ -61,6 +61,7 @@ function renderGlobal(context) {
   const { D, H, T } = context.sizes;
   const cell = T > 8 ? 7 : 9;
   const arrow = () => element("span", { class: "arrow", "aria-hidden": "true", text: "\u2192" });
+  const step = (card) => element("div", { class: "step" }, arrow(), card);
   const matrixBlock = (stage, note, labels) => element("div", { class: "block", "data-stage": stage },
     element("h3", { text: context.t(`stage.${stage}.name`) }), shapeLabel(context, stage),
     note ? element("span", { class: "shape", text: note }) : null,
@@ -88,14 +89,15 @@ function renderGlobal(context) {
     element("h2", { text: context.t("mode.global.name") }),
     element("p", { class: "about", text: context.t("mode.global.about") }),
     trainedNotes(context, "layer_inputs"),
+    // each arrow travels with the block it points at, so a row that wraps never ends in an arrow
     element("div", { class: "flow pipeline" },
-      element("div", { class: "card" }, matrixBlock("inputs", null, true)), arrow(),
-      element("div", { class: "card stack" }, matrixBlock("queries", weight("W_Q")),
-        matrixBlock("keys", weight("W_K")), matrixBlock("values", weight("W_V"))), arrow(),
-      element("div", { class: "card" }, element("div", { class: "table-wrap" },
-        element("table", { class: "lanes" }, element("thead", {}, header), element("tbody", {}, lanes)))), arrow(),
-      element("div", { class: "card" }, matrixBlock("concatenated", null, false)), arrow(),
-      element("div", { class: "card" }, matrixBlock("output", weight("W_O"), true))),
+      element("div", { class: "card" }, matrixBlock("inputs", null, true)),
+      step(element("div", { class: "card stack" }, matrixBlock("queries", weight("W_Q")),
+        matrixBlock("keys", weight("W_K")), matrixBlock("values", weight("W_V")))),
+      step(element("div", { class: "card" }, element("div", { class: "table-wrap" },
+        element("table", { class: "lanes" }, element("thead", {}, header), element("tbody", {}, lanes))))),
+      step(element("div", { class: "card" }, matrixBlock("concatenated", null, false))),
+      step(element("div", { class: "card" }, matrixBlock("output", weight("W_O"), true)))),
     legend("unit", context.t("page.weight_scale")),
     legend("signed", context.t("page.signed_scale")),
   ];

@@ -5,6 +5,7 @@ import numpy as np
 from grader.content.messages import Message
 from grader.grading.checks import expect_unchanged, expect_value, expect_values, failure_from_error, failure_from_value
 from grader.grading.marker import mha
+from grader.grading.sizes_of_one import expect_sizes_of_one
 
 pytestmark = mha(function="scaled_dot_product_attention", visibility="public")
 
@@ -41,7 +42,7 @@ def test_attention_is_stable_for_large_scores(student, cases):
 
 @mha(points=1)
 def test_attention_for_one_query_one_key_and_a_batch_of_one(student, cases):
-    expect_values(student, [cases["attention/one-batch"], cases["attention/one-query"], cases["attention/one-key"]])
+    expect_sizes_of_one(student, [cases["attention/one-batch"], cases["attention/one-query"], cases["attention/one-key"]])
 
 
 @mha(points=1)

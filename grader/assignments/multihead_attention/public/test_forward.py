@@ -3,9 +3,10 @@
 import numpy as np
 
 from grader.content.messages import Message
-from grader.grading.checks import (CheckFailure, did_not_return, expect_unchanged, expect_value, expect_values,
+from grader.grading.checks import (CheckFailure, did_not_return, expect_unchanged, expect_value,
                                    failure_from_error, failure_from_value, is_missing)
 from grader.grading.marker import mha
+from grader.grading.sizes_of_one import expect_sizes_of_one
 
 pytestmark = mha(visibility="public")
 
@@ -81,7 +82,7 @@ def test_one_head_is_plain_attention_of_the_projections(student, cases):
 
 @mha(points=1, function="forward")
 def test_forward_for_one_query_one_key_and_a_batch_of_one(student, cases):
-    expect_values(student, [cases["forward/one-batch"], cases["forward/one-query"], cases["forward/one-key"]])
+    expect_sizes_of_one(student, [cases["forward/one-batch"], cases["forward/one-query"], cases["forward/one-key"]])
 
 
 @mha(points=1, function="forward", probes=("mha-mutates-input",))
