@@ -24,8 +24,8 @@ from datetime import datetime
 from pathlib import Path
 
 from grader.content.messages import Message, parts_of
-from grader.errors import MhaError, UsageError
 from grader.content.usage import usage_error
+from grader.errors import MhaError, UsageError
 from grader.practice import ANSWERS_SUFFIX
 from grader.practice.schema import LEVELS
 from grader.practice.sheets import DEFAULT_COUNT, points_of

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import click
 
-from grader.practice.schema import LEVELS as QUIZ_LEVELS
 from grader.content.usage import text, usage_error
+from grader.practice.schema import LEVELS as QUIZ_LEVELS
 from grader.verbs.options import (adjust_option, assignment_option, format_option, lang_option, overwrite_option,
                                   timeout_scale_option)
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
+from grader.content.usage import LocalizedBadParameter
 from grader.i18n import LANGUAGES
 from grader.paths import DEFAULT_ASSIGNMENT, default_assignment
 from grader.render.exports import FORMATS
-from grader.content.usage import LocalizedBadParameter
 
 lang_option = click.option(
     "--lang",

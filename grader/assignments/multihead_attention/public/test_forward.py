@@ -3,8 +3,8 @@
 import numpy as np
 
 from grader.content.messages import Message
-from grader.grading.checks import (CheckFailure, did_not_return, expect_unchanged, expect_value,
-                                   failure_from_error, failure_from_value, is_missing)
+from grader.grading.checks import (CheckFailure, did_not_return, expect_unchanged, expect_value, failure_from_error,
+                                   failure_from_value, is_missing)
 from grader.grading.marker import mha
 from grader.grading.sizes_of_one import expect_sizes_of_one
 
