@@ -161,7 +161,7 @@ def test_mha_grade_writes_into_the_gradebook(tmp_path, results, empty_gradebook)
     done = CliRunner().invoke(root, ["grade", str(submissions), "--out", str(tmp_path / "out"), "--jobs", "1",
                                      "--nbgrader-db", str(db)])
     assert done.exit_code == 0, done.output
-    assert "Wrote 1 scores" in done.output and "not on the gradebook's roster" in done.output and "ben" in done.output
+    assert "Wrote 1 score into" in done.output and "not on the gradebook's roster" in done.output and "ben" in done.output
     with Gradebook(f"sqlite:///{db}") as gradebook:
         assert [student.id for student in gradebook.students] == ["ada"]
     done = CliRunner().invoke(root, ["grade", str(submissions), "--out", str(tmp_path / "out"), "--jobs", "1",
