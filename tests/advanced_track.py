@@ -178,18 +178,12 @@ def check_in_release(installed: tuple[Path, Path, dict], source: Path, assignmen
 
 def assert_installed_release_grades_stub_and_reference(installed: tuple[Path, Path, dict], assignment: str) -> None:
     """In the installed release, its README's ``mha check`` gives the stub 0 and the reference full marks."""
-    import shutil
-
-    copy, mha, env = installed
-    command = [str(mha), "check", f"exercises/{assignment}.py", "--assignment", assignment, "--json"]
-    stub = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True)
-    assert stub.returncode == 1, stub.stderr
-    assert json.loads(stub.stdout)["score"] == 0
-    shutil.copy(PROJECT / "solutions" / f"{assignment}.py", copy / "exercises" / f"{assignment}.py")
-    reference = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True)
-    assert reference.returncode == 0, reference.stdout + reference.stderr
-    result = json.loads(reference.stdout)
-    assert result["score"] == result["max_score"] > 0
+    arguments = (f"exercises/{assignment}.py", "--assignment", assignment)
+    code, stub = check_in_release(installed, PROJECT / "exercises" / f"{assignment}.py", assignment, *arguments)
+    assert code == 1 and stub["score"] == 0, stub
+    code, reference = check_in_release(installed, PROJECT / "solutions" / f"{assignment}.py", assignment, *arguments)
+    assert code == 0, reference
+    assert reference["score"] == reference["max_score"] > 0
 
 
 def drill_failures(assignment: str, function: str, workspace: Path) -> set[str]:
