@@ -142,7 +142,7 @@ def start_server(argv: list[str], modules: list[str]) -> None:
     import subprocess
 
     try:
-        with open(folder / f"check-{key}.log", "wb") as log:
+        with open(folder / f"check-{key}.log", "ab") as log:
             process = subprocess.Popen([sys.executable, "-c", SPAWN_CODE, json.dumps(sys.path), key],
                                        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log, cwd=folder,
                                        start_new_session=True, close_fds=True)

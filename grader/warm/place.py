@@ -25,7 +25,7 @@ SWITCH_VARIABLE = "MHA_CHECK_SERVER"
 IDLE_VARIABLE = "MHA_CHECK_SERVER_IDLE"
 RUNTIME_VARIABLE = "MHA_RUNTIME_DIR"
 DEFAULT_IDLE = 600.0
-SOCKET_PATH_LIMIT = 100  # AF_UNIX allows 107 bytes
+SOCKET_PATH_LIMIT = 107  # AF_UNIX's, less the closing NUL
 # read while the grader, NumPy, click and rich are imported or set up: a server started under other values is another
 # server (the environment read at run time is the client's own: the check runs with it)
 KEY_VARIABLES = ("PATH", "HOME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "PYTHONPATH", "PYTHONHOME",
@@ -60,7 +60,7 @@ def server_key(environment: dict[str, str] | None = None) -> str:
             if name in KEY_VARIABLES or name.startswith(KEY_PREFIXES)}
     kept.pop(SWITCH_VARIABLE, None)
     kept.pop(IDLE_VARIABLE, None)
-    facts = {"executable": sys.executable, "version": sys.version, "path": sys.path, "flags": list(sys.flags),
+    facts = {"executable": sys.executable, "version": sys.version, "path": sys.path,
              "grader": grader.__file__, "grader_version": grader.__version__, "uid": os.getuid(),
              "environment": sorted(kept.items())}
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()[:24]

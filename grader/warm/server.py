@@ -87,8 +87,15 @@ class OpenedFiles:
         self.paths.add(os.path.abspath(path))
 
     def stop(self) -> set[str]:
+        """The files opened, less the system's and the grader's own caches and settings (each kept under a
+        key of what it was computed from, and read afresh by every check)."""
         self.recording = False
-        return {path for path in self.paths if not path.startswith(UNWATCHED)}
+        from grader.files import user_cache_dir
+        from grader.seeding import course_key_file
+
+        kept = tuple(os.path.join(os.path.abspath(folder), "") for folder in (user_cache_dir(),
+                                                                             course_key_file().parent))
+        return {path for path in self.paths if not path.startswith(UNWATCHED + kept)}
 
 
 def module_files() -> set[str]:
@@ -118,6 +125,8 @@ def warm(modules: list[str]) -> None:
 def main(key: str) -> None:
     folder = place.private_folder(create=False)
     if folder is None or place.server_key() != key:
+        print("not started: the folder is not private, or this interpreter is not the one that asked",
+              file=sys.stderr)
         return
     path = place.socket_path(folder, key)
     if path is None:
@@ -128,7 +137,8 @@ def main(key: str) -> None:
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
-        return  # another server has the key
+        print("not started: another server has the key", file=sys.stderr)
+        return
     opened = OpenedFiles()
     try:
         modules = json.loads(sys.stdin.buffer.read() or b"[]")
@@ -165,7 +175,7 @@ def _listen(path, key: str, lock, snapshot: Snapshot, fork_server) -> None:
     bound = os.stat(path).st_ino
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # each check's process is reaped by the kernel
     idle = place.idle_seconds()
-    print(f"listening on {path}: {len(snapshot.files)} files watched", file=sys.stderr, flush=True)
+    print(f"pid {os.getpid()} listening on {path}: {len(snapshot.files)} files watched", file=sys.stderr, flush=True)
     try:
         while select.select([listener], [], [], idle)[0]:
             connection, _ = listener.accept()
@@ -218,4 +228,5 @@ def _served(connection: socket.socket, *, key: str, snapshot: Snapshot, fork_ser
             os._exit(1)  # never back into the server's loop (nor its fork server's end), whatever happened
     for descriptor in descriptors:
         os.close(descriptor)
+    print(f"check {pid}: {' '.join(map(str, request['argv']))[:200]}", file=sys.stderr, flush=True)
     return True
