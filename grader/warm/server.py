@@ -174,6 +174,7 @@ def _listen(path, key: str, lock, snapshot: Snapshot, fork_server) -> None:
     listener.listen(8)
     bound = os.stat(path).st_ino
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # each check's process is reaped by the kernel
+    signal.signal(signal.SIGTERM, _ended)  # asked to end: its socket goes, its fork server ends
     idle = place.idle_seconds()
     print(f"pid {os.getpid()} listening on {path}: {len(snapshot.files)} files watched", file=sys.stderr, flush=True)
     try:
@@ -190,6 +191,10 @@ def _listen(path, key: str, lock, snapshot: Snapshot, fork_server) -> None:
         except OSError:
             pass
         listener.close()
+
+
+def _ended(*_) -> None:
+    raise SystemExit(0)
 
 
 def _served(connection: socket.socket, *, key: str, snapshot: Snapshot, fork_server, closing) -> bool:
