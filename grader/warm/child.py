@@ -29,6 +29,11 @@ def run(connection: socket.socket, descriptors: list[int], request: dict, *, for
         for thing in closing:
             thing.close()
         _restore_signals()
+        try:
+            os.chdir(request["cwd"])  # before the terminal is taken: a folder gone since is the cold check's to say
+        except (OSError, KeyError, TypeError):
+            connection.send(b'{"refused": "the folder of the check cannot be entered"}')
+            os._exit(0)
         _take_over(descriptors, request)
         from grader.sandbox.servers import keep_server
 
@@ -70,7 +75,6 @@ def _take_over(descriptors: list[int], request: dict) -> None:
     for target, descriptor in enumerate(descriptors):
         os.dup2(descriptor, target)
         os.close(descriptor)
-    os.chdir(request["cwd"])
     os.umask(int(request.get("umask", 0o022)))
     os.environ.clear()
     os.environ.update({str(name): str(value) for name, value in request["environment"].items()})

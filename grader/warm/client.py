@@ -59,6 +59,7 @@ def served(argv: list[str]) -> int | None:
         connection.settimeout(CONNECT_TIMEOUT)
         connection.connect(os.fspath(path))
         if place.peer_uid(connection) != os.getuid():
+            connection.close()
             return None
         request = {"key": path.stem.removeprefix("check-"), "argv": argv, "argv0": sys.argv[0],
                    "cwd": os.getcwd(), "environment": dict(os.environ), "umask": _umask()}
