@@ -108,8 +108,10 @@ def end_servers(runtime: Path) -> None:
     for log in runtime.glob("check-*.log"):
         for pid in re.findall(r"^pid (\d+) listening", log.read_text(), re.M):
             try:
+                if b"grader.warm.server" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+                    continue  # ended already (idle), its pid perhaps another process's now
                 os.kill(int(pid), signal.SIGTERM)
-            except ProcessLookupError:
+            except (ProcessLookupError, FileNotFoundError):
                 pass
 
 

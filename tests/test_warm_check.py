@@ -47,8 +47,16 @@ def warm(tmp_path, monkeypatch):
 
 
 def _server_pids(runtime: Path) -> list[int]:
+    """The warm servers started with ``runtime`` that still run (a pid whose process is a server)."""
     return [int(found) for log in runtime.glob("check-*.log")
-            for found in re.findall(r"^pid (\d+) listening", log.read_text(), re.M)]
+            for found in re.findall(r"^pid (\d+) listening", log.read_text(), re.M) if _is_server(int(found))]
+
+
+def _is_server(pid: int) -> bool:
+    try:
+        return b"grader.warm.server" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
 
 
 def _log(runtime: Path) -> str:
