@@ -10,6 +10,9 @@ Python's own tokenizer (``tokenize``) reads the text; it never runs it. Then:
   names after a dot (``.reshape``, ``np.exp``), and the exercise's own API
   names (``split_heads``, ``W_Q``) read from the stub;
 - string literals become ``S``; numbers and operators stay as written;
+- before all this, statements are put in one canonical form
+  (``grader.similarity.canonical``: temporaries read once inlined, append
+  loops as comprehensions), so moving code between statements hides nothing;
 - the code is cut into units, one per function or method (top-level statements
   between them make units of their own), each fingerprinted on its own, so
   moving functions around hides nothing either.
@@ -30,6 +33,8 @@ import keyword
 import tokenize
 from dataclasses import dataclass
 
+from grader.similarity.canonical import canonical
+
 NAME_SYMBOL, STRING_SYMBOL = "V", "S"
 NEWLINE_SYMBOL, INDENT_SYMBOL, DEDENT_SYMBOL = "\u23ce", "\u2192", "\u2190"
 MAX_TOKENS = 60_000  # per submission; a file past this is compared on its first MAX_TOKENS tokens
@@ -47,6 +52,7 @@ class Token:
     cell: int  # index of the cell it is in (0 for a script)
     line: int  # 1-based, in that cell
     unit: int  # index of its unit in the document
+    last_line: int = 0  # the last line of the statement it is in, where the canonical form joined several; 0: line
 
 
 @dataclass(frozen=True)
@@ -128,6 +134,9 @@ class _Reader:
         self.depth = 0
 
     def read(self, text: str, *, cell: int) -> None:
+        form = canonical(text)
+        self.original = form.original
+        text = form.text
         self.depth = 0
         line: list[tuple[str, str, int]] = []  # (normalized, raw, line number) of the logical line so far
         prefix: list[tuple[str, str, int]] = []  # its INDENT / DEDENT
@@ -202,8 +211,10 @@ class _Reader:
             prefix = []
         line = _keyword_arguments(line)
         for text, _, number in prefix + line:
-            self.tokens.append(Token(text, cell, number, len(self.units)))
-        self.tokens.append(Token(NEWLINE_SYMBOL, cell, row, len(self.units)))
+            first, last = self.original(number)
+            self.tokens.append(Token(text, cell, first, len(self.units), last))
+        first, last = self.original(row)
+        self.tokens.append(Token(NEWLINE_SYMBOL, cell, first, len(self.units), last))
 
     def _qualified(self, line: list) -> str:
         raws = [raw for _, raw, _ in line]

@@ -1,0 +1,260 @@
+"""Code in one canonical form, so that rewriting a copy statement by statement hides nothing.
+
+Renaming, comments and layout are undone by the tokens (``grader.similarity.tokens``);
+what they cannot undo is a copier moving code between statements. Before it is
+tokenized, each cell's code is rewritten (with ``ast``: it is read, never run):
+
+- a temporary assigned once and read once later in the same block of a
+  function is put where it is read: ``m = x.max(); y = np.exp(x - m)`` and
+  ``y = np.exp(x - x.max())`` read the same, so neither inlining a copy's
+  variables nor extracting new ones changes it;
+- a loop whose body only appends to a list just made empty becomes the list
+  comprehension it stands for (``out = []; for r in rows: out.append(f(r))`` is
+  ``out = [f(r) for r in rows]``), conditions and nested loops included.
+
+The form need not behave as the code does (nothing runs it); it need only be
+the same for the disguises of one piece of code, and be computed the same way
+for every student. Each line of the rewritten text maps back to the lines of
+the statements it came from, so evidence still points into the student's file.
+Code that does not parse is rewritten as far as it parses and kept as written
+from there on.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from dataclasses import dataclass
+
+_BLOCKS = ("body", "orelse", "finalbody")
+_MAX_PASSES = 200  # rewrites per block: far more than any exercise's function needs
+
+
+@dataclass(frozen=True)
+class Canonical:
+    text: str  # the rewritten code
+    lines: tuple[tuple[int, int], ...]  # for each line of ``text`` (1-based: index 0 is line 1), its span in the original
+
+    def original(self, line: int) -> tuple[int, int]:
+        """The original lines (first, last) that line ``line`` of the rewritten text stands for."""
+        if 1 <= line <= len(self.lines):
+            return self.lines[line - 1]
+        return (line, line)
+
+
+def canonical(text: str) -> Canonical:
+    """``text`` rewritten to the canonical form; where it stops parsing, the rest as written."""
+    lines = text.splitlines()
+    tree, parsed = _parse_prefix(text, lines)
+    if tree is None:
+        return _as_written(text)
+    try:
+        rewritten, spans = _rewrite(tree)
+    except (RecursionError, ValueError, TypeError, AttributeError):
+        return _as_written(text)
+    rest = lines[parsed:]
+    if not rest:
+        return Canonical(rewritten, spans)
+    offset = tuple((parsed + number, parsed + number) for number in range(1, len(rest) + 1))
+    return Canonical(rewritten + "\n" + "\n".join(rest), spans + offset)
+
+
+def _as_written(text: str) -> Canonical:
+    return Canonical(text, tuple((number, number) for number in range(1, len(text.splitlines()) + 1)))
+
+
+def _parse_prefix(text: str, lines: list[str]) -> tuple[ast.Module | None, int]:
+    """The module of ``text``, or of its longest prefix that ends before a top-level statement and parses."""
+    try:
+        return ast.parse(text), len(lines)
+    except (SyntaxError, ValueError):
+        pass
+    starts = [index for index, line in enumerate(lines) if line[:1] not in ("", " ", "\t", "#", ")", "]", "}")]
+    for end in reversed(starts[-8:]):  # a few tries back from the end: the broken part is usually the last
+        try:
+            return ast.parse("\n".join(lines[:end])), end
+        except (SyntaxError, ValueError):
+            continue
+    return None, 0
+
+
+def _rewrite(tree: ast.Module) -> tuple[str, tuple[tuple[int, int], ...]]:
+    spans: dict[int, tuple[int, int]] = {}  # id(statement) -> its span in the original
+    for node in ast.walk(tree):
+        if isinstance(node, ast.stmt):
+            spans[id(node)] = (node.lineno, node.end_lineno or node.lineno)
+    for node in tree.body:
+        _visit(node, spans, in_function=False)
+    text = ast.unparse(tree)
+    statements = [node for node in ast.walk(tree) if isinstance(node, ast.stmt)]
+    again = [node for node in ast.walk(ast.parse(text)) if isinstance(node, ast.stmt)]
+    if len(statements) != len(again):
+        raise ValueError("the rewritten code does not read back as the same statements")
+    count = len(text.splitlines())
+    lines: list[tuple[int, int] | None] = [None] * count
+    for node, back in zip(statements, again):  # outer statements first: an inner one's lines are its own
+        first, last = spans.get(id(node), (back.lineno, back.end_lineno or back.lineno))
+        end = back.end_lineno or back.lineno
+        inner = [child for name in _BLOCKS for child in (getattr(back, name, None) or [])
+                 if isinstance(child, ast.stmt)]
+        if inner:  # a compound statement: its header stands for its own first line
+            end = min(child.lineno for child in inner) - 1
+            last = first
+        for line in range(back.lineno, max(end, back.lineno) + 1):
+            if line <= count:
+                lines[line - 1] = (first, last)
+    filled, following = [], None
+    for span in reversed(lines):  # decorators and the like: the statement after them
+        following = span or following or (1, 1)
+        filled.append(following)
+    return text, tuple(reversed(filled))
+
+
+def _visit(node: ast.AST, spans: dict, *, in_function: bool) -> None:
+    inside = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    if isinstance(node, ast.ClassDef):
+        inside = False
+    for name in _BLOCKS:
+        block = getattr(node, name, None)
+        if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+            for child in block:
+                _visit(child, spans, in_function=inside)
+            if inside:
+                setattr(node, name, _simplify(block, spans))
+    for handler in getattr(node, "handlers", []) or []:
+        _visit(handler, spans, in_function=inside)
+    for case in getattr(node, "cases", []) or []:
+        _visit(case, spans, in_function=inside)
+
+
+def _simplify(block: list[ast.stmt], spans: dict) -> list[ast.stmt]:
+    """Loops into comprehensions, and temporaries read once inlined, until nothing changes."""
+    block = list(block)
+    for _ in range(_MAX_PASSES):
+        if not (_comprehend(block, spans) or _inline(block, spans)):
+            break
+    return block or [ast.Pass()]
+
+
+def _merge(spans: dict, into: ast.stmt, *taken: ast.stmt) -> None:
+    found = [spans.get(id(node), (node.lineno, node.end_lineno)) for node in (into, *taken)]
+    spans[id(into)] = (min(first for first, _ in found), max(last for _, last in found))
+
+
+def _comprehend(block: list[ast.stmt], spans: dict) -> bool:
+    """``n = []`` then ``for t in it: [if c:] n.append(e)`` -> ``n = [e for t in it if c]``, once."""
+    for index in range(len(block) - 1):
+        start, loop = block[index], block[index + 1]
+        name = _assigned_name(start)
+        if name is None or not (isinstance(start.value, ast.List) and not start.value.elts):
+            continue
+        if not isinstance(loop, ast.For) or loop.orelse:
+            continue
+        generators, element = _appended(loop, name)
+        if element is None:
+            continue
+        comprehension = ast.ListComp(elt=element, generators=generators)
+        replacement = ast.Assign(targets=[ast.Name(id=name, ctx=ast.Store())], value=comprehension, lineno=0)
+        spans[id(replacement)] = spans.get(id(start), (start.lineno, start.end_lineno))
+        _merge(spans, replacement, loop)
+        block[index:index + 2] = [replacement]
+        return True
+    return False
+
+
+def _appended(loop: ast.For, name: str) -> tuple[list[ast.comprehension], ast.expr | None]:
+    """The generators and the element of a loop that only appends to ``name`` (nested loops and ifs allowed)."""
+    generators = [ast.comprehension(target=loop.target, iter=loop.iter, ifs=[], is_async=0)]
+    body = loop.body
+    while len(body) == 1:
+        only = body[0]
+        if isinstance(only, ast.If) and not only.orelse:
+            generators[-1].ifs.append(only.test)
+            body = only.body
+        elif isinstance(only, ast.For) and not only.orelse:
+            generators.append(ast.comprehension(target=only.target, iter=only.iter, ifs=[], is_async=0))
+            body = only.body
+        elif (isinstance(only, ast.Expr) and isinstance(only.value, ast.Call) and len(only.value.args) == 1
+              and not only.value.keywords and isinstance(only.value.func, ast.Attribute)
+              and only.value.func.attr == "append" and isinstance(only.value.func.value, ast.Name)
+              and only.value.func.value.id == name and not isinstance(only.value.args[0], ast.Starred)):
+            element = only.value.args[0]
+            if any(isinstance(node, ast.Name) and node.id == name for node in ast.walk(element)):
+                return generators, None
+            return generators, element
+        else:
+            break
+    return generators, None
+
+
+def _assigned_name(statement: ast.stmt) -> str | None:
+    if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
+            and isinstance(statement.targets[0], ast.Name)):
+        return statement.targets[0].id
+    return None
+
+
+def _inline(block: list[ast.stmt], spans: dict) -> bool:
+    """A name assigned in ``block`` and read exactly once before it is assigned again: put there, once."""
+    for index, statement in enumerate(block):
+        name = _assigned_name(statement)
+        if name is None:
+            continue
+        reads = []
+        for later in block[index + 1:]:
+            found, stores = _uses(later, name)
+            reads.extend((later, node) for node in found)
+            if stores:
+                if not _plain_rebinding(later, name):
+                    reads.append((later, None))  # stored inside a loop or a branch: not straight-line
+                break
+        if len(reads) != 1 or reads[0][1] is None:
+            continue
+        holder, use = reads[0]
+        if _inside_scope(holder, use):
+            continue
+        _replace(holder, use, copy.deepcopy(statement.value))
+        _merge(spans, holder, statement)
+        del block[index]
+        return True
+    return False
+
+
+def _uses(statement: ast.stmt, name: str) -> tuple[list[ast.Name], bool]:
+    loads, stores = [], False
+    for node in ast.walk(statement):
+        if isinstance(node, ast.Name) and node.id == name:
+            if isinstance(node.ctx, ast.Load):
+                loads.append(node)
+            else:
+                stores = True
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
+            loads.append(None)  # ``n += 1`` reads n where no expression can stand
+    return loads, stores
+
+
+def _plain_rebinding(statement: ast.stmt, name: str) -> bool:
+    """``n = f(n)``: the read is in the value, the store is the statement's own target."""
+    return _assigned_name(statement) == name
+
+
+def _inside_scope(holder: ast.stmt, use: ast.Name) -> bool:
+    """Whether ``use`` sits in a function or class defined inside ``holder`` (another scope: left alone)."""
+    for node in ast.walk(holder):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            if any(inner is use for inner in ast.walk(node)):
+                return True
+    return False
+
+
+def _replace(holder: ast.AST, use: ast.Name, value: ast.expr) -> None:
+    for node in ast.walk(holder):
+        for field, child in ast.iter_fields(node):
+            if child is use:
+                setattr(node, field, value)
+                return
+            if isinstance(child, list):
+                for position, item in enumerate(child):
+                    if item is use:
+                        child[position] = value
+                        return
