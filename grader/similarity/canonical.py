@@ -4,10 +4,11 @@ Renaming, comments and layout are undone by the tokens (``grader.similarity.toke
 what they cannot undo is a copier moving code between statements. Before it is
 tokenized, each cell's code is rewritten (with ``ast``: it is read, never run):
 
-- a temporary assigned once and read once later in the same block of a
-  function is put where it is read: ``m = x.max(); y = np.exp(x - m)`` and
+- a temporary assigned in a block of a function is put where it is read
+  (before it is assigned again): ``m = x.max(); y = np.exp(x - m)`` and
   ``y = np.exp(x - x.max())`` read the same, so neither inlining a copy's
-  variables nor extracting new ones changes it;
+  variables nor extracting new ones changes it; one read several times is
+  put in each place if it is small (``e = np.exp(x); e / e.sum()``);
 - a loop whose body only appends to a list just made empty becomes the list
   comprehension it stands for (``out = []; for r in rows: out.append(f(r))`` is
   ``out = [f(r) for r in rows]``), conditions and nested loops included.
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 
 _BLOCKS = ("body", "orelse", "finalbody")
 _MAX_PASSES = 200  # rewrites per block: far more than any exercise's function needs
+MAX_READS, MAX_SIZE = 4, 24  # a temporary read more than once is inlined only where it is small and read few times
 
 
 @dataclass(frozen=True)
@@ -195,7 +197,7 @@ def _assigned_name(statement: ast.stmt) -> str | None:
 
 
 def _inline(block: list[ast.stmt], spans: dict) -> bool:
-    """A name assigned in ``block`` and read exactly once before it is assigned again: put there, once."""
+    """A name assigned in ``block`` and read before it is assigned again (once, or a few times if small): put there."""
     for index, statement in enumerate(block):
         name = _assigned_name(statement)
         if name is None:
@@ -208,16 +210,22 @@ def _inline(block: list[ast.stmt], spans: dict) -> bool:
                 if not _plain_rebinding(later, name):
                     reads.append((later, None))  # stored inside a loop or a branch: not straight-line
                 break
-        if len(reads) != 1 or reads[0][1] is None:
+        if not reads or any(use is None for _, use in reads):
             continue
-        holder, use = reads[0]
-        if _inside_scope(holder, use):
+        if len(reads) > 1 and (len(reads) > MAX_READS or _size(statement.value) > MAX_SIZE):
             continue
-        _replace(holder, use, copy.deepcopy(statement.value))
-        _merge(spans, holder, statement)
+        if any(_inside_scope(holder, use) for holder, use in reads):
+            continue
+        for holder, use in reads:
+            _replace(holder, use, copy.deepcopy(statement.value))
+            _merge(spans, holder, statement)
         del block[index]
         return True
     return False
+
+
+def _size(node: ast.AST) -> int:
+    return sum(1 for _ in ast.walk(node))
 
 
 def _uses(statement: ast.stmt, name: str) -> tuple[list[ast.Name], bool]:
