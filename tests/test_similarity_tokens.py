@@ -177,3 +177,7 @@ def test_code_broken_half_way_is_canonical_up_to_the_break():
     broken = EXTRACTED + "\n\ndef forward(self, Q, K, V\n    return Q\n"
     assert texts(broken)["softmax"] == texts(EXTRACTED)["softmax"]
     assert texts(broken)["gather"] == texts(EXTRACTED)["gather"]
+    in_class = "class Holder:\n" + "".join(f"    {line}\n" if line else "\n" for line in EXTRACTED.splitlines())
+    broken_first = in_class.replace("def softmax(values):", "def softmax(values)")  # broken before the other
+    assert texts(broken_first)["Holder.gather"] == texts(in_class)["Holder.gather"] == texts(INLINED)["gather"]
+    assert texts(broken_first)["Holder.softmax"] != texts(in_class)["Holder.softmax"]  # kept as written

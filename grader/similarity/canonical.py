@@ -17,8 +17,8 @@ The form need not behave as the code does (nothing runs it); it need only be
 the same for the disguises of one piece of code, and be computed the same way
 for every student. Each line of the rewritten text maps back to the lines of
 the statements it came from, so evidence still points into the student's file.
-Code that does not parse is rewritten as far as it parses and kept as written
-from there on.
+Code that does not parse is rewritten one definition at a time: each that
+parses alone is rewritten, the broken one is kept as written.
 """
 
 from __future__ import annotations
@@ -45,39 +45,48 @@ class Canonical:
 
 
 def canonical(text: str) -> Canonical:
-    """``text`` rewritten to the canonical form; where it stops parsing, the rest as written."""
-    lines = text.splitlines()
-    tree, parsed = _parse_prefix(text, lines)
-    if tree is None:
-        return _as_written(text)
+    """``text`` rewritten to the canonical form; code that does not parse, one function at a time."""
     try:
-        rewritten, spans = _rewrite(tree)
-    except (RecursionError, ValueError, TypeError, AttributeError):
-        return _as_written(text)
-    rest = lines[parsed:]
-    if not rest:
-        return Canonical(rewritten, spans)
-    offset = tuple((parsed + number, parsed + number) for number in range(1, len(rest) + 1))
-    return Canonical(rewritten + "\n" + "\n".join(rest), spans + offset)
-
-
-def _as_written(text: str) -> Canonical:
-    return Canonical(text, tuple((number, number) for number in range(1, len(text.splitlines()) + 1)))
-
-
-def _parse_prefix(text: str, lines: list[str]) -> tuple[ast.Module | None, int]:
-    """The module of ``text``, or of its longest prefix that ends before a top-level statement and parses."""
-    try:
-        return ast.parse(text), len(lines)
+        tree = ast.parse(text)
     except (SyntaxError, ValueError):
-        pass
-    starts = [index for index, line in enumerate(lines) if line[:1] not in ("", " ", "\t", "#", ")", "]", "}")]
-    for end in reversed(starts[-8:]):  # a few tries back from the end: the broken part is usually the last
-        try:
-            return ast.parse("\n".join(lines[:end])), end
-        except (SyntaxError, ValueError):
-            continue
-    return None, 0
+        return _piecewise(text)
+    try:
+        return Canonical(*_rewrite(tree))
+    except _UNREWRITABLE:
+        return _as_written(text)
+
+
+_UNREWRITABLE = (RecursionError, ValueError, TypeError, AttributeError, SyntaxError)
+_OPENERS = ("def ", "async def ", "class ", "@")
+
+
+def _as_written(text: str, *, first: int = 1) -> Canonical:
+    count = len(text.splitlines())
+    return Canonical(text, tuple((number, number) for number in range(first, first + count)))
+
+
+def _piecewise(text: str) -> Canonical:
+    """Code that does not parse, cut before every definition (at any depth) and top-level statement: each piece
+    that parses alone is rewritten (indented back where it was), the others kept as written."""
+    lines = text.splitlines()
+    cuts = [index for index, line in enumerate(lines)
+            if line.lstrip().startswith(_OPENERS) or (line[:1] not in ("", " ", "\t", "#", ")", "]", "}"))]
+    cuts = sorted({0, *cuts})
+    texts, spans = [], []
+    for start, end in zip(cuts, cuts[1:] + [len(lines)]):
+        piece = lines[start:end]
+        indent = piece[0][:len(piece[0]) - len(piece[0].lstrip())]
+        if all(not line.strip() or line.startswith(indent) for line in piece):
+            try:
+                rewritten, lines_of = _rewrite(ast.parse("\n".join(line[len(indent):] for line in piece)))
+                texts.extend(indent + line if line else line for line in rewritten.splitlines())
+                spans.extend((first + start, last + start) for first, last in lines_of)
+                continue
+            except _UNREWRITABLE:
+                pass
+        texts.extend(piece)
+        spans.extend((number, number) for number in range(start + 1, end + 1))
+    return Canonical("\n".join(texts), tuple(spans))
 
 
 def _rewrite(tree: ast.Module) -> tuple[str, tuple[tuple[int, int], ...]]:
