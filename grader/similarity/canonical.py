@@ -91,14 +91,12 @@ def _piecewise(text: str) -> Canonical:
 
 def _rewrite(tree: ast.Module) -> tuple[str, tuple[tuple[int, int], ...]]:
     spans: dict[int, tuple[int, int]] = {}  # id(statement) -> its span in the original
-    for node in ast.walk(tree):
-        if isinstance(node, ast.stmt):
-            spans[id(node)] = (node.lineno, node.end_lineno or node.lineno)
+    for node in _statements(tree):
+        spans[id(node)] = (node.lineno, node.end_lineno or node.lineno)
     for node in tree.body:
         _visit(node, spans, in_function=False)
     text = ast.unparse(tree)
-    statements = [node for node in ast.walk(tree) if isinstance(node, ast.stmt)]
-    again = [node for node in ast.walk(ast.parse(text)) if isinstance(node, ast.stmt)]
+    statements, again = _statements(tree), _statements(ast.parse(text))
     if len(statements) != len(again):
         raise ValueError("the rewritten code does not read back as the same statements")
     count = len(text.splitlines())
@@ -139,10 +137,17 @@ def _visit(node: ast.AST, spans: dict, *, in_function: bool) -> None:
 
 
 def _simplify(block: list[ast.stmt], spans: dict) -> list[ast.stmt]:
-    """Loops into comprehensions, and temporaries read once inlined, until nothing changes."""
+    """Loops into comprehensions, and temporaries inlined, until nothing changes.
+
+    One pass of inlining finds every temporary it can move (it goes forward, so a
+    temporary read by another is moved first); only a new comprehension can make
+    another possible (its list, now one statement, may be read once).
+    """
     block = list(block)
     for _ in range(_MAX_PASSES):
-        if not (_comprehend(block, spans) or _inline(block, spans)):
+        while _comprehend(block, spans):
+            pass
+        if not _inline(block, spans) or not _comprehend(block, spans):
             break
     return block or [ast.Pass()]
 
@@ -206,72 +211,125 @@ def _assigned_name(statement: ast.stmt) -> str | None:
 
 
 def _inline(block: list[ast.stmt], spans: dict) -> bool:
-    """A name assigned in ``block`` and read before it is assigned again (once, or a few times if small): put there."""
-    for index, statement in enumerate(block):
+    """Names assigned in ``block`` and read before they are assigned again (once, or a few times if small): put
+    where they are read, in one pass over the block."""
+    changed = False
+    index = 0
+    if not any(_assigned_name(statement) for statement in block[:-1]):
+        return False
+    names = [_Names.of(statement) for statement in block]
+    while index < len(block):
+        statement = block[index]
         name = _assigned_name(statement)
-        if name is None:
+        reads = _reads(block, names, index, name) if name is not None else None
+        if not reads or (len(reads) > 1 and (len(reads) > MAX_READS or _size(statement.value) > MAX_SIZE)):
+            index += 1
             continue
-        reads = []
-        for later in block[index + 1:]:
-            found, stores = _uses(later, name)
-            reads.extend((later, node) for node in found)
-            if stores:
-                if not _plain_rebinding(later, name):
-                    reads.append((later, None))  # stored inside a loop or a branch: not straight-line
-                break
-        if not reads or any(use is None for _, use in reads):
-            continue
-        if len(reads) > 1 and (len(reads) > MAX_READS or _size(statement.value) > MAX_SIZE):
-            continue
-        if any(_inside_scope(holder, use) for holder, use in reads):
-            continue
-        for holder, use in reads:
-            _replace(holder, use, copy.deepcopy(statement.value))
-            _merge(spans, holder, statement)
-        del block[index]
-        return True
-    return False
+        for position, (later, use) in enumerate(reads):
+            value = statement.value if position == len(reads) - 1 else copy.deepcopy(statement.value)
+            names[later].replace(use, value)
+            _merge(spans, block[later], statement)
+        for later in {later for later, _ in reads}:
+            names[later] = _Names.of(block[later])
+        del block[index], names[index]
+        changed = True
+    return changed
+
+
+def _reads(block: list[ast.stmt], names: list[_Names], index: int, name: str) -> list[tuple[int, ast.Name]] | None:
+    """Where ``name``, assigned by ``block[index]``, is read before it is assigned again; None where it cannot move
+    (read as ``n += 1``, assigned inside a loop or a branch, read in another scope)."""
+    reads = []
+    for later in range(index + 1, len(block)):
+        found = names[later]
+        for use in found.loads.get(name, ()):
+            if use is None or id(use) in found.scoped:
+                return None
+            reads.append((later, use))
+        if name in found.stores:
+            if not _plain_rebinding(block[later], name):
+                return None
+            break
+    return reads
+
+
+@dataclass
+class _Names:
+    """The names one statement reads and stores, and where each read sits, from one walk of it."""
+
+    loads: dict[str, list[ast.Name | None]]  # None: read by ``n += ...``
+    stores: set[str]
+    scoped: set[int]  # ids of the reads inside a function, class or lambda of the statement (another scope)
+    places: dict[int, tuple[ast.AST, str, int | None]]  # id(read) -> (parent, field, position in a list field)
+
+    @classmethod
+    def of(cls, statement: ast.stmt) -> _Names:
+        loads: dict[str, list] = {}
+        stores: set[str] = set()
+        places: dict[int, tuple] = {}
+        scoped: set[int] = set()
+        pending = [(statement, False)]  # (node, inside another scope); ast.walk, without its generators
+        while pending:
+            node, inner = pending.pop()
+            if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                loads.setdefault(node.target.id, []).append(None)
+            inner = inner or isinstance(node, _SCOPES)
+            for field in node._fields:
+                child = getattr(node, field, None)
+                if isinstance(child, list):
+                    for position, item in enumerate(child):
+                        if isinstance(item, ast.AST):
+                            _note(node, field, position, item, inner, loads, stores, places, scoped, pending)
+                elif isinstance(child, ast.AST):
+                    _note(node, field, None, child, inner, loads, stores, places, scoped, pending)
+        return cls(loads, stores, scoped, places)
+
+    def replace(self, use: ast.Name, value: ast.expr) -> None:
+        parent, field, position = self.places[id(use)]
+        if position is None:
+            setattr(parent, field, value)
+        else:
+            getattr(parent, field)[position] = value
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def _note(parent, field, position, item, inner, loads, stores, places, scoped, pending) -> None:
+    if isinstance(item, ast.Name):
+        if isinstance(item.ctx, ast.Load):
+            loads.setdefault(item.id, []).append(item)
+            places[id(item)] = (parent, field, position)
+            if inner:
+                scoped.add(id(item))
+        else:
+            stores.add(item.id)
+    elif not isinstance(item, (ast.expr_context, ast.operator, ast.cmpop, ast.unaryop, ast.boolop)):
+        pending.append((item, inner))
 
 
 def _size(node: ast.AST) -> int:
-    return sum(1 for _ in ast.walk(node))
+    """Nodes in ``node``, counted up to one past ``MAX_SIZE``."""
+    count, pending = 0, [node]
+    while pending and count <= MAX_SIZE:
+        item = pending.pop()
+        count += 1
+        pending.extend(child for child in ast.iter_child_nodes(item))
+    return count
 
 
-def _uses(statement: ast.stmt, name: str) -> tuple[list[ast.Name], bool]:
-    loads, stores = [], False
-    for node in ast.walk(statement):
-        if isinstance(node, ast.Name) and node.id == name:
-            if isinstance(node.ctx, ast.Load):
-                loads.append(node)
-            else:
-                stores = True
-        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == name:
-            loads.append(None)  # ``n += 1`` reads n where no expression can stand
-    return loads, stores
+def _statements(tree: ast.AST) -> list[ast.stmt]:
+    """Every statement of ``tree``, each before those inside it (the same order for the same structure)."""
+    found, pending = [], [tree]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.stmt):
+            found.append(node)
+        inner = [child for name in (*_BLOCKS, "handlers", "cases") for child in (getattr(node, name, None) or [])]
+        pending.extend(reversed(inner))
+    return found
 
 
 def _plain_rebinding(statement: ast.stmt, name: str) -> bool:
     """``n = f(n)``: the read is in the value, the store is the statement's own target."""
     return _assigned_name(statement) == name
-
-
-def _inside_scope(holder: ast.stmt, use: ast.Name) -> bool:
-    """Whether ``use`` sits in a function or class defined inside ``holder`` (another scope: left alone)."""
-    for node in ast.walk(holder):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            if any(inner is use for inner in ast.walk(node)):
-                return True
-    return False
-
-
-def _replace(holder: ast.AST, use: ast.Name, value: ast.expr) -> None:
-    for node in ast.walk(holder):
-        for field, child in ast.iter_fields(node):
-            if child is use:
-                setattr(node, field, value)
-                return
-            if isinstance(child, list):
-                for position, item in enumerate(child):
-                    if item is use:
-                        child[position] = value
-                        return
