@@ -382,3 +382,17 @@ def test_an_advanced_exercise_compares_with_its_own_stub_and_key(tmp_path):
     assert all("untouched" not in pair["students"] for pair in data["pairs"])  # the stub never counts
     assert [m["student"] for m in data["reference_matches"] if m["matches_answer_key"]] == ["abe"]
     assert all(m["student"] != "untouched" or m["score"] < 0.1 for m in data["reference_matches"])
+
+
+def test_the_progress_bar_names_its_stages_in_the_run_language(capsys):
+    from grader.similarity.outputs import StageBar
+
+    for lang, stage, word in (("en", "fingerprinting", "fingerprinting"), ("zh", "fingerprinting", "提取指纹"),
+                              ("zh", "evidence", "整理证据"), ("zh", "fixtures", "公开测试数据")):
+        bar = StageBar(enabled=True, lang=lang)
+        bar.begin(stage, 2)
+        bar.advance()
+        bar.advance()
+        bar.end()
+        shown = capsys.readouterr().err
+        assert word in shown and "2/2" in shown, shown
