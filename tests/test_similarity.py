@@ -319,7 +319,8 @@ def test_usage_errors_say_what_to_type(tmp_path):
 FRESH = FIXTURES / "similarity" / "fresh"
 FRESH_PLANTED = {frozenset(pair) for pair in (("split_concatenate_style", "ulla"),  # its variables inlined
                                               ("broadcast_products_style", "victor"),  # new variables extracted
-                                              ("nested_for_lists_style", "wendy"))}  # loops as comprehensions
+                                              ("nested_for_lists_style", "wendy"),  # loops as comprehensions
+                                              ("pipeline_helpers_style", "yusuf"))}  # its helpers folded in
 
 
 def test_copies_rewritten_statement_by_statement_still_rank_above_every_independent_pair(tmp_path):

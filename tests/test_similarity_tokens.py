@@ -181,3 +181,32 @@ def test_code_broken_half_way_is_canonical_up_to_the_break():
     broken_first = in_class.replace("def softmax(values):", "def softmax(values)")  # broken before the other
     assert texts(broken_first)["Holder.gather"] == texts(in_class)["Holder.gather"] == texts(INLINED)["gather"]
     assert texts(broken_first)["Holder.softmax"] != texts(in_class)["Holder.softmax"]  # kept as written
+
+
+def test_one_line_helpers_are_put_where_they_are_called_across_cells():
+    helpers = ('''
+import numpy as np
+
+
+def _shift(a):
+    return a - a.max(axis=-1, keepdims=True)
+''', '''
+def softmax(x):
+    e = np.exp(_shift(x))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def scaled_dot_product_attention(Q, K, V):
+    w = softmax(Q @ K.swapaxes(-1, -2))
+    return w @ V, w
+''')
+    folded = texts("import numpy as np\n\n\ndef softmax(x):\n"
+                   "    return np.exp(x - x.max(axis=-1, keepdims=True)) / np.exp(x - x.max(axis=-1, keepdims=True))"
+                   ".sum(axis=-1, keepdims=True)\n\n\ndef scaled_dot_product_attention(Q, K, V):\n"
+                   "    w = softmax(Q @ K.swapaxes(-1, -2))\n    return w @ V, w\n")
+    tokens = normalize(list(helpers), api=API)  # the helper in one notebook cell, its caller in the next
+    units = {unit.name: [token.text for token in tokens.tokens[unit.start:unit.end]] for unit in tokens.units}
+    assert "_shift" not in units and units["softmax"] == folded["softmax"]
+    assert "softmax" in units["scaled_dot_product_attention"]  # the exercise's own functions stay calls
+    passed_around = helpers[0] + helpers[1] + "\nSHIFT = _shift\n"
+    assert "_shift" in texts(passed_around)  # a helper used as a value stays a function

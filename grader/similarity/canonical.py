@@ -11,7 +11,11 @@ tokenized, each cell's code is rewritten (with ``ast``: it is read, never run):
   put in each place if it is small (``e = np.exp(x); e / e.sum()``);
 - a loop whose body only appends to a list just made empty becomes the list
   comprehension it stands for (``out = []; for r in rows: out.append(f(r))`` is
-  ``out = [f(r) for r in rows]``), conditions and nested loops included.
+  ``out = [f(r) for r in rows]``), conditions and nested loops included;
+- a helper of one ``return`` (``def _scores(Q, K): return Q @ K.T``), found in
+  all of a document's cells, is put where it is called and its definition left
+  out, so splitting code into helpers or folding them back hides nothing; the
+  exercise's own functions (``softmax``) stay calls.
 
 The form need not behave as the code does (nothing runs it); it need only be
 the same for the disguises of one piece of code, and be computed the same way
@@ -44,16 +48,94 @@ class Canonical:
         return (line, line)
 
 
-def canonical(text: str) -> Canonical:
-    """``text`` rewritten to the canonical form; code that does not parse, one function at a time."""
+def canonical(text: str, *, helpers: dict[str, ast.FunctionDef] | None = None) -> Canonical:
+    """``text`` rewritten to the canonical form; code that does not parse, one function at a time.
+
+    ``helpers`` (``find_helpers`` of the whole document): one-line functions put where they are called.
+    """
+    helpers = helpers or {}
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
-        return _piecewise(text)
+        return _piecewise(text, helpers)
     try:
-        return Canonical(*_rewrite(tree))
+        return Canonical(*_rewrite(tree, helpers))
     except _UNREWRITABLE:
         return _as_written(text)
+
+
+def find_helpers(cells: list[str] | tuple[str, ...], *, keep: frozenset[str]) -> dict[str, ast.FunctionDef]:
+    """The document's helpers: top-level functions of one ``return`` with plain parameters, not named by the
+    exercise (``keep``), called, and only ever called with as many arguments, in every cell that parses."""
+    trees = []
+    for text in cells:
+        try:
+            trees.append(ast.parse(text))
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+    found: dict[str, ast.FunctionDef | None] = {}
+    for tree in trees:
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef):
+                found[node.name] = node if node.name not in found and _is_helper(node, keep) else None
+    helpers = {name: node for name, node in found.items() if node is not None}
+    called = set()
+    for tree in trees:
+        calls = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in helpers:
+                if len(node.args) == len(helpers[node.func.id].args.args) and not node.keywords and not any(
+                        isinstance(arg, ast.Starred) for arg in node.args):
+                    calls.add(id(node.func))
+                    called.add(node.func.id)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and node.id in helpers and id(node) not in calls and isinstance(
+                    node.ctx, ast.Load):
+                helpers.pop(node.id)  # passed around, or called some other way: it stays a function
+    return {name: node for name, node in helpers.items() if name in called}  # one never called stays too
+
+
+def _is_helper(node: ast.FunctionDef, keep: frozenset[str]) -> bool:
+    arguments = node.args
+    plain = not (arguments.vararg or arguments.kwarg or arguments.kwonlyargs or arguments.posonlyargs
+                 or arguments.defaults or node.decorator_list)
+    body = [statement for statement in node.body
+            if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant))]  # docstrings
+    return (plain and node.name not in keep and not node.name.startswith("__") and len(body) == 1
+            and isinstance(body[0], ast.Return) and body[0].value is not None
+            and not any(isinstance(inner, ast.Name) and inner.id == node.name for inner in ast.walk(body[0])))
+
+
+class _CallsInlined(ast.NodeTransformer):
+    """Each call of a helper replaced by its returned expression, the arguments in place of its parameters."""
+
+    def __init__(self, helpers: dict[str, ast.FunctionDef]):
+        self.helpers = helpers
+        self.depth = 0
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        helper = self.helpers.get(node.func.id) if isinstance(node.func, ast.Name) else None
+        if helper is None or len(node.args) != len(helper.args.args) or node.keywords or self.depth > 8:
+            return node
+        values = dict(zip((argument.arg for argument in helper.args.args), node.args))
+        body = next(statement for statement in helper.body if isinstance(statement, ast.Return))
+        expression = _Substituted(values).visit(copy.deepcopy(body.value))
+        self.depth += 1
+        try:
+            return self.visit(expression)  # a helper may call another
+        finally:
+            self.depth -= 1
+
+
+class _Substituted(ast.NodeTransformer):
+    def __init__(self, values: dict[str, ast.expr]):
+        self.values = values
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if isinstance(node.ctx, ast.Load) and node.id in self.values:
+            return copy.deepcopy(self.values[node.id])
+        return node
 
 
 _UNREWRITABLE = (RecursionError, ValueError, TypeError, AttributeError, SyntaxError)
@@ -65,7 +147,7 @@ def _as_written(text: str, *, first: int = 1) -> Canonical:
     return Canonical(text, tuple((number, number) for number in range(first, first + count)))
 
 
-def _piecewise(text: str) -> Canonical:
+def _piecewise(text: str, helpers: dict[str, ast.FunctionDef]) -> Canonical:
     """Code that does not parse, cut before every definition (at any depth) and top-level statement: each piece
     that parses alone is rewritten (indented back where it was), the others kept as written."""
     lines = text.splitlines()
@@ -78,7 +160,7 @@ def _piecewise(text: str) -> Canonical:
         indent = piece[0][:len(piece[0]) - len(piece[0].lstrip())]
         if all(not line.strip() or line.startswith(indent) for line in piece):
             try:
-                rewritten, lines_of = _rewrite(ast.parse("\n".join(line[len(indent):] for line in piece)))
+                rewritten, lines_of = _rewrite(ast.parse("\n".join(line[len(indent):] for line in piece)), helpers)
                 texts.extend(indent + line if line else line for line in rewritten.splitlines())
                 spans.extend((first + start, last + start) for first, last in lines_of)
                 continue
@@ -89,10 +171,13 @@ def _piecewise(text: str) -> Canonical:
     return Canonical("\n".join(texts), tuple(spans))
 
 
-def _rewrite(tree: ast.Module) -> tuple[str, tuple[tuple[int, int], ...]]:
+def _rewrite(tree: ast.Module, helpers: dict[str, ast.FunctionDef]) -> tuple[str, tuple[tuple[int, int], ...]]:
     spans: dict[int, tuple[int, int]] = {}  # id(statement) -> its span in the original
     for node in _statements(tree):
         spans[id(node)] = (node.lineno, node.end_lineno or node.lineno)
+    if helpers:
+        tree.body = [node for node in tree.body if not (isinstance(node, ast.FunctionDef) and node.name in helpers)]
+        tree = _CallsInlined(helpers).visit(tree)
     for node in tree.body:
         _visit(node, spans, in_function=False)
     text = ast.unparse(tree)

@@ -11,8 +11,9 @@ Python's own tokenizer (``tokenize``) reads the text; it never runs it. Then:
   names (``split_heads``, ``W_Q``) read from the stub;
 - string literals become ``S``; numbers and operators stay as written;
 - before all this, statements are put in one canonical form
-  (``grader.similarity.canonical``: temporaries read once inlined, append
-  loops as comprehensions), so moving code between statements hides nothing;
+  (``grader.similarity.canonical``: temporaries inlined, append loops as
+  comprehensions, one-line helpers put where they are called), so moving code
+  between statements or functions hides nothing;
 - the code is cut into units, one per function or method (top-level statements
   between them make units of their own), each fingerprinted on its own, so
   moving functions around hides nothing either.
@@ -33,7 +34,7 @@ import keyword
 import tokenize
 from dataclasses import dataclass
 
-from grader.similarity.canonical import canonical
+from grader.similarity.canonical import canonical, find_helpers
 
 NAME_SYMBOL, STRING_SYMBOL = "V", "S"
 NEWLINE_SYMBOL, INDENT_SYMBOL, DEDENT_SYMBOL = "\u23ce", "\u2192", "\u2190"
@@ -101,6 +102,7 @@ def api_names(stub_text: str) -> frozenset[str]:
 def normalize(cells: tuple[str, ...] | list[str], *, api: frozenset[str] = frozenset()) -> Tokens:
     """The normalized tokens of a document's cells (one cell for a script), cut into units."""
     reader = _Reader(api)
+    reader.helpers = find_helpers(cells, keep=api)
     for index, text in enumerate(cells):
         reader.read(text, cell=index)
         if len(reader.tokens) >= MAX_TOKENS:
@@ -123,6 +125,7 @@ class _Reader:
 
     def __init__(self, api: frozenset[str]):
         self.keep = api
+        self.helpers: dict = {}  # the document's one-line helpers (grader.similarity.canonical.find_helpers)
         self.library = library_names()
         self.builtin = frozenset(dir(builtins))
         self.tokens: list[Token] = []
@@ -134,7 +137,7 @@ class _Reader:
         self.depth = 0
 
     def read(self, text: str, *, cell: int) -> None:
-        form = canonical(text)
+        form = canonical(text, helpers=self.helpers)
         self.original = form.original
         text = form.text
         self.depth = 0
