@@ -48,15 +48,16 @@ class Canonical:
         return (line, line)
 
 
-def canonical(text: str, *, helpers: dict[str, ast.FunctionDef] | None = None) -> Canonical:
+def canonical(text: str, *, helpers: dict[str, ast.FunctionDef] | None = None,
+              tree: ast.Module | None = None) -> Canonical:
     """``text`` rewritten to the canonical form; code that does not parse, one function at a time.
 
-    ``helpers`` (``find_helpers`` of the whole document): one-line functions put where they are called.
+    ``helpers`` (``find_helpers`` of the whole document): one-line functions put where they are called;
+    ``tree``: ``text`` already parsed (``parse``), rewritten in place.
     """
     helpers = helpers or {}
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError):
+    tree = tree or parse(text)
+    if tree is None:
         return _piecewise(text, helpers)
     try:
         return Canonical(*_rewrite(tree, helpers))
@@ -64,15 +65,17 @@ def canonical(text: str, *, helpers: dict[str, ast.FunctionDef] | None = None) -
         return _as_written(text)
 
 
-def find_helpers(cells: list[str] | tuple[str, ...], *, keep: frozenset[str]) -> dict[str, ast.FunctionDef]:
+def parse(text: str) -> ast.Module | None:
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+def find_helpers(trees: list[ast.Module | None], *, keep: frozenset[str]) -> dict[str, ast.FunctionDef]:
     """The document's helpers: top-level functions of one ``return`` with plain parameters, not named by the
     exercise (``keep``), called, and only ever called with as many arguments, in every cell that parses."""
-    trees = []
-    for text in cells:
-        try:
-            trees.append(ast.parse(text))
-        except (SyntaxError, ValueError, RecursionError):
-            continue
+    trees = [tree for tree in trees if tree is not None]
     found: dict[str, ast.FunctionDef | None] = {}
     for tree in trees:
         for node in tree.body:

@@ -34,7 +34,7 @@ import keyword
 import tokenize
 from dataclasses import dataclass
 
-from grader.similarity.canonical import canonical, find_helpers
+from grader.similarity.canonical import canonical, find_helpers, parse
 
 NAME_SYMBOL, STRING_SYMBOL = "V", "S"
 NEWLINE_SYMBOL, INDENT_SYMBOL, DEDENT_SYMBOL = "\u23ce", "\u2192", "\u2190"
@@ -102,9 +102,10 @@ def api_names(stub_text: str) -> frozenset[str]:
 def normalize(cells: tuple[str, ...] | list[str], *, api: frozenset[str] = frozenset()) -> Tokens:
     """The normalized tokens of a document's cells (one cell for a script), cut into units."""
     reader = _Reader(api)
-    reader.helpers = find_helpers(cells, keep=api)
-    for index, text in enumerate(cells):
-        reader.read(text, cell=index)
+    trees = [parse(text) for text in cells]
+    reader.helpers = find_helpers(trees, keep=api)
+    for index, (text, tree) in enumerate(zip(cells, trees)):
+        reader.read(text, cell=index, tree=tree)
         if len(reader.tokens) >= MAX_TOKENS:
             break
     return reader.finish()
@@ -136,8 +137,8 @@ class _Reader:
         self.classes: list[tuple[int, str]] = []  # (depth, qualified name) of the classes we are inside
         self.depth = 0
 
-    def read(self, text: str, *, cell: int) -> None:
-        form = canonical(text, helpers=self.helpers)
+    def read(self, text: str, *, cell: int, tree=None) -> None:
+        form = canonical(text, helpers=self.helpers, tree=tree)
         self.original = form.original
         text = form.text
         self.depth = 0
