@@ -320,7 +320,10 @@ FRESH = FIXTURES / "similarity" / "fresh"
 FRESH_PLANTED = {frozenset(pair) for pair in (("split_concatenate_style", "ulla"),  # its variables inlined
                                               ("broadcast_products_style", "victor"),  # new variables extracted
                                               ("nested_for_lists_style", "wendy"),  # loops as comprehensions
-                                              ("pipeline_helpers_style", "yusuf"))}  # its helpers folded in
+                                              ("pipeline_helpers_style", "yusuf"),  # its helpers folded in
+                                              ("apply_along_axis_style", "aaron"),  # padded with prints, renamed
+                                              ("apply_along_axis_style", "bella"),  # np.f(x) as x.f(), @ for matmul
+                                              ("aaron", "bella"))}
 
 
 def test_copies_rewritten_statement_by_statement_still_rank_above_every_independent_pair(tmp_path):

@@ -210,3 +210,18 @@ def scaled_dot_product_attention(Q, K, V):
     assert "softmax" in units["scaled_dot_product_attention"]  # the exercise's own functions stay calls
     passed_around = helpers[0] + helpers[1] + "\nSHIFT = _shift\n"
     assert "_shift" in texts(passed_around)  # a helper used as a value stays a function
+
+
+def test_numpy_function_forms_and_idle_statements_read_as_the_plain_code():
+    plain = texts("import numpy as np\n\n\ndef scaled_dot_product_attention(Q, K, V):\n"
+                  "    w = softmax(Q @ K.transpose(0, 1, 3, 2) / np.sqrt(Q.shape[-1]))\n"
+                  "    return w @ V, w.sum(axis=-1).max()\n")
+    swapped = texts("import numpy as numpy_lib\n\n\ndef scaled_dot_product_attention(Q, K, V):\n"
+                    "    print('shapes', Q.shape, K.shape)\n    unused = K.shape[0]\n    Q\n"
+                    "    w = softmax(numpy_lib.divide(numpy_lib.matmul(Q, numpy_lib.transpose(K, (0, 1, 3, 2))),"
+                    " numpy_lib.sqrt(Q.shape[-1])))\n"
+                    "    return numpy_lib.matmul(w, V), numpy_lib.amax(numpy_lib.sum(w, axis=-1))\n")
+    assert plain["scaled_dot_product_attention"] == swapped["scaled_dot_product_attention"]
+    kept = texts("import numpy as np\n\n\ndef f(x):\n    total = 0\n    for v in x:\n        total = total + v\n"
+                 "    return np.exp(x)\n")["f"]
+    assert kept.count("for") == 1 and "exp" in kept  # a loop's running total is read: it stays

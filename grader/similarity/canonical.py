@@ -15,7 +15,11 @@ tokenized, each cell's code is rewritten (with ``ast``: it is read, never run):
 - a helper of one ``return`` (``def _scores(Q, K): return Q @ K.T``), found in
   all of a document's cells, is put where it is called and its definition left
   out, so splitting code into helpers or folding them back hides nothing; the
-  exercise's own functions (``softmax``) stay calls.
+  exercise's own functions (``softmax``) stay calls;
+- NumPy's function forms are written as the array's methods and operators
+  (``np.sum(x, axis=-1)`` is ``x.sum(axis=-1)``, ``np.matmul(a, b)`` is ``a @ b``);
+- what adds nothing to a function's result is left out: a ``print``, a lone
+  name, a store to a name the function never reads (a copy padded with them).
 
 The form need not behave as the code does (nothing runs it); it need only be
 the same for the disguises of one piece of code, and be computed the same way
@@ -49,18 +53,18 @@ class Canonical:
 
 
 def canonical(text: str, *, helpers: dict[str, ast.FunctionDef] | None = None,
-              tree: ast.Module | None = None) -> Canonical:
+              tree: ast.Module | None = None, numpy: frozenset[str] = frozenset({"np"})) -> Canonical:
     """``text`` rewritten to the canonical form; code that does not parse, one function at a time.
 
     ``helpers`` (``find_helpers`` of the whole document): one-line functions put where they are called;
-    ``tree``: ``text`` already parsed (``parse``), rewritten in place.
+    ``tree``: ``text`` already parsed (``parse``), rewritten in place; ``numpy``: ``numpy_names`` of the document.
     """
     helpers = helpers or {}
     tree = tree or parse(text)
     if tree is None:
-        return _piecewise(text, helpers)
+        return _piecewise(text, helpers, numpy)
     try:
-        return Canonical(*_rewrite(tree, helpers))
+        return Canonical(*_rewrite(tree, helpers, numpy))
     except _UNREWRITABLE:
         return _as_written(text)
 
@@ -131,6 +135,49 @@ class _CallsInlined(ast.NodeTransformer):
             self.depth -= 1
 
 
+# NumPy functions that are also the array's methods, with the array first: ``np.sum(x, axis=-1)`` is
+# ``x.sum(axis=-1)``; and the ones that are operators: ``np.matmul(a, b)`` is ``a @ b``
+METHOD_FORMS = frozenset({"sum", "max", "min", "mean", "std", "var", "prod", "reshape", "transpose", "swapaxes",
+                          "argmax", "argmin", "cumsum", "clip", "round", "squeeze", "dot", "any", "all", "copy",
+                          "ravel", "amax", "amin"})
+OPERATOR_FORMS = {"matmul": ast.MatMult, "add": ast.Add, "subtract": ast.Sub, "multiply": ast.Mult,
+                  "divide": ast.Div, "true_divide": ast.Div, "power": ast.Pow}
+_SPREAD = frozenset({"reshape", "transpose"})  # x.reshape((a, b)) is x.reshape(a, b)
+
+
+class _MethodForms(ast.NodeTransformer):
+    """NumPy's function forms written as the array's methods and operators, so swapping one for the other
+    hides nothing (``numpy``: the names NumPy is imported as in the document)."""
+
+    def __init__(self, numpy: frozenset[str]):
+        self.numpy = numpy
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.generic_visit(node)
+        func = node.func
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in self.numpy:
+            name = {"amax": "max", "amin": "min"}.get(func.attr, func.attr)
+            arguments = node.args
+            if arguments and not any(isinstance(argument, ast.Starred) for argument in arguments):
+                if name in OPERATOR_FORMS and len(arguments) == 2 and not node.keywords:
+                    return ast.BinOp(left=arguments[0], op=OPERATOR_FORMS[name](), right=arguments[1])
+                if func.attr in METHOD_FORMS:
+                    node = ast.Call(func=ast.Attribute(value=arguments[0], attr=name, ctx=ast.Load()),
+                                    args=list(arguments[1:]), keywords=node.keywords)
+        func = node.func
+        if (isinstance(func, ast.Attribute) and func.attr in _SPREAD and len(node.args) == 1
+                and isinstance(node.args[0], ast.Tuple) and not node.keywords):
+            node = ast.Call(func=func, args=list(node.args[0].elts), keywords=[])
+        return node
+
+
+def numpy_names(trees: list[ast.Module | None]) -> frozenset[str]:
+    """The names NumPy is imported as in a document's cells (``np`` where it imports none)."""
+    names = {alias.asname or alias.name for tree in trees if tree is not None for node in ast.walk(tree)
+             if isinstance(node, ast.Import) for alias in node.names if alias.name == "numpy"}
+    return frozenset(names or {"np"})
+
+
 class _Substituted(ast.NodeTransformer):
     def __init__(self, values: dict[str, ast.expr]):
         self.values = values
@@ -150,7 +197,7 @@ def _as_written(text: str, *, first: int = 1) -> Canonical:
     return Canonical(text, tuple((number, number) for number in range(first, first + count)))
 
 
-def _piecewise(text: str, helpers: dict[str, ast.FunctionDef]) -> Canonical:
+def _piecewise(text: str, helpers: dict[str, ast.FunctionDef], numpy: frozenset[str]) -> Canonical:
     """Code that does not parse, cut before every definition (at any depth) and top-level statement: each piece
     that parses alone is rewritten (indented back where it was), the others kept as written."""
     lines = text.splitlines()
@@ -163,7 +210,7 @@ def _piecewise(text: str, helpers: dict[str, ast.FunctionDef]) -> Canonical:
         indent = piece[0][:len(piece[0]) - len(piece[0].lstrip())]
         if all(not line.strip() or line.startswith(indent) for line in piece):
             try:
-                rewritten, lines_of = _rewrite(ast.parse("\n".join(line[len(indent):] for line in piece)), helpers)
+                rewritten, lines_of = _rewrite(ast.parse("\n".join(line[len(indent):] for line in piece)), helpers, numpy)
                 texts.extend(indent + line if line else line for line in rewritten.splitlines())
                 spans.extend((first + start, last + start) for first, last in lines_of)
                 continue
@@ -174,13 +221,15 @@ def _piecewise(text: str, helpers: dict[str, ast.FunctionDef]) -> Canonical:
     return Canonical("\n".join(texts), tuple(spans))
 
 
-def _rewrite(tree: ast.Module, helpers: dict[str, ast.FunctionDef]) -> tuple[str, tuple[tuple[int, int], ...]]:
+def _rewrite(tree: ast.Module, helpers: dict[str, ast.FunctionDef],
+             numpy: frozenset[str] = frozenset({"np"})) -> tuple[str, tuple[tuple[int, int], ...]]:
     spans: dict[int, tuple[int, int]] = {}  # id(statement) -> its span in the original
     for node in _statements(tree):
         spans[id(node)] = (node.lineno, node.end_lineno or node.lineno)
     if helpers:
         tree.body = [node for node in tree.body if not (isinstance(node, ast.FunctionDef) and node.name in helpers)]
         tree = _CallsInlined(helpers).visit(tree)
+    tree = _MethodForms(numpy).visit(tree)
     for node in tree.body:
         _visit(node, spans, in_function=False)
     text = ast.unparse(tree)
@@ -207,31 +256,47 @@ def _rewrite(tree: ast.Module, helpers: dict[str, ast.FunctionDef]) -> tuple[str
     return text, tuple(reversed(filled))
 
 
-def _visit(node: ast.AST, spans: dict, *, in_function: bool) -> None:
+def _visit(node: ast.AST, spans: dict, *, in_function: bool, read: frozenset[str] | None = None) -> None:
+    """Rewrite the blocks of ``node``; ``read``: every name the enclosing function reads (None: keep every store)."""
     inside = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        walked = list(ast.walk(node))
+        read = None if any(isinstance(inner, (ast.Global, ast.Nonlocal)) for inner in walked) else frozenset(
+            inner.id for inner in walked if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Load))
     if isinstance(node, ast.ClassDef):
-        inside = False
+        inside, read = False, None
     for name in _BLOCKS:
         block = getattr(node, name, None)
         if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
             for child in block:
-                _visit(child, spans, in_function=inside)
+                _visit(child, spans, in_function=inside, read=read)
             if inside:
-                setattr(node, name, _simplify(block, spans))
+                setattr(node, name, _simplify(block, spans, read=read))
     for handler in getattr(node, "handlers", []) or []:
-        _visit(handler, spans, in_function=inside)
+        _visit(handler, spans, in_function=inside, read=read)
     for case in getattr(node, "cases", []) or []:
-        _visit(case, spans, in_function=inside)
+        _visit(case, spans, in_function=inside, read=read)
 
 
-def _simplify(block: list[ast.stmt], spans: dict) -> list[ast.stmt]:
-    """Loops into comprehensions, and temporaries inlined, until nothing changes.
+def _idle(statement: ast.stmt, read: frozenset[str] | None) -> bool:
+    """A statement that adds nothing to what a function computes: a print, a lone name or constant, a store to a
+    name the function never reads (padding a copy with these hides nothing)."""
+    if isinstance(statement, ast.Expr):
+        value = statement.value
+        return isinstance(value, (ast.Name, ast.Constant)) or (
+            isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "print")
+    name = _assigned_name(statement)
+    return name is not None and read is not None and name not in read
+
+
+def _simplify(block: list[ast.stmt], spans: dict, *, read: frozenset[str] | None = None) -> list[ast.stmt]:
+    """Idle statements dropped; loops into comprehensions, and temporaries inlined, until nothing changes.
 
     One pass of inlining finds every temporary it can move (it goes forward, so a
     temporary read by another is moved first); only a new comprehension can make
     another possible (its list, now one statement, may be read once).
     """
-    block = list(block)
+    block = [statement for statement in block if not _idle(statement, read)]
     for _ in range(_MAX_PASSES):
         while _comprehend(block, spans):
             pass

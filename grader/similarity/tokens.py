@@ -34,7 +34,7 @@ import keyword
 import tokenize
 from dataclasses import dataclass
 
-from grader.similarity.canonical import canonical, find_helpers, parse
+from grader.similarity.canonical import canonical, find_helpers, numpy_names, parse
 
 NAME_SYMBOL, STRING_SYMBOL = "V", "S"
 NEWLINE_SYMBOL, INDENT_SYMBOL, DEDENT_SYMBOL = "\u23ce", "\u2192", "\u2190"
@@ -104,6 +104,7 @@ def normalize(cells: tuple[str, ...] | list[str], *, api: frozenset[str] = froze
     reader = _Reader(api)
     trees = [parse(text) for text in cells]
     reader.helpers = find_helpers(trees, keep=api)
+    reader.numpy = numpy_names(trees)
     for index, (text, tree) in enumerate(zip(cells, trees)):
         reader.read(text, cell=index, tree=tree)
         if len(reader.tokens) >= MAX_TOKENS:
@@ -127,6 +128,7 @@ class _Reader:
     def __init__(self, api: frozenset[str]):
         self.keep = api
         self.helpers: dict = {}  # the document's one-line helpers (grader.similarity.canonical.find_helpers)
+        self.numpy = frozenset({"np"})  # the names it imports NumPy as
         self.library = library_names()
         self.builtin = frozenset(dir(builtins))
         self.tokens: list[Token] = []
@@ -138,7 +140,7 @@ class _Reader:
         self.depth = 0
 
     def read(self, text: str, *, cell: int, tree=None) -> None:
-        form = canonical(text, helpers=self.helpers, tree=tree)
+        form = canonical(text, helpers=self.helpers, tree=tree, numpy=self.numpy)
         self.original = form.original
         text = form.text
         self.depth = 0
