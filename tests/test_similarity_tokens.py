@@ -225,3 +225,9 @@ def test_numpy_function_forms_and_idle_statements_read_as_the_plain_code():
     kept = texts("import numpy as np\n\n\ndef f(x):\n    total = 0\n    for v in x:\n        total = total + v\n"
                  "    return np.exp(x)\n")["f"]
     assert kept.count("for") == 1 and "exp" in kept  # a loop's running total is read: it stays
+
+
+def test_numpy_random_names_stay_themselves():
+    init = texts("import numpy as np\n\n\ndef f(n):\n    g = np.random.default_rng(0)\n"
+                 "    return g.normal(0.0, 1.0, (n, n)), g.standard_normal(n)\n")["f"]
+    assert {"random", "default_rng", "normal", "standard_normal"} <= set(init)

@@ -77,6 +77,7 @@ def library_names() -> frozenset[str]:
     import numpy
 
     names = set(dir(numpy)) | set(dir(numpy.ndarray)) | set(dir(numpy.linalg)) | set(dir(math))
+    names |= set(dir(numpy.random)) | set(dir(numpy.random.Generator))  # rng = np.random.default_rng(0); rng.normal
     names |= set(dir(list)) | set(dir(dict)) | set(dir(str))
     for module in ("functools", "itertools", "operator"):
         names |= set(dir(importlib.import_module(module)))
