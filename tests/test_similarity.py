@@ -400,3 +400,19 @@ def test_the_progress_bar_names_its_stages_in_the_run_language(capsys):
         bar.end()
         shown = capsys.readouterr().err
         assert word in shown and "2/2" in shown, shown
+
+
+def test_the_terminal_counts_one_bug_seen_by_several_checks_once(tmp_path):
+    from grader.similarity.compare import PairMatch, SimilarityReport
+    from grader.similarity.mistakes import SharedMistake
+    from grader.similarity.outputs import summary_lines
+
+    signs = (SharedMistake("mistake", "attention-no-scale", "attention-no-scale", 2),
+             SharedMistake("failure", "test_attention_one", "numeric-mismatch", 2, "scaled_dot_product_attention"),
+             SharedMistake("values", "test_attention_one", "out = [1.0]", 2, "scaled_dot_product_attention"),
+             SharedMistake("values", "test_forward_one", "out = [2.0]", 2, "scaled_dot_product_attention"))
+    pair = PairMatch(("mia", "ned"), 0.55, 0.0, (0.0, 0.0), (), signs)
+    report = SimilarityReport(DEFAULT_ASSIGNMENT, (), (pair,), (), 1)
+    lines = summary_lines(report, out=tmp_path, lang="en")
+    assert "2 shared rare mistakes" in lines[1], lines
+    assert "2 个共同的罕见错误" in summary_lines(report, out=tmp_path, lang="zh")[1]

@@ -69,8 +69,8 @@ def summary_lines(report: SimilarityReport, *, out: Path, lang: str = "en", show
     for pair in report.pairs[:shown]:
         first, second = (clean_line(student) for student in pair.students)
         detail = say("terminal_pair", lang, passages=len(pair.passages))
-        if pair.mistakes:
-            detail += say("terminal_mistakes", lang, count=len(pair.mistakes))
+        if pair.mistakes:  # one bug seen by several checks is one mistake, as its boost counts it
+            detail += say("terminal_mistakes", lang, count=len({mistake.group for mistake in pair.mistakes}))
         lines.append(f"  {pair.score:.2f}  {first} ~ {second}  ({detail})")
     flagged = [clean_line(match.student) for match in report.reference_matches if match.flagged]
     if flagged:
