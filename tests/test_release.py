@@ -278,28 +278,16 @@ def test_release_installs_in_a_fresh_venv_and_checks_stubs_and_reference(release
 
 def _the_warm_server_answers_in_the_release(mha: Path, copy: Path, env: dict) -> None:
     """The release's `mha` is the warm server's launcher: a second check is answered warm, and says the same."""
-    import signal
-    import tempfile
+    from test_warm_check import _served_count, _wait_listening, warm_settings
 
-    from test_warm_check import _served_count, _server_pids, _wait_listening
-
-    runtime = Path(tempfile.mkdtemp(prefix="mha-run-"))
-    warm = {**env, "MHA_CHECK_SERVER": "on", "MHA_RUNTIME_DIR": str(runtime), "NO_COLOR": "1"}
-    try:
+    with warm_settings() as (runtime, settings):
         runs = []
         for _ in range(2):
-            runs.append(subprocess.run([str(mha), "check"], cwd=copy, env=warm, capture_output=True, text=True,
-                                       stdin=subprocess.DEVNULL))
+            runs.append(subprocess.run([str(mha), "check"], cwd=copy, env={**env, **settings}, capture_output=True,
+                                       text=True, stdin=subprocess.DEVNULL))
             _wait_listening(runtime)
         assert [run.returncode for run in runs] == [0, 0], runs[-1].stderr
         assert runs[0].stdout == runs[1].stdout and _served_count(runtime) == 1
-    finally:
-        for pid in _server_pids(runtime):
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        shutil.rmtree(runtime, ignore_errors=True)
 
 
 def solution_lines_of(path: Path) -> set[str]:

@@ -2,6 +2,7 @@
 installed ``mha``; it is never trusted when stale or in a folder others may enter; Ctrl-C and the spinner
 behave as in a cold check; it ends when idle; the student's process imports no NumPy."""
 
+import contextlib
 import json
 import os
 import re
@@ -26,24 +27,32 @@ def _mha() -> str:
     return found
 
 
-@pytest.fixture
-def warm(tmp_path, monkeypatch):
-    """An environment whose checks use a warm server in a private folder of the test's; the servers it
-    started are ended after the test (by the pids their logs give)."""
+@contextlib.contextmanager
+def warm_settings():
+    """``(runtime folder, environment variables)`` for checks that use a warm server in a private folder of
+    their own; the servers started there are ended afterwards (by the pids their logs give)."""
     import tempfile
 
     runtime = Path(tempfile.mkdtemp(prefix="mha-run-"))  # short: a socket's path holds at most 107 bytes
-    monkeypatch.setenv("MHA_CHECK_SERVER", "on")
-    monkeypatch.setenv("MHA_RUNTIME_DIR", str(runtime))
-    monkeypatch.setenv("MHA_CHECK_SERVER_IDLE", "120")
-    monkeypatch.setenv("NO_COLOR", "1")
-    yield runtime
-    for pid in _server_pids(runtime):
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-    shutil.rmtree(runtime, ignore_errors=True)
+    try:
+        yield runtime, {"MHA_CHECK_SERVER": "on", "MHA_RUNTIME_DIR": str(runtime), "MHA_CHECK_SERVER_IDLE": "120",
+                        "NO_COLOR": "1"}
+    finally:
+        for pid in _server_pids(runtime):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+@pytest.fixture
+def warm(monkeypatch):
+    """The test's environment set for ``warm_settings``; its runtime folder."""
+    with warm_settings() as (runtime, settings):
+        for name, value in settings.items():
+            monkeypatch.setenv(name, value)
+        yield runtime
 
 
 def _server_pids(runtime: Path) -> list[int]:
