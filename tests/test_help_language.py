@@ -13,11 +13,10 @@ import unicodedata
 import click
 import pytest
 
-from language_scan import chinese_in, english_prose
-from test_usage_language import run
-
 from grader.cli import VERBS, root
 from grader.content.help import ROOT, _texts, help_text, parameter_keys, wrapped
+from language_scan import chinese_in, english_prose
+from test_usage_language import run
 
 PAGES = ["", *VERBS]  # "" is `mha --help` itself
 
@@ -118,8 +117,8 @@ def test_every_option_of_every_verb_has_its_text_in_both_languages_and_no_text_i
 
 
 def test_the_sentences_a_help_text_quotes_are_the_ones_viz_draws():
-    from grader.viz.trained import DEFAULT_TRAINED_SENTENCE
     from grader.viz.draw import DEFAULT_SENTENCE
+    from grader.viz.trained import DEFAULT_TRAINED_SENTENCE
 
     for lang in ("en", "zh"):
         said = help_text("verb.viz.options.sentence.help", lang)
