@@ -52,7 +52,7 @@ def command(topics, levels, count, time_limit, lang, seed, review, stats, list_b
         if strange:
             raise usage_error("unknown_misconception", id=repr(strange[0]))
     if list_bank:
-        return _list(bank, topics, levels, as_json)
+        return _list(bank, topics, levels, as_json, lang)
     if stats:
         return _stats(lang, as_json)
     if sheet_student is not None:
@@ -97,7 +97,11 @@ def _session(bank, *, topics, levels, count, time_limit, lang, seed, review, fee
         prompter.show(line)
 
 
-def _list(bank, topics, levels, as_json) -> None:
+def _list(bank, topics, levels, as_json, lang) -> None:
+    from rich.cells import cell_len  # a Chinese level or kind is two columns a character wide
+
+    from grader.practice.texts import text
+
     rows = [{"id": q.id, "topic": q.topic, "level": q.level, "type": q.kind, "template": q.is_template,
              "misconceptions": list(q.misconceptions), "unlocks": list(q.unlocks),
              "languages": list(q.languages)}
@@ -105,11 +109,16 @@ def _list(bank, topics, levels, as_json) -> None:
     if as_json:
         click.echo(json.dumps(rows, ensure_ascii=False, indent=1))
         return
+
+    def column(value: str, width: int) -> str:
+        return value + " " * max(width - cell_len(value), 0)
+
     for row in rows:
         linked = ",".join(row["misconceptions"]) or "-"
-        click.echo(f"{row['id']:<34} {row['topic']:<22} {row['level']:<12} {row['type']:<16} "
+        level, kind = text(f"level.{row['level']}", lang), text(f"kind.{row['type']}", lang)
+        click.echo(f"{row['id']:<34} {row['topic']:<22} {column(level, 12)} {column(kind, 16)} "
                    f"{'+'.join(row['languages']):<6} {linked}")
-    click.echo(f"{len(rows)} questions ({sum(row['template'] for row in rows)} templates)")
+    click.echo(text("list_total", lang, count=len(rows), templates=sum(row["template"] for row in rows)))
 
 
 def _stats(lang, as_json) -> None:
@@ -131,7 +140,8 @@ def _stats(lang, as_json) -> None:
     titles = default_bank().titles
     for topic in summary.topics:
         name = titles.get(topic.topic, {}).get(lang, topic.topic)
-        click.echo(f"  {name}: {topic.correct}/{topic.answers} ({topic.questions})")
+        click.echo(text("stats_topic", lang, topic=name, correct=topic.correct, answers=topic.answers,
+                        questions=topic.questions))
 
 
 def _sheet(student, out, lang, count, topics, levels) -> None:
