@@ -155,8 +155,9 @@ def wrapped(text: str, width: int) -> list[list[str]]:
 
     click's wrapping counts characters and breaks only at spaces, so a Chinese line would run twice as wide as
     the terminal and break where a space happens to be; here a line breaks at a space or beside any Chinese
-    character, never before closing punctuation or after opening punctuation. Written here because no
-    maintained library among the dependencies wraps East Asian text this way (textwrap does not).
+    character, never before closing punctuation or after opening punctuation. Written here because the
+    dependencies do not: textwrap breaks only at spaces, and rich folds a Chinese run only where it is wider
+    than a whole line and keeps no rule for punctuation.
     """
     paragraphs = []
     for paragraph in re.split(r"\n\s*\n", text.strip()):
