@@ -21,6 +21,7 @@ from grader.verbs.options import assignment_option, json_option, lang_option, ti
 @click.option("--unlock", is_flag=True)
 @click.option("--failed", "failed_only", is_flag=True)
 @click.option("--hints/--no-hints", default=True, show_default=True)
+@click.option("--more-hints", "closer_hints", is_flag=True)
 @click.option("--first", "first_only", is_flag=True)
 @click.option("--isolation", type=click.Choice(("auto", "linux", "portable")), default=None)
 @verbose_option
@@ -29,7 +30,7 @@ from grader.verbs.options import assignment_option, json_option, lang_option, ti
 @lang_option
 @assignment_option
 def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock: bool, failed_only: bool,
-            hints: bool, first_only: bool,
+            hints: bool, closer_hints: bool, first_only: bool,
             isolation: str | None, verbose: bool, timeout_scale: float, as_json: bool, lang: str | None,
             assignment: str) -> None:
     """Check FILE (default: exercises/<assignment>.py) and explain every failure."""
@@ -63,7 +64,7 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
         if notice:
             click.echo(notice)
         print_result(result, file=shown, lang=lang, linked_question=linked_question, failed_only=failed_only,
-                     first_only=first_only, hints=hints)
+                     first_only=first_only, hints=hints, closer_hints=closer_hints)
         if locked:  # the total above counts the checked functions only: say which were left out
             click.echo(render("report_locked", {"functions": ", ".join(locked)}, lang))
         if verbose:
