@@ -287,10 +287,15 @@ def test_a_second_name_of_a_classmates_file_never_makes_either_an_error(tmp_path
     shutil.copy(REFERENCE, submissions / "dan" / "multihead_attention.py")
     os.link(secret, submissions / "dan" / "exercises" / "multihead_attention.py")
     os.link(secret, submissions / "trent.py")
+    shutil.copy(REFERENCE, submissions / "kim.py")
+    (submissions / ".stash").mkdir()
+    os.link(submissions / "kim.py", submissions / ".stash" / "kept")  # second names where nothing is graded
+    os.link(submissions / "kim.py", submissions / "bob" / "kim.txt")
+    os.link(submissions / "kim.py", submissions / "kim-copy.txt")
     later = time.time() + 60
     os.utime(secret, (later, later))  # were it a candidate, the file saved last would be graded
     results, output = grade(tmp_path, submissions)
-    for student in ("alice", "mallory", "bob", "eve", "carol", "dan"):
+    for student in ("alice", "mallory", "bob", "eve", "carol", "dan", "kim"):
         assert full(results[student]), (student, results[student], output)
     for student in ("alice", "mallory"):
         assert any("hard link" in note for note in results[student]["notes"]), results[student]["notes"]
@@ -327,3 +332,18 @@ def test_a_folder_or_a_second_name_as_an_answers_file_costs_at_most_the_quiz(tmp
     assert "hard link" not in json.dumps(results["bob"])  # read too (alice's answers: bob's sheet differs)
     fay = json.dumps(results["fay"], ensure_ascii=False)
     assert results["fay"]["status"] == "graded" and "not a regular file" in fay, fay
+
+
+def test_an_answers_file_planted_beside_a_students_folder_does_not_replace_the_one_inside(tmp_path):
+    from test_hostile_outputs import QUIZ_COUNT, answers_file
+
+    submissions = tmp_path / "class"
+    (submissions / "ida").mkdir(parents=True)
+    shutil.copy(REFERENCE, submissions / "ida" / "multihead_attention.py")
+    (submissions / "ida" / "ida.answers.toml").write_text(answers_file("ida"), encoding="utf-8")
+    (submissions / "ida.answers.toml").write_text(answers_file("ida", right=0), encoding="utf-8")  # planted
+    shutil.copy(REFERENCE, submissions / "jo.py")
+    (submissions / "jo.answers.toml").write_text(answers_file("jo"), encoding="utf-8")
+    results, output = grade(tmp_path, submissions, "--quiz-count", str(QUIZ_COUNT))
+    assert full(results["ida"]) and full(results["jo"]), output
+    assert any("ida.answers.toml" in note and "ida/ida.answers.toml" in note for note in results["ida"]["notes"])

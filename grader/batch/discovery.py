@@ -57,23 +57,27 @@ def discover_submissions(root: Path, *, assignment: str) -> tuple[list[Submissio
     listed: list[tuple[str, Path, os.DirEntry, FolderWalk | None]] = []  # (kind, path, entry, its folder's walk)
     for entry in sorted(os.scandir(root), key=lambda item: item.name):
         name = entry.name
-        if is_skipped(name):
-            continue
         path = Path(entry.path)
+        folder = entry.is_dir(follow_symlinks=False)
+        if is_skipped(name):  # never a student, but it may hold a second name of a student's file
+            if folder:
+                walk_folder(name, path).counted(census)
+            else:
+                census.saw_entry(entry)
+            continue
+        if folder and not is_answers_file(name):
+            listed.append(("folder", path, entry, walk_folder(name, path).counted(census)))
+            continue
+        if not folder:
+            census.saw_entry(entry)
         if is_answers_file(name) and name != "answers.toml":  # a folder or a link too: costs the quiz alone
             kind = "answers"
         elif entry.is_symlink():
             kind = "link"
-        elif entry.is_dir(follow_symlinks=False):
-            listed.append(("folder", path, entry, walk_folder(name, path).counted(census)))
-            continue
+        elif folder:
+            kind = "other"  # a folder named answers.toml
         else:
             kind = "file" if path.suffix in SUFFIXES else "other"
-        if kind in ("answers", "file"):
-            try:
-                census.saw(path, entry.stat(follow_symlinks=False))
-            except OSError:
-                pass  # gone since listed: its check says so
         listed.append((kind, path, entry, None))
     found: dict[str, list[Submission]] = defaultdict(list)  # raw stem -> entries
     answers: dict[str, Found | Message] = {}  # raw stem -> answers file, or why it cannot be read
@@ -92,9 +96,21 @@ def discover_submissions(root: Path, *, assignment: str) -> tuple[list[Submissio
         else:
             ignored.append(shown)
     ignored += [clean_name(stem + ANSWERS_SUFFIX) for stem in answers if stem not in found]  # whose are they?
-    submissions = [with_answers(_one_of(stem, entries, root, assignment), answers.get(stem))
+    submissions = [_with_answers_beside(_one_of(stem, entries, root, assignment), answers.get(stem), root)
                    for stem, entries in found.items()]
     return sorted(_distinct_ids(submissions), key=lambda entry: entry.student), ignored
+
+
+def _with_answers_beside(entry: Submission, beside: Found | Message | None, root: Path) -> Submission:
+    """``entry`` with the answers file beside it in SUBMISSIONS, unless its own folder holds one: a file
+    anyone may drop in the shared folder never replaces the student's own (it is set aside, and noted)."""
+    if beside is None or entry.answers is None:
+        return with_answers(entry, beside)
+    name = "/".join(beside.parts) if isinstance(beside, Found) else str(beside.params.get("name", "?"))
+    kept = "/".join(entry.answers.parts) if isinstance(entry.answers, Found) else \
+        str(entry.answers.params.get("name", "?"))
+    note = Message("note_answers_set_aside", {"kept": clean_name(kept), "other": clean_name(name)})
+    return replace(entry, notes=entry.notes + (note,))
 
 
 def discover_file(path: Path, *, assignment: str) -> tuple[list[Submission], list[str]]:

@@ -81,6 +81,12 @@ class LinkCensus:
         if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
             self.names.setdefault((info.st_dev, info.st_ino), set()).add(os.fspath(path))
 
+    def saw_entry(self, entry: os.DirEntry) -> None:
+        """``saw`` an entry of a listing, if it is still there."""
+        info = _lstat(entry)
+        if info is not None:
+            self.saw(Path(entry.path), info)
+
     def outside(self, info: os.stat_result) -> bool:
         """Whether the file of ``info`` has a name discovery did not find."""
         return info.st_nlink > max(1, len(self.names.get((info.st_dev, info.st_ino), ())))
@@ -193,13 +199,27 @@ class FolderWalk:
     links: list[Path]
     answers: list[Path]
     problem: Message | None = None
-    infos: dict[Path, os.stat_result] = field(default_factory=dict)  # of ``files`` and ``answers``
+    infos: dict[Path, os.stat_result] = field(default_factory=dict)  # of ``files``, ``answers``, hard links
 
     def counted(self, census: LinkCensus) -> FolderWalk:
         """This walk, its files' names given to ``census``."""
         for path, info in self.infos.items():
             census.saw(path, info)
         return self
+
+
+def _lstat(entry: os.DirEntry) -> os.stat_result | None:
+    try:
+        return entry.stat(follow_symlinks=False)
+    except OSError:
+        return None  # gone since listed
+
+
+def _count_link(walk: FolderWalk, path: Path, entry: os.DirEntry) -> None:
+    """Record a skipped entry that is a file of several names: a name discovery found, though never read."""
+    info = _lstat(entry)
+    if info is not None and stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        walk.infos[path] = info
 
 
 def walk_folder(stem: str, folder: Path) -> FolderWalk:
@@ -230,6 +250,7 @@ def _walk(student: str, folder: Path) -> FolderWalk:
         for entry in entries:
             path = Path(entry.path)
             if is_skipped(entry.name):
+                _count_link(walk, Path(entry.path), entry)  # a second name may be kept here: it is in the class
                 continue
             if entry.is_symlink():
                 (walk.answers if is_answers_file(entry.name) else walk.links).append(path)  # answers_at says why
@@ -254,7 +275,7 @@ def _walk(student: str, folder: Path) -> FolderWalk:
                     walk.answers.append(path)
                 elif path.suffix in SUFFIXES:
                     walk.files.append(path)
-                else:
+                elif info.st_nlink == 1:
                     continue
                 walk.infos[path] = info
             elif is_answers_file(entry.name):  # a FIFO, a device, a socket: answers_at says why, never opened
