@@ -28,6 +28,7 @@ REFERENCE = PROJECT / "solutions" / "multihead_attention.py"
 MISTAKE = mutants("multihead_attention") / "mistakes" / "split_heads_no_transpose.py"
 HANG = FIXTURES / "hangs" / "softmax_while_true.py"
 LEAVES_CHILDREN = FIXTURES / "laptops" / "leaves_children.py"
+ESCAPES_SESSION = FIXTURES / "laptops" / "escapes_session.py"
 MARKER = "mha-portable-leftover"
 STUDENT = "mha-laptop"  # the non-root user the tests create
 
@@ -210,6 +211,17 @@ def test_the_portable_worker_ends_its_whole_process_group_after_a_hang():
     assert done.returncode == 1
     assert {test["outcome"] for test in json_of(done)["tests"]} == {"timeout"}
     assert leftovers(since=started, kill=True) == 0  # the child and the orphaned grandchild: its process group
+    assert_quiet(done)
+
+
+def test_the_portable_worker_ends_an_orphan_that_left_its_session():
+    """What macOS has (no PID namespace, no cgroup): a grandchild in a session of its own, its parent gone, is
+    in neither the worker's process group nor its descendants; the token its environment inherited finds it."""
+    started = time.time()
+    done = mha("check", ESCAPES_SESSION, "--json", "--function", "softmax", "--isolation", "portable")
+    assert done.returncode == 1
+    assert {test["outcome"] for test in json_of(done)["tests"]} == {"timeout"}
+    assert leftovers(since=started, kill=True) == 0
     assert_quiet(done)
 
 
