@@ -204,6 +204,22 @@ def test_a_pipe_whose_encoding_has_no_check_mark_still_gets_the_report():
     assert "✓" in text and "split_heads" in text and "UnicodeEncodeError" not in done.stderr.decode("utf-8")
 
 
+@pytest.mark.parametrize("encoding", ["gbk", "cp936"])
+def test_a_console_set_to_the_chinese_code_page_gets_the_report_in_it(encoding):
+    """PYTHONIOENCODING=gbk (a Chinese Windows console's code page, kept as asked): its Chinese is written in it,
+    and the marks GBK lacks (✓ ✗ ◷) as the nearest marks it has, instead of a UnicodeEncodeError."""
+    env = dict(os.environ, PYTHONIOENCODING=encoding)
+    done = subprocess.run([str(MHA), "check", str(HANG), "--lang", "zh"], capture_output=True, env=env, timeout=180)
+    errors = done.stderr.decode(encoding, "replace")
+    assert done.returncode == 1 and "Traceback" not in errors and "UnicodeEncodeError" not in errors, errors[-2000:]
+    text = done.stdout.decode(encoding)  # strict: every byte is the code page's
+    assert "通过" in text and "softmax" in text
+    assert "√" in text and "\\u" not in text  # a mark of its own, not an escape
+    explicit = subprocess.run([str(MHA), "check", str(REFERENCE)], capture_output=True, timeout=180,
+                              env=dict(env, PYTHONIOENCODING=f"{encoding}:replace"))
+    assert explicit.returncode == 0 and b"?" in explicit.stdout  # an error handler asked for is kept too
+
+
 # ---- the portable worker on Linux (asked for) ----------------------------------------------------------
 def test_the_portable_worker_ends_its_whole_process_group_after_a_hang():
     started = time.time()
