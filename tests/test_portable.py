@@ -168,6 +168,44 @@ def test_emulated_windows_draws_the_students_heads_in_the_portable_worker(window
     assert_quiet(done)
 
 
+def test_emulated_windows_runs_the_notebooks_check_in_a_real_kernel(windows, tmp_path):
+    """The kernel itself has Windows's import surface: check() passes correct code, names a planted mistake,
+    stops a hang in seconds, and writes nothing to stderr (no warning, no traceback)."""
+    from jupyter_client.manager import start_new_kernel
+
+    manager, client = start_new_kernel(kernel_name="python3", cwd=str(tmp_path),
+                                       env=dict(windows, MHA_CACHE_DIR=str(tmp_path / "cache")))
+    errors = []
+
+    def run(code: str) -> str:
+        shown = []
+        reply = client.execute_interactive(code, timeout=180, output_hook=shown.append)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        errors.extend(message["content"]["text"] for message in shown
+                      if message["msg_type"] == "stream" and message["content"]["name"] == "stderr")
+        return "".join(str(message["content"].get("data", {}).get("text/html", "")
+                           or message["content"].get("text", "")) for message in shown)
+
+    try:
+        assert run("import os, socket\nprint(hasattr(os, 'fork'), hasattr(socket, 'AF_UNIX'))").split() == \
+            ["False", "False"]  # the emulation holds in the kernel
+        run(REFERENCE.read_text(encoding="utf-8"))
+        run("from grader import check")
+        assert "data-passed='true'" in run("check()")
+        assert run("print(check().result.isolation)").startswith("portable worker")
+        run(MISTAKE.read_text(encoding="utf-8"))
+        assert "data-misconception='split-heads-no-transpose'" in run("check('split_heads')")
+        run("def softmax(x, axis=-1):\n    while True:\n        pass")
+        started = time.monotonic()
+        shown = run("check('softmax')")
+        assert time.monotonic() - started < 30
+        assert "data-outcome='timeout'" in shown and "data-outcome='passed'" not in shown
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    assert not "".join(errors).strip(), errors
+
+
 def test_grade_refuses_the_portable_worker_unless_asked(windows, tmp_path):
     submissions = tmp_path / "class"
     submissions.mkdir()
