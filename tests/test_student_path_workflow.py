@@ -60,6 +60,17 @@ def test_the_workflow_builds_the_release_once_and_checks_it_on_three_systems():
         assert any(wanted in name for name in names), wanted
 
 
+def test_the_student_legs_run_the_oldest_python_the_release_allows_and_the_newest():
+    """A student downloads today's Python (3.13) as often as the course's (the release's lowest); both run."""
+    import tomllib
+
+    lowest = tomllib.loads((PROJECT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["requires-python"]
+    matrix = workflow()["jobs"]["student"]["strategy"]["matrix"]
+    assert set(matrix["python"]) == {lowest.removeprefix(">="), "3.13"}
+    assert step("student", "Set up Python")["with"]["python-version"] == "${{ matrix.python }}"
+    assert "${{ matrix.python }}" in workflow()["jobs"]["student"]["name"]
+
+
 def test_every_command_in_the_workflow_exists():
     for job in ("release", "student"):
         for item in steps(job):
