@@ -45,7 +45,9 @@ def run(command: tuple, *args, env: dict) -> subprocess.CompletedProcess:
 
 
 def assert_quiet(done: subprocess.CompletedProcess) -> None:
-    """Nothing that looks like an error unless the code has one: no traceback, no Python warning."""
+    """Nothing that looks like an error unless the code has one: no traceback, no Python warning, and nothing at
+    all on stderr (the report is on stdout; a student's own output too)."""
+    assert done.stderr == "", done.stderr[-3000:]
     for stream in (done.stdout, done.stderr):
         assert "Traceback" not in stream, stream[-3000:]
         assert "Warning" not in stream and "warnings.warn" not in stream, stream[-3000:]

@@ -229,5 +229,13 @@ def test_the_linux_leg_runs_here_step_by_step(tmp_path):
     located = subprocess.run([str(Path(mha).parent / "python"), "-c", "import grader; print(grader.__file__)"],
                              capture_output=True, text=True, env=student.env, check=True, cwd=tmp_path).stdout
     assert Path(located.strip()).is_relative_to(workspace / "student-release" / ".venv")  # the release, installed
+    # a later terminal, opened in another folder: mha check finds the release pip installed from
+    elsewhere = tmp_path / "a new terminal"
+    elsewhere.mkdir()
+    done = subprocess.run([mha, "check", "--json"], capture_output=True, text=True, env=student.env, cwd=elsewhere)
+    assert done.returncode == 1 and done.stderr == "", done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert Path(result["file"]) == workspace / "student-release" / "exercises" / "multihead_attention.py"
+    assert "not-implemented" in result["misconceptions"]
     executed = json.loads((workspace / "student-release" / "exercises" / "notebooks" / "checked.ipynb").read_text())
     assert any(str(cell.get("id", "")).startswith("check-") for cell in executed["cells"])
