@@ -170,6 +170,24 @@ def test_emulated_windows_draws_the_students_heads_in_the_portable_worker(window
     assert_quiet(done)
 
 
+def test_emulated_windows_checks_a_file_as_notepad_saves_it_in_a_chinese_home(windows, tmp_path):
+    """C:\\Users\\张三\\作业 一: a folder name with spaces and Chinese; the file with CRLF line endings and a
+    UTF-8 BOM (what Notepad writes), or in GBK (what an older editor writes there): an answer, not a traceback."""
+    folder = tmp_path / "Users" / "张三" / "作业 一"
+    folder.mkdir(parents=True)
+    source = REFERENCE.read_text(encoding="utf-8")
+    (folder / "我的 作业.py").write_text(source, encoding="utf-8-sig", newline="\r\n")
+    (folder / "gbk.py").write_bytes(("# 张三的作业\n" + source).encode("gbk"))
+    env = dict(windows, HOME=str(folder))
+    done = mha("check", "我的 作业.py", "--json", env=env)
+    result = json_of(done)
+    assert done.returncode == 0 and result["score"] == result["max_score"] > 0, done.stderr[-3000:]
+    assert_quiet(done)
+    gbk = mha("check", "gbk.py", "--lang", "zh", env=env)
+    assert gbk.returncode == 1 and "gbk.py 不是 UTF-8 文本" in gbk.stdout and "UTF-8 编码保存" in gbk.stdout
+    assert_quiet(gbk)
+
+
 def test_emulated_windows_runs_the_notebooks_check_in_a_real_kernel(windows, tmp_path):
     """The kernel itself has Windows's import surface: check() passes correct code, names a planted mistake,
     stops a hang in seconds, and writes nothing to stderr (no warning, no traceback)."""
