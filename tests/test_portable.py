@@ -188,6 +188,25 @@ def test_emulated_windows_checks_a_file_as_notepad_saves_it_in_a_chinese_home(wi
     assert_quiet(gbk)
 
 
+@pytest.mark.parametrize("cache", ["unusable", "shared"])
+def test_two_checks_at_once_both_answer_whatever_the_cache_folder(windows, tmp_path, cache):
+    """A second `mha check` typed while the first runs, with a cache folder that cannot be made (under a file:
+    a read-only or broken profile) or one both fill at once from empty: two full, quiet answers."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    folder = blocker / "cache" if cache == "unusable" else tmp_path / "cache"
+    env = dict(windows, MHA_CACHE_DIR=str(folder))
+    command = [str(MHA), "check", str(REFERENCE), "--json"]
+    running = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                cwd=env["HOME"]) for _ in range(2)]
+    for process in running:
+        out, err = process.communicate(timeout=180)
+        done = subprocess.CompletedProcess(command, process.returncode, out, err)
+        result = json_of(done)
+        assert done.returncode == 0 and result["score"] == result["max_score"] > 0, err[-3000:]
+        assert_quiet(done)
+
+
 def test_emulated_windows_runs_the_notebooks_check_in_a_real_kernel(windows, tmp_path):
     """The kernel itself has Windows's import surface: check() passes correct code, names a planted mistake,
     stops a hang in seconds, and writes nothing to stderr (no warning, no traceback)."""
