@@ -297,6 +297,33 @@ def test_a_console_set_to_the_chinese_code_page_gets_the_report_in_it(encoding):
     assert explicit.returncode == 0 and b"?" in explicit.stdout  # an error handler asked for is kept too
 
 
+def test_a_terminal_that_is_not_utf8_gets_the_nearest_marks_it_has():
+    """A terminal in an ASCII locale (an old console, a bare SSH session): the report as it can show it."""
+    import pty
+
+    env = dict(os.environ, LC_ALL="POSIX", PYTHONCOERCECLOCALE="0", PYTHONUTF8="0", COLUMNS="100")
+    env.pop("PYTHONIOENCODING", None)
+    leader, follower = pty.openpty()
+    try:
+        process = subprocess.Popen([str(MHA), "check", str(MISTAKE)], stdout=follower, stderr=follower, env=env)
+        os.close(follower)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal's other end closed: the command ended
+                break
+            if not chunk:
+                break
+            shown += chunk
+        assert process.wait(timeout=180) == 1
+    finally:
+        os.close(leader)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown.decode("ascii"))  # every byte one the terminal has
+    assert "Traceback" not in text and "\\u" not in text  # no escapes: the marks, the spinner
+    assert re.search(r"\bv passed", text) and re.search(r"\bx failed", text)
+
+
 # ---- the portable worker on Linux (asked for) ----------------------------------------------------------
 def test_the_portable_worker_ends_its_whole_process_group_after_a_hang():
     started = time.time()
