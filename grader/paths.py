@@ -72,20 +72,25 @@ def student_folders() -> list[Path]:
 
 def installed_from() -> Path | None:
     """The local folder pip installed this package from, as its ``direct_url.json`` (PEP 610) records it; None
-    for a package from an index or a wheel file, or where it is not recorded."""
-    import json
-    from importlib import metadata
+    in a checkout, for a package from an index or a wheel file, or where it is not recorded.
 
-    try:
-        recorded = json.loads(metadata.distribution("mha-lab").read_text("direct_url.json") or "{}")
-    except (metadata.PackageNotFoundError, ValueError, OSError):
-        return None
-    url = recorded.get("url", "") if isinstance(recorded, dict) and "dir_info" in recorded else ""
-    try:
-        path = file_url_path(url) if isinstance(url, str) else None
-    except UnicodeDecodeError:
-        return None
-    return Path(path) if path is not None and Path(path).is_dir() else None
+    Read beside the package (``site-packages/mha_lab-*.dist-info``) rather than through importlib.metadata,
+    whose import alone costs a check more than the rest of this lookup."""
+    import json
+
+    for record in sorted(PACKAGE_DIR.parent.glob("mha_lab-*.dist-info")):
+        try:
+            recorded = json.loads((record / "direct_url.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        url = recorded.get("url") if isinstance(recorded, dict) and "dir_info" in recorded else None
+        try:
+            path = file_url_path(url) if isinstance(url, str) else None
+        except UnicodeDecodeError:
+            path = None
+        if path is not None and Path(path).is_dir():
+            return Path(path)
+    return None
 
 
 def file_url_path(url: str, *, windows: bool = os.name == "nt") -> str | None:

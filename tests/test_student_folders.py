@@ -34,26 +34,27 @@ def test_a_file_url_becomes_the_local_folder_it_names(url, windows, expected):
 
 
 def test_the_folder_pip_installed_from_is_read_from_direct_url(monkeypatch, tmp_path):
+    """site-packages as pip leaves it: the package, and beside it its dist-info with direct_url.json."""
     release = tmp_path / "作业 一"
     release.mkdir()
-
-    class Recorded:
-        def __init__(self, text):
-            self.text = text
-
-        def read_text(self, name):
-            return self.text if name == "direct_url.json" else None
+    site = tmp_path / "site-packages"
+    (site / "grader").mkdir(parents=True)
+    record = site / "mha_lab-1.0.dist-info"
+    record.mkdir()
+    monkeypatch.setattr(paths, "PACKAGE_DIR", site / "grader")
 
     def recorded(text):
-        monkeypatch.setattr("importlib.metadata.distribution", lambda name: Recorded(text))
+        (record / "direct_url.json").write_text(text, encoding="utf-8")
         return paths.installed_from()
 
     url = release.as_uri()
     assert recorded(json.dumps({"url": url, "dir_info": {}})) == release
     assert recorded(json.dumps({"url": url, "archive_info": {}})) is None  # a wheel or sdist file, not a folder
     assert recorded(json.dumps({"url": (tmp_path / "gone").as_uri(), "dir_info": {}})) is None
+    assert recorded(json.dumps({"url": "file:///%FF", "dir_info": {}})) is None
     assert recorded("not json") is None
-    assert recorded(None) is None
+    (record / "direct_url.json").unlink()
+    assert paths.installed_from() is None  # from an index: nothing recorded
 
 
 @pytest.fixture
