@@ -118,11 +118,9 @@ def _answers_of(answers):
 
 def full_marks(assignment: str, visibility: str) -> float:
     """The points of every check a run grades (the maximum of a result that could not be graded)."""
-    from grader.grading.assignment import get_assignment
-    from grader.grading.grade import VISIBILITIES
-    from grader.grading.runner import collect
+    from grader.grading.grade import plan_checks
 
-    return float(sum(test.points for test in collect(get_assignment(assignment), VISIBILITIES[visibility])))
+    return plan_checks(assignment=assignment, visibility=visibility).max_score
 
 
 def preload(assignment: str) -> list[str]:
