@@ -27,7 +27,6 @@ from conftest import FIXTURES, PROJECT
 from grader.grading.grade import grade_submission
 from grader.sandbox import link
 from grader.sandbox.client import Limits, Sandbox, SandboxWarning, start_server
-from grader.sandbox.link import settle_closing
 from grader.sandbox.source import MAX_NOTES, Cell, SubmissionSource, notebook_source
 from grader.sandbox.worker import landlock
 
@@ -112,9 +111,9 @@ def test_a_graded_workers_end_is_settled_later_and_leaves_nothing(server):
         with opened("x = 1", server) as box:
             pids.append(box.worker.pid)
             folders.append(box.scratch)
-        assert len(link._CLOSING) <= link.CLOSING_HELD
-    settle_closing()
-    assert link._CLOSING == []
+        assert server.pool.waiting <= link.CLOSING_HELD
+    server.pool.settle()
+    assert server.pool.waiting == 0
     assert not any(folder.exists() for folder in folders)
     assert not [pid for pid in pids if Path(f"/proc/{pid}").exists()]  # pids are not reused this soon
 
@@ -134,7 +133,7 @@ def test_each_worker_runs_in_cgroups_of_its_own_that_go_with_it(server):
                     for name in ("memory.limit_in_bytes", "memory.max", "pids.max") if Path(folder, name).exists()}
         assert settings.get("memory.limit_in_bytes", settings.get("memory.max")) == str(700 << 20)
         assert settings["pids.max"] == "40"
-    settle_closing()  # the grading process reads the keeper's report later (the next start, the server's stop)
+    server.pool.settle()  # the grading process reads the keeper's report later (the next start, the server's stop)
     assert not any(Path(folder).exists() for folder in folders)
 
 

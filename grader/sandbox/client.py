@@ -26,8 +26,7 @@ from pathlib import Path
 from grader.sandbox.codec import BadReply, decode_reply, encode_request
 from grader.sandbox.endings import CRASH, ENDINGS, REFUSED, STOPPED, TIMEOUT, UNAVAILABLE
 from grader.sandbox.isolation import SandboxWarning, describe_isolation
-from grader.sandbox.link import (ForkServer, ForkServerError, ServerLaunch, WorkerGone, WorkerLink, close_later,
-                                 reserve, settle_closing, take_reserved)
+from grader.sandbox.link import ForkServer, ForkServerError, ServerLaunch, WorkerGone, WorkerLink
 from grader.sandbox.portable import PortableServer
 from grader.sandbox.servers import (STUDENT_PACKAGES, attach_server, default_hidden, hideable, launch_server,
                                     layers_left_out)
@@ -158,6 +157,7 @@ class Sandbox:
         self.isolation_wanted = isolation  # of the private server, when no ``server`` is given
         self.limits = limits
         self.server = attach_server(server) if isinstance(server, str) else server
+        self._attached = isinstance(server, str)  # a handle of this box's own: no later submission shares it
         self._own_server: ForkServer | PortableServer | None = None
         self.worker: WorkerLink | None = None
         self.scratch: Path | None = None  # the last worker's folder here (kept until close)
@@ -433,8 +433,9 @@ class Sandbox:
         if not reply.get("ok"):
             self._kill()
             return LoadReport(ok=False, error=_call_error(reply.get("error")))
-        if self.server is not None and self.server.info.get("spares", 1):  # the next one is made meanwhile
-            reserve(self.server, asdict(self.limits), timeout=self.limits.start_timeout)
+        if self.server is not None and not self._attached and self.server.info.get("spares", 1):
+            # the next submission's worker is made meanwhile
+            self.server.pool.reserve(self.server, asdict(self.limits), timeout=self.limits.start_timeout)
         names, cell_errors = reply.get("names", ()), reply.get("cell_errors", ())
         return LoadReport(
             ok=True, names=tuple(str(name)[:100] for name in names[:500]) if isinstance(names, list) else (),
@@ -447,13 +448,13 @@ class Sandbox:
         """A new worker (its hello not yet read); True when it is one reserved while the last was graded."""
         if self.server is None and self._own_server is None:
             self._own_server = start_server(isolation=self.isolation_wanted)
-        settle_closing(wait=False)  # workers of submissions graded before, whose keepers have reported
+        server, limits = self.server or self._own_server, asdict(self.limits)
+        server.pool.settle(wait=False)  # workers of submissions graded before, whose keepers have reported
         if self.scratch is not None:  # a restart: the previous worker's files go
             shutil.rmtree(self.scratch, ignore_errors=True)
         if self._printer is not None:
             self._printer.close_output()
-        server, limits = self.server or self._own_server, asdict(self.limits)
-        self.worker = take_reserved(server, limits) if self.server is not None else None
+        self.worker = server.pool.take(limits) if self.server is not None else None
         reserved = self.worker is not None
         if isinstance(server, PortableServer):  # the worker link is an interface: the portable one is another
             self.worker = server.spawn_link(limits, timeout=self.limits.start_timeout)
@@ -525,7 +526,10 @@ class Sandbox:
             self._kill_now(worker)
             worker = None
         if worker is not None:  # the submission is done: its worker's end is settled later (close_later)
-            close_later(worker, self.scratch)
+            pool = (self.server or self._own_server).pool
+            pool.close_later(worker, self.scratch)
+            if self._attached:  # nothing else settles the pool of a handle this box made for itself
+                pool.settle()
         elif self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
         if self._printer is not None and self._printer is not worker:  # a worker ended later closes its own
