@@ -382,8 +382,13 @@ def test_a_worker_reports_when_each_step_of_its_start_ended(server):
     """Seconds after Sandbox.open began; negative for what was made before: a spare keeper and its worker
     confine themselves ahead of any request, and the worker a submission uses was asked for while the one
     before was graded."""
-    with opened("x = 1", server) as box:
-        steps = dict(box.phases)
+    with opened("def f():\n    return 1\n", server) as box:
+        steps = dict(box.timings.phases)
+        loaded = box.timings.load_seconds
+        assert box.call("f").value == 1
+        timings = box.timings
+    assert 0 < loaded < 30 and 0 < timings.worker_seconds < 30  # what the worker says it spent on the call
+    assert timings.phases == tuple(steps.items()) and timings.load_seconds == loaded  # a record: replaced, not edited
     assert {"keeper forked", "worker forked", "landlock", "ready", "request", "hello", "loaded"} <= set(steps), steps
     assert -600 < steps["keeper forked"] < steps["worker forked"] < steps["ready"] < steps["hello"]
     assert steps["request"] < steps["hello"] < steps["loaded"] < 30

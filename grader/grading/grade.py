@@ -214,7 +214,7 @@ def time_reference(*, assignment: str, server: ForkServer | str | None,
                 return None
             for spent, outcome in zip(rounds, outcomes):
                 spent.append(outcome.seconds)
-        load_seconds = box.load_seconds
+        load_seconds = box.timings.load_seconds
     times: dict[str, list[list[float]]] = {}
     for (function, _), spent in zip(calls, rounds):
         times.setdefault(function, []).append(spent)

@@ -148,6 +148,16 @@ def start_server(*, hidden=(), packages=STUDENT_PACKAGES, without=(), spares: in
                        spares=spares, limits=asdict(Limits()))
 
 
+@dataclass(frozen=True)
+class SandboxTimings:
+    """How long the steps of a box's last worker took: for the benchmarks and the calibration, never a verdict."""
+
+    phases: tuple[tuple[str, float], ...] = ()  # (step, seconds after the request) of the last worker's start
+    load_seconds: float = 0.0  # what the last load of the submission took, after the worker's hello
+    worker_seconds: float = 0.0  # what the worker itself said it spent on the exchanges of calls (untrusted)
+    ending: tuple[tuple[str, float], ...] = ()  # (step, seconds after asking) of the last worker killed at once
+
+
 class Sandbox:
     """A loaded submission in a worker process. Use ``Sandbox.open`` as a context manager."""
 
@@ -169,11 +179,8 @@ class Sandbox:
         self.isolation = "not started"
         self.hello: dict = {}  # the last worker's report of its confinement
         self.apart = True  # whether workers alive at once cannot signal each other (the worker's hello says)
-        self.phases: tuple[tuple[str, float], ...] = ()  # (step, seconds after the request) of the last worker
         self._entered: list[str] = []  # names the current call announced as it entered them
-        self.worker_seconds = 0.0  # what the worker itself said it spent on the exchanges of calls (untrusted)
-        self.ending: tuple[tuple[str, float], ...] = ()  # (step, seconds after asking) of the last worker's end
-        self.load_seconds = 0.0  # what the last load of the submission took, after the worker's hello
+        self.timings = SandboxTimings()
 
     @classmethod
     def open(cls, *, path: Path | None = None, source: SubmissionSource | None = None,
@@ -416,7 +423,8 @@ class Sandbox:
         self.hello = hello
         self.apart = hello.get("workers_apart") is not False  # else the next worker starts once this one is gone
         self.worker_folder = str(hello.get("cwd", ""))[:300]
-        self.phases = _phases(started, self.worker.marks, hello.get("phases"), ("hello", said_hello))
+        self.timings = replace(self.timings, phases=_phases(started, self.worker.marks, hello.get("phases"),
+                                                            ("hello", said_hello)))
         try:
             load_limit = self.limits.load_timeout or self.limits.call_timeout * 2
             deadline = said_hello + min(load_limit, self.limits.submission_timeout - self.spent)
@@ -428,8 +436,8 @@ class Sandbox:
                               ended=TIMEOUT if gone.timed_out else CRASH)
         finally:
             self.spent += time.monotonic() - said_hello
-        self.phases += (("loaded", time.monotonic() - started),)
-        self.load_seconds = time.monotonic() - said_hello
+        self.timings = replace(self.timings, phases=self.timings.phases + (("loaded", time.monotonic() - started),),
+                               load_seconds=time.monotonic() - said_hello)
         if not reply.get("ok"):
             self._kill()
             return LoadReport(ok=False, error=_call_error(reply.get("error")))
@@ -484,7 +492,8 @@ class Sandbox:
             reply, reply_blobs = self.worker.receive(deadline, limit)
             if reply.get("op") != "entered":
                 took = reply.get("worker_seconds")
-                self.worker_seconds += took if type(took) is float and 0 <= took < 3600 else 0.0
+                if type(took) is float and 0 <= took < 3600:
+                    self.timings = replace(self.timings, worker_seconds=self.timings.worker_seconds + took)
                 return reply, reply_blobs
             name = reply.get("name")  # a call announcing a function it entered, before its reply
             if type(name) is str and len(self._entered) < MAX_NAMES and name[:100] not in self._entered:
@@ -514,7 +523,8 @@ class Sandbox:
     def _kill_now(self, worker: WorkerLink) -> None:
         asked = time.monotonic()
         worker.kill(timeout=self.limits.start_timeout)
-        self.ending = tuple((name, at - asked) for name, at in [*worker.ending, ("reported", time.monotonic())])
+        self.timings = replace(self.timings, ending=tuple((name, at - asked) for name, at in
+                                                          [*worker.ending, ("reported", time.monotonic())]))
 
     def isolation_in(self, lang: str) -> str:
         """What confined the last worker, in ``lang`` (the isolation line of results and summaries)."""
