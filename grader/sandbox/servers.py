@@ -102,18 +102,22 @@ def launch_server(*, hidden=(), packages=STUDENT_PACKAGES, without=(), spares: i
 
 class KeptLaunch:
     """A fork server another process owns and keeps (the warm check server's), as a ``ServerLaunch``:
-    ``ready()`` attaches to it, ``stop()`` settles this process's workers and leaves the server running."""
+    ``ready()`` attaches to it (one handle, whose pool holds this process's workers), ``stop()`` settles those
+    workers and leaves the server running."""
 
     def __init__(self, address: str, info: dict):
         self.address, self.info = address, info
+        self._server = None
 
     def ready(self):
         from grader.sandbox.link import ForkServer
 
-        return ForkServer.attach(self.address, self.info)
+        if self._server is None:
+            self._server = ForkServer.attach(self.address, self.info)
+        return self._server
 
     def stop(self) -> None:
-        self.ready().stop()  # attached: no process of its own to end
+        self.ready().stop()  # attached: its workers settled, no process of its own to end
 
 
 _kept: list[KeptLaunch] = []
