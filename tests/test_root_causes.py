@@ -269,3 +269,26 @@ def test_a_broken_combine_still_fails_the_round_trip(tmp_path):
     result = graded(tmp_path, source)
     assert _failing(result, "test_combine_heads_undoes_split_heads").outcome == "failed"
     assert result.misconceptions == ("combine-heads-no-transpose",)
+
+
+# ---- the held-out corpus (mutants/*/corpus/): public code's styles, measured by bench_diagnosis_corpus ----
+CORPUS = LIBRARY / "corpus"
+
+
+def test_a_head_count_fixed_in_split_heads_is_named_from_its_layout(tmp_path):
+    result = graded(tmp_path, (CORPUS / "heads_hardcoded_to_two.py").read_text(encoding="utf-8"), "two_heads")
+    assert result.misconceptions == ("split-heads-hardcoded-shape",)
+    layout = _failing(result, "test_split_heads_gives_each_head_a_contiguous_block")
+    assert layout.misconception == "split-heads-hardcoded-shape"
+    assert "2 heads" in layout.message and "3" in layout.message, layout.message
+    # the right number of heads cut and laid out right stays unflagged by this rule
+    assert all(test.outcome == "passed" for test in result.tests if test.function == "combine_heads")
+
+
+def test_a_residual_added_before_the_output_projection_is_named(tmp_path):
+    result = graded(tmp_path, (CORPUS / "residual_before_output_projection.py").read_text(encoding="utf-8"),
+                    "residual_before")
+    assert result.misconceptions == ("mha-adds-residual",)
+    cross = _failing(result, "test_forward_values_for_cross_attention")
+    assert cross.misconception == "mha-adds-residual" and "W_O" in cross.message, cross.message
+

@@ -332,6 +332,11 @@ def _companion_findings(case: Case, student: StudentCode | None, here) -> list[F
             differing = {(misconception, label): value for misconception, label, value in case.twins_among(explaining)}
             if any(_same_outcome(here, differing.get(key, case.expected)) for key in explaining):
                 return []  # that mistake gives this case's value too: nothing is left for the lengths
+            if not isinstance(here, Raised) and {misconception for misconception, _ in explaining} & {
+                    finding.misconception for finding in explain(case, here)}:
+                # the same mistake written another way (its own epsilon, float32): its twin shows it there, a
+                # signature rule here, so it explains both calls and nothing is left for the lengths
+                return []
         elif not isinstance(here, Raised) or isinstance(there, Raised):
             return []
         else:
