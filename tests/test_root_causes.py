@@ -292,3 +292,9 @@ def test_a_residual_added_before_the_output_projection_is_named(tmp_path):
     cross = _failing(result, "test_forward_values_for_cross_attention")
     assert cross.misconception == "mha-adds-residual" and "W_O" in cross.message, cross.message
 
+
+
+def test_a_pre_norm_of_the_query_input_alone_is_a_layer_norm_inside_forward(tmp_path):
+    result = graded(tmp_path, (CORPUS / "pre_norm_of_the_queries_only.py").read_text(encoding="utf-8"), "pre_norm_q")
+    assert result.misconceptions == ("mha-adds-layer-norm",)
+    assert _failing(result, "test_forward_values_for_cross_attention").misconception == "mha-adds-layer-norm"
