@@ -8,6 +8,8 @@ their functions each call entered, as the worker does), so these tests need no w
 import dataclasses
 from pathlib import Path
 
+import pytest
+
 from conftest import PROJECT, mutants
 from grader.content.catalog import misconception_ids
 from grader.grading.assignment import get_assignment
@@ -298,3 +300,13 @@ def test_a_pre_norm_of_the_query_input_alone_is_a_layer_norm_inside_forward(tmp_
     result = graded(tmp_path, (CORPUS / "pre_norm_of_the_queries_only.py").read_text(encoding="utf-8"), "pre_norm_q")
     assert result.misconceptions == ("mha-adds-layer-norm",)
     assert _failing(result, "test_forward_values_for_cross_attention").misconception == "mha-adds-layer-norm"
+
+
+@pytest.mark.parametrize("name", ["overflow_patched_with_nan_to_num", "overflow_avoided_by_clipping"])
+def test_an_overflow_patched_over_or_clipped_is_an_unstable_softmax_not_another_axis(tmp_path, name):
+    result = graded(tmp_path, (CORPUS / f"{name}.py").read_text(encoding="utf-8"), name)
+    assert result.misconceptions == ("softmax-unstable",)
+    stability = _failing(result, "test_softmax_is_stable_for_large_logits")
+    assert stability.misconception == "softmax-unstable" and "only in rows whose logits are large" in stability.message
+    attention = _failing(result, "test_attention_is_stable_for_large_scores")
+    assert attention.misconception == "softmax-unstable" and attention.root_cause == "softmax"

@@ -23,7 +23,7 @@ from grader.content.catalog import load_catalog
 from grader.content.messages import Message, TwinLabel, cell_label
 from grader.grading import showing
 from grader.grading.case import Case, Raised, same_value
-from grader.grading.findings import Finding, companion_rule, explain, overflow_kind
+from grader.grading.findings import Finding, companion_rule, explain, overflow_kind, quiet_overflow_kind
 from grader.sandbox.codec import ForeignObject
 from grader.sandbox.endings import DID_NOT_RETURN, TIMEOUT
 
@@ -395,6 +395,12 @@ def _compare_array(case: Case, got, expected: np.ndarray, what: str, legend: str
                                        expected) \
             if case.overflow_ids and case.names_mistakes else "numeric-mismatch"
         return CheckFailure(Message("non_finite", {"what": what}), misconception=misconception, function=case.function)
+    if case.overflow_ids and case.names_mistakes and np.isfinite(expected).all():
+        logits = (case.evidence or {}).get("logits", case.args[0])
+        misconception = quiet_overflow_kind(np.asarray(logits, dtype=np.float64), got64, case.overflow_ids, expected)
+        if misconception in case.overflow_ids:
+            return CheckFailure(Message("wrong_where_logits_are_large", {"what": what}), misconception=misconception,
+                                function=case.function)
     difference = np.abs(np.nan_to_num(got64 - expected, nan=np.inf))
     index = np.unravel_index(int(np.argmax(difference)), difference.shape) if difference.size else ()
     return CheckFailure(Message("mismatch", {"what": what, "difference": f"{float(difference.max(initial=0)):.3g}",
