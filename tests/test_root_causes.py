@@ -310,3 +310,21 @@ def test_an_overflow_patched_over_or_clipped_is_an_unstable_softmax_not_another_
     assert stability.misconception == "softmax-unstable" and "only in rows whose logits are large" in stability.message
     attention = _failing(result, "test_attention_is_stable_for_large_scores")
     assert attention.misconception == "softmax-unstable" and attention.root_cause == "softmax"
+
+
+def test_a_global_shift_seen_in_softmax_is_named_for_forwards_overflow_through_a_scrambled_split(tmp_path):
+    """The head split moves the large rows elsewhere, so which rows broke no longer tells the two overflow
+    mistakes apart; the one softmax's own checks showed exactly is named, not a second one."""
+    result = graded(tmp_path, (CORPUS / "global_shift_and_split_without_transpose.py").read_text(encoding="utf-8"),
+                    "global_and_split")
+    assert result.misconceptions == ("softmax-global-max", "split-heads-no-transpose")
+    assert _failing(result, "test_forward_is_stable_for_large_scores").misconception == "softmax-global-max"
+
+
+def test_an_unshifted_exponential_inside_attention_beside_a_global_shift_in_softmax_is_attentions_own(tmp_path):
+    source = _changed("    shifted = x - np.max(x, axis=-1, keepdims=True)", "    shifted = x - np.max(x)",
+                      (LIBRARY / "attention_exp_inline_unshifted.py").read_text(encoding="utf-8"))
+    result = graded(tmp_path, source, "inline_and_global")
+    assert "softmax-global-max" in result.misconceptions
+    attention = _failing(result, "test_attention_is_stable_for_large_scores")
+    assert attention.misconception == "softmax-unstable" and attention.root_cause is None

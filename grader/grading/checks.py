@@ -237,6 +237,8 @@ def failure_from_value(case: Case, got, *, student: StudentCode | None = None, r
     else:
         findings = (_companion_findings(case, student, got) or explain(case, got)) if case.names_mistakes else []
         failure = _from_findings(case, findings, reached) if findings else generic_failure(case, got)
+        if case.overflow_ids and failure.misconception in case.overflow_ids:
+            failure.misconception = _seen_overflow(case, student, failure.misconception, reached)
     failure.function, failure.reached = case.function, reached
     failure.detail = tuple(Message(*text) for text in showing.value_detail(case, got))
     failure.case = case
@@ -265,6 +267,19 @@ def _matching_twins(case: Case, got, student: StudentCode | None) -> list[tuple[
     if hints is not None and found:
         hints[case.function] = frozenset(found)
     return found
+
+
+def _seen_overflow(case: Case, student: StudentCode | None, guessed: str, reached: tuple) -> str:
+    """Which of the case's two overflow mistakes (no shift, one global shift) broke it: the one the function
+    holding them (entered by this call) already showed exactly on its own checks, else ``guessed`` from which
+    rows broke (rows that a broken step between, such as a head split, moved elsewhere)."""
+    hints = getattr(student, "twin_hints", None) or {}
+    entry = load_catalog().get(case.overflow_ids[0])
+    home = entry.function if entry is not None else None
+    if home is None or _root(home, case, reached) != home:
+        return guessed  # the call never entered that function: the overflow is in the checked one's own code
+    seen = {misconception for misconception, _ in hints.get(home, ())} & set(case.overflow_ids)
+    return next(iter(seen)) if len(seen) == 1 else guessed
 
 
 def _hinted_twins(case: Case, got, student: StudentCode | None) -> list[tuple[str, str]]:
