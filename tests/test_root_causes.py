@@ -328,3 +328,18 @@ def test_an_unshifted_exponential_inside_attention_beside_a_global_shift_in_soft
     assert "softmax-global-max" in result.misconceptions
     attention = _failing(result, "test_attention_is_stable_for_large_scores")
     assert attention.misconception == "softmax-unstable" and attention.root_cause is None
+
+
+def test_a_shift_by_column_maxima_is_a_wrong_axis_though_rows_sum_to_one(tmp_path):
+    result = graded(tmp_path, (CORPUS / "shift_by_column_maxima.py").read_text(encoding="utf-8"), "column_shift")
+    assert result.misconceptions == ("softmax-wrong-axis",)
+    values = _failing(result, "test_softmax_values")
+    assert values.misconception == "softmax-wrong-axis" \
+        and "maximum over axis=" in values.message, values.message
+
+
+def test_a_one_tuple_returned_without_the_weights_is_the_returned_weights_mistake(tmp_path):
+    result = graded(tmp_path, (CORPUS / "returns_a_one_tuple_without_weights.py").read_text(encoding="utf-8"),
+                    "one_tuple")
+    assert result.misconceptions == ("mha-wrong-weights-returned",)
+    assert _failing(result, "test_forward_values_for_cross_attention").misconception == "mha-wrong-weights-returned"

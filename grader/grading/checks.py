@@ -374,6 +374,10 @@ def generic_failure(case: Case, got) -> CheckFailure:
     expected, what = case.expected, _what(case)
     legends = case.legend if case.legend is not None else "?"
     structure_mistake = case.structure_mistake if case.names_mistakes else None
+    if structure_mistake and not isinstance(expected, tuple) and isinstance(got, tuple):
+        # a tuple where the array alone was asked for: what the function returns is the structure mistake
+        return CheckFailure(Message("wrong_type", {"what": what, "got": describe(got)}),
+                            misconception=structure_mistake, function=case.function)
     if isinstance(expected, tuple):
         if not isinstance(got, tuple) or len(got) != len(expected):
             return CheckFailure(Message("wrong_tuple", {"what": what, "count": len(expected), "got": describe(got)}),

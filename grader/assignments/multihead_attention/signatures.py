@@ -56,7 +56,7 @@ def softmax_normalizer(case: Case, got) -> list[Finding]:
         return []
     last = values.ndim - 1
     if sums_to_one(values, last):
-        return []
+        return _shift_over_other_axes(case, values)
     vanished = (values == 0).all(axis=-1) & np.isfinite(np.asarray(case.args[0], dtype=np.float64)).any(axis=-1)
     if vanished.any():
         return []  # a row of finite logits with no weight at all broke (0/0 patched to 0): no normalizer is wrong
@@ -65,6 +65,24 @@ def softmax_normalizer(case: Case, got) -> list[Finding]:
             return [Finding("softmax-wrong-axis", case.function,
                             message_data("sig_normalized_over", {"what": case.call_text or case.function,
                                                             "axes": axes_code(axes, values.ndim)}))]
+    return []
+
+
+def _shift_over_other_axes(case: Case, values: np.ndarray) -> list[Finding]:
+    """Rows that sum to 1 but are shifted by a maximum taken over other axes: the shift then differs along a
+    row (a column's maximum, say), so the row's ratios change."""
+    x = np.asarray(case.args[0], dtype=np.float64)
+    if not np.isfinite(x).all() or x.shape != values.shape:
+        return []
+    last = x.ndim - 1
+    for axes in axis_sets(x.ndim):
+        if last in axes:
+            continue  # a shift constant along each row leaves the softmax right
+        powers = np.exp(x - x.max(axis=axes, keepdims=True))
+        shifted = powers / powers.sum(axis=-1, keepdims=True)
+        if not same_value(shifted, case.expected) and same_value(values, shifted):
+            return [Finding("softmax-wrong-axis", case.function, message_data("sig_shifted_over", {
+                "what": case.call_text or case.function, "axes": axes_code(axes, x.ndim)}))]
     return []
 
 
