@@ -111,20 +111,24 @@ def main(argv: list[str] | None = None) -> None:
 
 def _printable_streams() -> None:
     """Text this stream's encoding cannot hold is written anyway: UTF-8 into pipes and files (Windows gives
-    them its ANSI code page, which has no ✓ and no Chinese), escaped on a terminal that is not UTF-8.
-    An encoding asked for with PYTHONIOENCODING is kept."""
+    them its ANSI code page, which has no ✓ and no Chinese); on a terminal that is not UTF-8, and in an
+    encoding asked for with PYTHONIOENCODING (e.g. gbk, a Chinese console's), the marks it lacks as the
+    nearest ones it has (``grader.render.stand_ins``). An error handler asked for there is kept."""
     import os
     import sys
 
-    if os.environ.get("PYTHONIOENCODING"):
+    asked = os.environ.get("PYTHONIOENCODING", "")
+    if ":" in asked:
         return
     for stream in (sys.stdout, sys.stderr):
         encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
         if encoding == "utf8" or not hasattr(stream, "reconfigure"):
             continue
         try:
-            if stream.isatty():
-                stream.reconfigure(errors="backslashreplace")
+            if asked or stream.isatty():
+                from grader.render.stand_ins import register
+
+                stream.reconfigure(errors=register())
             else:
                 stream.reconfigure(encoding="utf-8", errors="backslashreplace")
         except (OSError, ValueError):  # a stream that cannot change now keeps what it has

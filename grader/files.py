@@ -16,7 +16,8 @@ components below SUBMISSIONS) and identity (device and inode); a grading lane
 opens SUBMISSIONS, then every component below it with ``O_NOFOLLOW`` relative
 to the one before (``openat``), the file itself with ``O_NONBLOCK`` (a FIFO or
 a device never stalls the lane), and the descriptor's ``fstat`` must show a
-regular file with the identity discovery saw. A folder renamed after
+regular file with the identity discovery saw (whose hard links discovery
+judged: ``grader.entries.entry.LinkCensus``). A folder renamed after
 discovery and replaced by a link (to solutions/, to a classmate's folder) is
 refused, never graded as the student. At most ``limit`` bytes are read, so a
 512 MiB sparse file costs nothing; ``read_capped`` is the same read for a path
@@ -220,7 +221,8 @@ def read_found(found: Found, *, limit: int) -> bytes:
         info = os.fstat(descriptor)
         if (info.st_dev, info.st_ino) != (found.device, found.inode):
             raise EntryError("entry_changed", name=name)
-        return _read_descriptor(descriptor, info, name=name, limit=limit)
+        # the file discovery saw and judged (its hard links included): a name given to it since changes nothing
+        return _read_descriptor(descriptor, info, name=name, limit=limit, links_judged=True)
 
 
 def read_capped(path: Path, *, limit: int) -> bytes:
@@ -237,10 +239,11 @@ def read_capped(path: Path, *, limit: int) -> bytes:
         os.close(descriptor)
 
 
-def _read_descriptor(descriptor: int, info: os.stat_result, *, name: str, limit: int) -> bytes:
+def _read_descriptor(descriptor: int, info: os.stat_result, *, name: str, limit: int,
+                     links_judged: bool = False) -> bytes:
     if not stat.S_ISREG(info.st_mode):
         raise EntryError("file_not_regular", name=name)
-    if info.st_nlink > 1:
+    if info.st_nlink > 1 and not links_judged:
         raise EntryError("file_hard_link", name=name, links=info.st_nlink)
     if info.st_size > limit:
         raise EntryError("file_too_large", **size_params(name, info.st_size, limit))

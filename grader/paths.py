@@ -45,18 +45,64 @@ def exercise_path(assignment: str = DEFAULT_ASSIGNMENT) -> Path:
 
 
 def student_file(assignment: str = DEFAULT_ASSIGNMENT) -> Path:
-    """The file a student's command works on by default: ``exercises/<assignment>.py`` under the current
-    folder (where a student release is opened) or a folder above it (a notebook runs in
-    ``exercises/notebooks/``), else the stub of the checkout."""
+    """The file a student's command works on by default: ``exercises/<assignment>.py`` in the first of
+    ``student_folders`` that holds it, else the stub of the checkout (which may not exist: see
+    ``student_folders`` for where it was looked for)."""
     local = Path("exercises") / f"{assignment}.py"
     if local.exists():
         return local
-    here = Path.cwd()
-    for folder in list(here.parents)[:2]:
+    for folder in student_folders()[1:]:
         candidate = folder / "exercises" / f"{assignment}.py"
         if candidate.is_file():
             return candidate
     return exercise_path(assignment)
+
+
+def student_folders() -> list[Path]:
+    """Where a student's ``exercises/`` folder is looked for: the current folder (where a student release is
+    opened), the two above it (a notebook runs in ``exercises/notebooks/``), and the folder the package was
+    installed from (``pip install .`` in the release: a check typed in another terminal, in another folder)."""
+    here = Path.cwd()
+    folders = [here, *list(here.parents)[:2]]
+    installed = installed_from()
+    if installed is not None and installed not in folders:
+        folders.append(installed)
+    return folders
+
+
+def installed_from() -> Path | None:
+    """The local folder pip installed this package from, as its ``direct_url.json`` (PEP 610) records it; None
+    in a checkout, for a package from an index or a wheel file, or where it is not recorded.
+
+    Read beside the package (``site-packages/mha_lab-*.dist-info``) rather than through importlib.metadata,
+    whose import alone costs a check more than the rest of this lookup."""
+    import json
+
+    for record in sorted(PACKAGE_DIR.parent.glob("mha_lab-*.dist-info")):
+        try:
+            recorded = json.loads((record / "direct_url.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        url = recorded.get("url") if isinstance(recorded, dict) and "dir_info" in recorded else None
+        try:
+            path = file_url_path(url) if isinstance(url, str) else None
+        except UnicodeDecodeError:
+            path = None
+        if path is not None and Path(path).is_dir():
+            return Path(path)
+    return None
+
+
+def file_url_path(url: str, *, windows: bool = os.name == "nt") -> str | None:
+    """The local path of a ``file://`` URL, percent-escapes decoded (a folder named 作业), or None for another
+    URL; on Windows without the slash before the drive (``file:///C:/Users/...`` is ``C:/Users/...``)."""
+    from urllib.parse import unquote, urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme != "file" or parts.netloc not in ("", "localhost") or not parts.path:
+        return None
+    path = unquote(parts.path, errors="strict")
+    return path[1:] if windows and len(path) > 2 and path[0] == "/" and path[2] == ":" else path
 
 
 def default_assignment() -> str:

@@ -349,24 +349,33 @@ def test_hidden_editor_and_tool_entries_are_not_students(tmp_path):
     assert by_student(found)["bob"].path == root / "bob" / "multihead_attention.py"
 
 
-def test_a_hard_link_anywhere_in_an_entry_refuses_the_student(tmp_path):
+def test_a_file_with_a_name_outside_the_class_is_never_read_and_one_named_only_inside_is(tmp_path):
     root = tmp_path / "class"
     secret = write(tmp_path / "secret.txt", "the course key")
     write(root / "ann.py")
     os.link(secret, root / "eve.py")
-    write(root / "mallory" / "multihead_attention.py")
+    write(root / "mallory" / "multihead_attention.py")  # never read: a second name of it is not in the class
+    os.link(root / "mallory" / "multihead_attention.py", tmp_path / "elsewhere.py")
     (root / "mallory" / "data").mkdir()
-    os.link(secret, root / "mallory" / "data" / "notes.txt")
+    os.link(secret, root / "mallory" / "data" / "notes.txt")  # not a candidate: never read, costs nothing
+    write(root / "nina" / "multihead_attention.py")
+    os.link(secret, root / "nina" / "data.txt")
     write(root / "quinn.py")
     os.link(secret, root / "quinn.answers.toml")
+    write(root / "rob.py")
+    (root / "sam").mkdir()
+    os.link(root / "rob.py", root / "sam" / "work.py")
     entries = by_student(discover_submissions(root, assignment=ASSIGNMENT)[0])
-    assert entries["ann"].refusal is None
-    for student, name in (("eve", "eve.py"), ("mallory", "data/notes.txt")):
+    assert entries["ann"].refusal is None and entries["nina"].refusal is None
+    for student, name in (("eve", "eve.py"), ("mallory", "multihead_attention.py")):
         assert entries[student].path is None, student
         text = entries[student].refusal.render("en")
         assert "hard links" in text and name in text, text
     # a hard-linked answers file costs the quiz (graded as an error), never the code
     assert entries["quinn"].refusal is None and "hard links" in entries["quinn"].answers.render("en")
+    for student in ("rob", "sam"):  # every name in the class: one file handed in, read under each name
+        assert entries[student].refusal is None and entries[student].found is not None, student
+        assert any("hard links" in note.render("en") for note in entries[student].notes), student
 
 
 def test_a_folder_deeper_than_the_cap_is_refused_without_recursion(tmp_path):

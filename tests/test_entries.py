@@ -261,3 +261,89 @@ def test_the_size_limit_of_discovery_is_the_one_of_the_reader():
     from grader.sandbox.source import MAX_SOURCE_BYTES as READER_LIMIT
 
     assert MAX_SOURCE_BYTES == READER_LIMIT == 2 << 20  # docs/grading-rules.md: 2 MiB
+
+
+def test_a_second_name_of_a_classmates_file_never_makes_either_an_error(tmp_path):
+    """Whoever may write to a shared hand-in folder can give a classmate's file a second name (a hard link):
+    every name of it is in the class, so it is a file a student handed in, graded under each name. A file
+    with a name outside the class (it may be the solutions, the course key) is never read; beside a
+    student's own work it is set aside, alone it is refused."""
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    reference = REFERENCE.read_text(encoding="utf-8")
+    secret = tmp_path / "not-handed-in.py"  # outside the class: later and as complete as the student's work
+    secret.write_text(reference.replace("/ np.sqrt(d_k)", ""), encoding="utf-8")
+    shutil.copy(REFERENCE, submissions / "alice.py")
+    os.link(submissions / "alice.py", submissions / "mallory.py")  # planted beside: alice's file, second name
+    (submissions / "bob").mkdir()
+    shutil.copy(REFERENCE, submissions / "bob" / "multihead_attention.py")
+    (submissions / "eve").mkdir()
+    os.link(submissions / "bob" / "multihead_attention.py", submissions / "eve" / "multihead_attention.py")
+    (tmp_path / "notes.txt").write_text("notes", encoding="utf-8")
+    os.link(tmp_path / "notes.txt", submissions / "bob" / "notes.txt")  # never read: costs nothing
+    shutil.copy(REFERENCE, submissions / "carol.py")
+    os.link(secret, submissions / "carol.ipynb")
+    (submissions / "dan" / "exercises").mkdir(parents=True)
+    shutil.copy(REFERENCE, submissions / "dan" / "multihead_attention.py")
+    os.link(secret, submissions / "dan" / "exercises" / "multihead_attention.py")
+    os.link(secret, submissions / "trent.py")
+    shutil.copy(REFERENCE, submissions / "kim.py")
+    (submissions / ".stash").mkdir()
+    os.link(submissions / "kim.py", submissions / ".stash" / "kept")  # second names where nothing is graded
+    os.link(submissions / "kim.py", submissions / "bob" / "kim.txt")
+    os.link(submissions / "kim.py", submissions / "kim-copy.txt")
+    later = time.time() + 60
+    os.utime(secret, (later, later))  # were it a candidate, the file saved last would be graded
+    results, output = grade(tmp_path, submissions)
+    for student in ("alice", "mallory", "bob", "eve", "carol", "dan", "kim"):
+        assert full(results[student]), (student, results[student], output)
+    for student in ("alice", "mallory"):
+        assert any("hard link" in note for note in results[student]["notes"]), results[student]["notes"]
+    assert results["carol"]["file"] == "carol.py" and results["dan"]["file"] == "dan/multihead_attention.py"
+    assert any("hard link" in note for note in results["dan"]["notes"]), results["dan"]["notes"]
+    assert results["trent"]["status"] == "error" and "hard links" in results["trent"]["error"]
+
+
+def test_a_folder_or_a_second_name_as_an_answers_file_costs_at_most_the_quiz(tmp_path):
+    from test_hostile_outputs import QUIZ_COUNT, answers_file
+
+    submissions = tmp_path / "class"
+    submissions.mkdir()
+    for student in ("alice", "bob", "fay"):
+        shutil.copy(REFERENCE, submissions / f"{student}.py")
+    (submissions / "alice.answers.toml").write_text(answers_file("alice"), encoding="utf-8")
+    os.link(submissions / "alice.answers.toml", submissions / "bob.answers.toml")  # both names in the class
+    (submissions / "fay.answers.toml").mkdir()  # a folder: not a student, and no answers file either
+    for student in ("gus", "hal"):
+        (submissions / student).mkdir()
+        shutil.copy(REFERENCE, submissions / student / "multihead_attention.py")
+    os.mkfifo(submissions / "gus" / "gus.answers.toml")  # in a student's folder: said so, never opened
+    for name in ("hal.answers.toml", "answers.toml"):
+        (submissions / "hal" / name).write_text(answers_file("hal"), encoding="utf-8")
+    results, output = grade(tmp_path, submissions, "--quiz-count", str(QUIZ_COUNT))
+    assert sorted(results) == ["alice", "bob", "fay", "gus", "hal"], output
+    for student, reason in (("gus", "not a regular file"), ("hal", "keep exactly one")):
+        quiz = [test for test in results[student]["tests"] if test["name"] == "quiz:answers-file"]
+        assert quiz and reason in quiz[0]["message"], (student, results[student])
+        assert results[student]["score"] == results["alice"]["max_score"] - QUIZ_COUNT  # the code in full
+    for student in results:
+        assert results[student]["max_score"] == results["alice"]["max_score"], results[student]
+    assert full(results["alice"])  # the code and the quiz: the answers were read
+    assert "hard link" not in json.dumps(results["bob"])  # read too (alice's answers: bob's sheet differs)
+    fay = json.dumps(results["fay"], ensure_ascii=False)
+    assert results["fay"]["status"] == "graded" and "not a regular file" in fay, fay
+
+
+def test_an_answers_file_planted_beside_a_students_folder_does_not_replace_the_one_inside(tmp_path):
+    from test_hostile_outputs import QUIZ_COUNT, answers_file
+
+    submissions = tmp_path / "class"
+    (submissions / "ida").mkdir(parents=True)
+    shutil.copy(REFERENCE, submissions / "ida" / "multihead_attention.py")
+    (submissions / "ida" / "ida.answers.toml").write_text(answers_file("ida"), encoding="utf-8")
+    (submissions / "ida.answers.toml").write_text(answers_file("ida", right=0), encoding="utf-8")  # planted
+    shutil.copy(REFERENCE, submissions / "jo.py")
+    (submissions / "jo.answers.toml").write_text(answers_file("jo"), encoding="utf-8")
+    results, output = grade(tmp_path, submissions, "--quiz-count", str(QUIZ_COUNT))
+    assert full(results["ida"]) and full(results["jo"]), output
+    assert any("ida.answers.toml" in note and "ida/ida.answers.toml" in note for note in results["ida"]["notes"])

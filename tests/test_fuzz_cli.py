@@ -63,33 +63,84 @@ def test_check_on_any_bytes_ends_in_a_message(tmp_path_factory, data, suffix):
     check_ends_in_a_message(path)
 
 
+KINDS = ["file", "file", "folder", "fifo", "symlink", "second name of honest.py", "second name of a file outside"]
+
+
+def make_entry(submissions: Path, entry: str, content: str, kind: str, outside: Path) -> None:
+    """``entry`` in the class folder as ``kind``: what anyone with access to a shared hand-in folder can leave."""
+    import os
+
+    path = submissions / entry
+    if kind == "file":
+        path.write_text(content, encoding="utf-8")
+    elif kind == "folder":
+        path.mkdir()
+        (path / "multihead_attention.py").write_text(content, encoding="utf-8")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "symlink":
+        path.symlink_to(REFERENCE)
+    elif kind == "second name of honest.py":
+        os.link(submissions / "honest.py", path)
+    else:
+        os.link(outside, path)
+
+
+def expected_rows(entries: dict[str, str]) -> set[str]:
+    """The raw stems that are students: every entry but skipped names, answers files and files of other suffixes."""
+    from grader.entries.entry import SUFFIXES, is_skipped
+    from grader.practice import is_answers_file
+
+    rows = set()
+    for entry, kind in entries.items():
+        suffix = Path(entry).suffix
+        if is_skipped(entry) or (is_answers_file(entry) and entry != "answers.toml"):
+            continue
+        if kind == "folder" and entry != "answers.toml":
+            rows.add(entry)
+        elif kind == "symlink":
+            rows.add(Path(entry).stem if suffix in SUFFIXES else entry)
+        elif suffix in SUFFIXES:
+            rows.add(Path(entry).stem)
+    return rows
+
+
 @settings(max_examples=6, deadline=None, database=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                 HealthCheck.too_slow])
 @given(names=st.lists(st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="/\x00"),
                               min_size=1, max_size=12), min_size=1, max_size=4, unique=True),
        contents=st.lists(notebooks.map(json.dumps) | snippets, min_size=4, max_size=4),
-       suffixes=st.lists(st.sampled_from([".py", ".ipynb", "", ".answers.toml"]), min_size=4, max_size=4))
-def test_grade_on_odd_names_and_contents_writes_one_row_per_entry(tmp_path_factory, names, contents, suffixes):
+       suffixes=st.lists(st.sampled_from([".py", ".ipynb", "", ".answers.toml"]), min_size=4, max_size=4),
+       kinds=st.lists(st.sampled_from(KINDS), min_size=4, max_size=4))
+def test_grade_on_odd_names_and_contents_writes_one_row_per_entry(tmp_path_factory, names, contents, suffixes,
+                                                                  kinds):
     folder = tmp_path_factory.mktemp("class")
     submissions = folder / "class"
     submissions.mkdir()
+    outside = folder / "not-handed-in.py"  # a file nobody handed in: never graded under a second name
+    shutil.copy(REFERENCE, outside)
     shutil.copy(REFERENCE, submissions / "honest.py")
-    made = {"honest.py"}
-    for name, content, suffix in zip(names, contents, suffixes):
+    made = {"honest.py": "file"}
+    for name, content, suffix, kind in zip(names, contents, suffixes, kinds):
         entry = f"{name}{suffix}"
         if entry in (".", "..") or entry in made or len(entry.encode()) > 200:
             continue
         try:
-            (submissions / entry).write_text(content, encoding="utf-8")
+            make_entry(submissions, entry, content, kind, outside)
         except (OSError, ValueError):
             continue
-        made.add(entry)
+        made[entry] = kind
     done = CliRunner().invoke(root, ["grade", str(submissions), "--out", str(folder / "out"), "--jobs", "1"])
     assert done.exit_code == 0, (done.output, done.exception)
     assert "Traceback" not in done.output
-    results = {r["student"]: r for r in json.loads((folder / "out" / "results.json").read_text(encoding="utf-8"))}
-    honest = results["honest"]
-    assert honest["status"] == "graded" and honest["score"] == honest["max_score"]
+    results = json.loads((folder / "out" / "results.json").read_text(encoding="utf-8"))
+    assert len(results) == len(expected_rows(made)), (made, [r["student"] for r in results])  # no row lost
+    by_student = {r["student"]: r for r in results}
+    honest = by_student["honest"]
+    assert honest["status"] == "graded" and honest["score"] == honest["max_score"], (made, honest)
+    for result in results:  # a file with a name outside the class is never graded
+        assert result["status"] == "error" or made.get(result["file"]) != "second name of a file outside", \
+            (made, result)
 
 
 def test_the_installed_command_ends_in_a_message_on_odd_files(tmp_path):

@@ -125,8 +125,8 @@ def hostile_class(tmp_path, monkeypatch, request):
     os.link(secret, folder / "trent.ipynb")
     entries.update({"eve.py": "hard-link", "trent.ipynb": "hard-link"})
     (folder / "mallory").mkdir()
-    (folder / "mallory" / "multihead_attention.py").write_text(REFERENCE, encoding="utf-8")
-    os.link(secret, folder / "mallory" / "notes.txt")
+    os.link(secret, folder / "mallory" / "multihead_attention.py")
+    (folder / "mallory" / "notes.txt").write_text("notes", encoding="utf-8")
     entries["mallory"] = "hard-link"
     add("quinn.py", REFERENCE, "quiz-forger")
     (folder / "quinn.answers.toml").write_text(answers_file("quinn", right=1, header='count = 0\nlevels = ["basic"]'),

@@ -28,6 +28,7 @@ REFERENCE = PROJECT / "solutions" / "multihead_attention.py"
 MISTAKE = mutants("multihead_attention") / "mistakes" / "split_heads_no_transpose.py"
 HANG = FIXTURES / "hangs" / "softmax_while_true.py"
 LEAVES_CHILDREN = FIXTURES / "laptops" / "leaves_children.py"
+ESCAPES_SESSION = FIXTURES / "laptops" / "escapes_session.py"
 MARKER = "mha-portable-leftover"
 STUDENT = "mha-laptop"  # the non-root user the tests create
 
@@ -44,7 +45,9 @@ def run(command: tuple, *args, env: dict) -> subprocess.CompletedProcess:
 
 
 def assert_quiet(done: subprocess.CompletedProcess) -> None:
-    """Nothing that looks like an error unless the code has one: no traceback, no Python warning."""
+    """Nothing that looks like an error unless the code has one: no traceback, no Python warning, and nothing at
+    all on stderr (the report is on stdout; a student's own output too)."""
+    assert done.stderr == "", done.stderr[-3000:]
     for stream in (done.stdout, done.stderr):
         assert "Traceback" not in stream, stream[-3000:]
         assert "Warning" not in stream and "warnings.warn" not in stream, stream[-3000:]
@@ -167,6 +170,81 @@ def test_emulated_windows_draws_the_students_heads_in_the_portable_worker(window
     assert_quiet(done)
 
 
+def test_emulated_windows_checks_a_file_as_notepad_saves_it_in_a_chinese_home(windows, tmp_path):
+    """C:\\Users\\张三\\作业 一: a folder name with spaces and Chinese; the file with CRLF line endings and a
+    UTF-8 BOM (what Notepad writes), or in GBK (what an older editor writes there): an answer, not a traceback."""
+    folder = tmp_path / "Users" / "张三" / "作业 一"
+    folder.mkdir(parents=True)
+    source = REFERENCE.read_text(encoding="utf-8")
+    (folder / "我的 作业.py").write_text(source, encoding="utf-8-sig", newline="\r\n")
+    (folder / "gbk.py").write_bytes(("# 张三的作业\n" + source).encode("gbk"))
+    env = dict(windows, HOME=str(folder))
+    done = mha("check", "我的 作业.py", "--json", env=env)
+    result = json_of(done)
+    assert done.returncode == 0 and result["score"] == result["max_score"] > 0, done.stderr[-3000:]
+    assert_quiet(done)
+    gbk = mha("check", "gbk.py", "--lang", "zh", env=env)
+    assert gbk.returncode == 1 and "gbk.py 不是 UTF-8 文本" in gbk.stdout and "UTF-8 编码保存" in gbk.stdout
+    assert_quiet(gbk)
+
+
+@pytest.mark.parametrize("cache", ["unusable", "shared"])
+def test_two_checks_at_once_both_answer_whatever_the_cache_folder(windows, tmp_path, cache):
+    """A second `mha check` typed while the first runs, with a cache folder that cannot be made (under a file:
+    a read-only or broken profile) or one both fill at once from empty: two full, quiet answers."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    folder = blocker / "cache" if cache == "unusable" else tmp_path / "cache"
+    env = dict(windows, MHA_CACHE_DIR=str(folder))
+    command = [str(MHA), "check", str(REFERENCE), "--json"]
+    running = [subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                cwd=env["HOME"]) for _ in range(2)]
+    for process in running:
+        out, err = process.communicate(timeout=180)
+        done = subprocess.CompletedProcess(command, process.returncode, out, err)
+        result = json_of(done)
+        assert done.returncode == 0 and result["score"] == result["max_score"] > 0, err[-3000:]
+        assert_quiet(done)
+
+
+def test_emulated_windows_runs_the_notebooks_check_in_a_real_kernel(windows, tmp_path):
+    """The kernel itself has Windows's import surface: check() passes correct code, names a planted mistake,
+    stops a hang in seconds, and writes nothing to stderr (no warning, no traceback)."""
+    from jupyter_client.manager import start_new_kernel
+
+    manager, client = start_new_kernel(kernel_name="python3", cwd=str(tmp_path),
+                                       env=dict(windows, MHA_CACHE_DIR=str(tmp_path / "cache")))
+    errors = []
+
+    def run(code: str) -> str:
+        shown = []
+        reply = client.execute_interactive(code, timeout=180, output_hook=shown.append)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        errors.extend(message["content"]["text"] for message in shown
+                      if message["msg_type"] == "stream" and message["content"]["name"] == "stderr")
+        return "".join(str(message["content"].get("data", {}).get("text/html", "")
+                           or message["content"].get("text", "")) for message in shown)
+
+    try:
+        assert run("import os, socket\nprint(hasattr(os, 'fork'), hasattr(socket, 'AF_UNIX'))").split() == \
+            ["False", "False"]  # the emulation holds in the kernel
+        run(REFERENCE.read_text(encoding="utf-8"))
+        run("from grader import check")
+        assert "data-passed='true'" in run("check()")
+        assert run("print(check().result.isolation)").startswith("portable worker")
+        run(MISTAKE.read_text(encoding="utf-8"))
+        assert "data-misconception='split-heads-no-transpose'" in run("check('split_heads')")
+        run("def softmax(x, axis=-1):\n    while True:\n        pass")
+        started = time.monotonic()
+        shown = run("check('softmax')")
+        assert time.monotonic() - started < 30
+        assert "data-outcome='timeout'" in shown and "data-outcome='passed'" not in shown
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    assert not "".join(errors).strip(), errors
+
+
 def test_grade_refuses_the_portable_worker_unless_asked(windows, tmp_path):
     submissions = tmp_path / "class"
     submissions.mkdir()
@@ -203,6 +281,49 @@ def test_a_pipe_whose_encoding_has_no_check_mark_still_gets_the_report():
     assert "✓" in text and "split_heads" in text and "UnicodeEncodeError" not in done.stderr.decode("utf-8")
 
 
+@pytest.mark.parametrize("encoding", ["gbk", "cp936"])
+def test_a_console_set_to_the_chinese_code_page_gets_the_report_in_it(encoding):
+    """PYTHONIOENCODING=gbk (a Chinese Windows console's code page, kept as asked): its Chinese is written in it,
+    and the marks GBK lacks (✓ ✗ ◷) as the nearest marks it has, instead of a UnicodeEncodeError."""
+    env = dict(os.environ, PYTHONIOENCODING=encoding)
+    done = subprocess.run([str(MHA), "check", str(HANG), "--lang", "zh"], capture_output=True, env=env, timeout=180)
+    errors = done.stderr.decode(encoding, "replace")
+    assert done.returncode == 1 and "Traceback" not in errors and "UnicodeEncodeError" not in errors, errors[-2000:]
+    text = done.stdout.decode(encoding)  # strict: every byte is the code page's
+    assert "通过" in text and "softmax" in text
+    assert "√" in text and "\\u" not in text  # a mark of its own, not an escape
+    explicit = subprocess.run([str(MHA), "check", str(REFERENCE)], capture_output=True, timeout=180,
+                              env=dict(env, PYTHONIOENCODING=f"{encoding}:replace"))
+    assert explicit.returncode == 0 and b"?" in explicit.stdout  # an error handler asked for is kept too
+
+
+def test_a_terminal_that_is_not_utf8_gets_the_nearest_marks_it_has():
+    """A terminal in an ASCII locale (an old console, a bare SSH session): the report as it can show it."""
+    import pty
+
+    env = dict(os.environ, LC_ALL="POSIX", PYTHONCOERCECLOCALE="0", PYTHONUTF8="0", COLUMNS="100")
+    env.pop("PYTHONIOENCODING", None)
+    leader, follower = pty.openpty()
+    try:
+        process = subprocess.Popen([str(MHA), "check", str(MISTAKE)], stdout=follower, stderr=follower, env=env)
+        os.close(follower)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # the terminal's other end closed: the command ended
+                break
+            if not chunk:
+                break
+            shown += chunk
+        assert process.wait(timeout=180) == 1
+    finally:
+        os.close(leader)
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", shown.decode("ascii"))  # every byte one the terminal has
+    assert "Traceback" not in text and "\\u" not in text  # no escapes: the marks, the spinner
+    assert re.search(r"\bv passed", text) and re.search(r"\bx failed", text)
+
+
 # ---- the portable worker on Linux (asked for) ----------------------------------------------------------
 def test_the_portable_worker_ends_its_whole_process_group_after_a_hang():
     started = time.time()
@@ -210,6 +331,17 @@ def test_the_portable_worker_ends_its_whole_process_group_after_a_hang():
     assert done.returncode == 1
     assert {test["outcome"] for test in json_of(done)["tests"]} == {"timeout"}
     assert leftovers(since=started, kill=True) == 0  # the child and the orphaned grandchild: its process group
+    assert_quiet(done)
+
+
+def test_the_portable_worker_ends_an_orphan_that_left_its_session():
+    """What macOS has (no PID namespace, no cgroup): a grandchild in a session of its own, its parent gone, is
+    in neither the worker's process group nor its descendants; the token its environment inherited finds it."""
+    started = time.time()
+    done = mha("check", ESCAPES_SESSION, "--json", "--function", "softmax", "--isolation", "portable")
+    assert done.returncode == 1
+    assert {test["outcome"] for test in json_of(done)["tests"]} == {"timeout"}
+    assert leftovers(since=started, kill=True) == 0
     assert_quiet(done)
 
 

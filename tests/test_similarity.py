@@ -314,3 +314,105 @@ def test_usage_errors_say_what_to_type(tmp_path):
     results.write_text('{"not": "a list"}')
     wrong = CliRunner().invoke(root, ["similarity", str(folder), "--out", str(tmp_path / "o"), "--results", str(results)])
     assert wrong.exit_code == 2 and "is not a results.json of `mha grade`" in wrong.output
+
+
+FRESH = FIXTURES / "similarity" / "fresh"
+FRESH_PLANTED = {frozenset(pair) for pair in (("split_concatenate_style", "ulla"),  # its variables inlined
+                                              ("broadcast_products_style", "victor"),  # new variables extracted
+                                              ("nested_for_lists_style", "wendy"),  # loops as comprehensions
+                                              ("pipeline_helpers_style", "yusuf"),  # its helpers folded in
+                                              ("apply_along_axis_style", "aaron"),  # padded with prints, renamed
+                                              ("apply_along_axis_style", "bella"),  # np.f(x) as x.f(), @ for matmul
+                                              ("aaron", "bella"))}
+
+
+def test_copies_rewritten_statement_by_statement_still_rank_above_every_independent_pair(tmp_path):
+    """A class the other fixtures never showed the rules: eight more independent styles, and copies disguised
+    by moving code between statements (inlining, extracting, comprehensions) and a key inlined and renamed."""
+    folder = planted_class(tmp_path / "class")
+    for path in sorted(FRESH.glob("*.py")):
+        shutil.copy(path, folder / path.name)
+    run("similarity", folder, "--out", tmp_path / "out")
+    data = json.loads((tmp_path / "out" / "similarity.json").read_text())
+    planted = PLANTED | FRESH_PLANTED
+    planted_lowest = min(pair["score"] for pair in data["pairs"] if students(pair) in planted)
+    independent = [pair for pair in data["pairs"] if students(pair) not in planted and "judy" not in pair["students"]
+                   and "xena" not in pair["students"]]
+    assert {students(pair) for pair in data["pairs"][:len(planted)]} == planted, data["pairs"][:8]
+    assert planted_lowest >= 0.5 and independent[0]["score"] < planted_lowest, (planted_lowest, independent[:3])
+    flagged = sorted(match["student"] for match in data["reference_matches"] if match["matches_answer_key"])
+    assert flagged == ["judy", "xena"]
+    victor = next(pair for pair in data["pairs"] if students(pair) == {"broadcast_products_style", "victor"})
+    spans = [function_spans((folder / f"{name}.py").read_text()) for name in ("broadcast_products_style", "victor")]
+    for passage in victor["evidence"]["passages"]:  # lines of the original files, in the function named
+        for side, span in zip((passage["first"], passage["second"]), spans):
+            start, end = span[side["function"]]
+            assert start <= side["start_line"] <= side["end_line"] <= end, (side, start, end)
+    softmax = next(p for p in victor["evidence"]["passages"] if p["first"]["function"] == "softmax")
+    assert (softmax["first"]["start_line"], softmax["first"]["end_line"]) == (6, 9)
+    assert softmax["second"]["end_line"] - softmax["second"]["start_line"] >= 5  # its six statements, in victor.py
+
+
+def function_spans(text: str) -> dict[str, tuple[int, int]]:
+    import ast
+
+    spans = {}
+    for node in ast.parse(text).body:
+        for inner in [node] + (node.body if isinstance(node, ast.ClassDef) else []):
+            if isinstance(inner, ast.FunctionDef):
+                name = inner.name if inner is node else f"{node.name}.{inner.name}"
+                spans[name] = (inner.lineno, inner.end_lineno)
+    return spans
+
+
+def test_an_advanced_exercise_compares_with_its_own_stub_and_key(tmp_path):
+    """mha similarity --assignment masked_attention: its stub is boilerplate, its reference the answer key."""
+    folder = tmp_path / "class"
+    folder.mkdir()
+    for path in sorted((FIXTURES / "similarity" / "masked").glob("*.py")):
+        shutil.copy(path, folder / path.name)
+    for path in sorted((default_library("masked_attention") / "correct").glob("*.py")):
+        shutil.copy(path, folder / path.name)
+    shutil.copy(solution_path("masked_attention"), folder / "abe.py")
+    from grader.paths import exercise_path
+
+    shutil.copy(exercise_path("masked_attention"), folder / "untouched.py")  # a student who sent the stub back
+    run("similarity", folder, "--out", tmp_path / "out", "--assignment", "masked_attention")
+    data = json.loads((tmp_path / "out" / "similarity.json").read_text())
+    assert data["assignment"] == "masked_attention" and data["reference_file"] == "masked_attention.py"
+    planted = {frozenset(("large_negative_style", "yara")), frozenset(("loop_rows_style", "zoe"))}
+    assert {students(pair) for pair in data["pairs"][:2]} == planted, data["pairs"][:4]
+    assert all(pair["score"] < 0.35 for pair in data["pairs"][2:])
+    assert all("untouched" not in pair["students"] for pair in data["pairs"])  # the stub never counts
+    assert [m["student"] for m in data["reference_matches"] if m["matches_answer_key"]] == ["abe"]
+    assert all(m["student"] != "untouched" or m["score"] < 0.1 for m in data["reference_matches"])
+
+
+def test_the_progress_bar_names_its_stages_in_the_run_language(capsys):
+    from grader.similarity.outputs import StageBar
+
+    for lang, stage, word in (("en", "fingerprinting", "fingerprinting"), ("zh", "fingerprinting", "提取指纹"),
+                              ("zh", "evidence", "整理证据"), ("zh", "fixtures", "公开测试数据")):
+        bar = StageBar(enabled=True, lang=lang)
+        bar.begin(stage, 2)
+        bar.advance()
+        bar.advance()
+        bar.end()
+        shown = capsys.readouterr().err
+        assert word in shown and "2/2" in shown, shown
+
+
+def test_the_terminal_counts_one_bug_seen_by_several_checks_once(tmp_path):
+    from grader.similarity.compare import PairMatch, SimilarityReport
+    from grader.similarity.mistakes import SharedMistake
+    from grader.similarity.outputs import summary_lines
+
+    signs = (SharedMistake("mistake", "attention-no-scale", "attention-no-scale", 2),
+             SharedMistake("failure", "test_attention_one", "numeric-mismatch", 2, "scaled_dot_product_attention"),
+             SharedMistake("values", "test_attention_one", "out = [1.0]", 2, "scaled_dot_product_attention"),
+             SharedMistake("values", "test_forward_one", "out = [2.0]", 2, "scaled_dot_product_attention"))
+    pair = PairMatch(("mia", "ned"), 0.55, 0.0, (0.0, 0.0), (), signs)
+    report = SimilarityReport(DEFAULT_ASSIGNMENT, (), (pair,), (), 1)
+    lines = summary_lines(report, out=tmp_path, lang="en")
+    assert "2 shared rare mistakes" in lines[1], lines
+    assert "2 个共同的罕见错误" in summary_lines(report, out=tmp_path, lang="zh")[1]

@@ -60,6 +60,17 @@ def test_the_workflow_builds_the_release_once_and_checks_it_on_three_systems():
         assert any(wanted in name for name in names), wanted
 
 
+def test_the_student_legs_run_the_oldest_python_the_release_allows_and_the_newest():
+    """A student downloads today's Python (3.13) as often as the course's (the release's lowest); both run."""
+    import tomllib
+
+    lowest = tomllib.loads((PROJECT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["requires-python"]
+    matrix = workflow()["jobs"]["student"]["strategy"]["matrix"]
+    assert set(matrix["python"]) == {lowest.removeprefix(">="), "3.13"}
+    assert step("student", "Set up Python")["with"]["python-version"] == "${{ matrix.python }}"
+    assert "${{ matrix.python }}" in workflow()["jobs"]["student"]["name"]
+
+
 def test_every_command_in_the_workflow_exists():
     for job in ("release", "student"):
         for item in steps(job):
@@ -218,5 +229,13 @@ def test_the_linux_leg_runs_here_step_by_step(tmp_path):
     located = subprocess.run([str(Path(mha).parent / "python"), "-c", "import grader; print(grader.__file__)"],
                              capture_output=True, text=True, env=student.env, check=True, cwd=tmp_path).stdout
     assert Path(located.strip()).is_relative_to(workspace / "student-release" / ".venv")  # the release, installed
+    # a later terminal, opened in another folder: mha check finds the release pip installed from
+    elsewhere = tmp_path / "a new terminal"
+    elsewhere.mkdir()
+    done = subprocess.run([mha, "check", "--json"], capture_output=True, text=True, env=student.env, cwd=elsewhere)
+    assert done.returncode == 1 and done.stderr == "", done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert Path(result["file"]) == workspace / "student-release" / "exercises" / "multihead_attention.py"
+    assert {test["misconception"] for test in result["tests"]} == {"not-implemented"}  # the release's stubs
     executed = json.loads((workspace / "student-release" / "exercises" / "notebooks" / "checked.ipynb").read_text())
     assert any(str(cell.get("id", "")).startswith("check-") for cell in executed["cells"])

@@ -12,8 +12,9 @@ What one entry holds, and which of its files is graded, is
 bundle). Entries with the same stem (``mia.py`` and ``mia.ipynb``, or a
 folder ``mia/`` beside ``mia.py``) are one student's candidates, chosen by
 the same rule (``grader.entries.choosing``): a file dropped beside a
-classmate's entry never makes it an error. An entry that is a symbolic link
-is refused, so the student gets a ``status: error`` result saying why; a
+classmate's entry never makes it an error, and neither does a second name
+(a hard link) given to a classmate's file: a file whose every name is in the
+class is graded under each. An entry that is a symbolic link is refused, so the student gets a ``status: error`` result saying why; a
 quiz answers file (``<student>.answers.toml``) is recorded with its student's
 entry, and a bad one costs only the quiz.
 
@@ -34,8 +35,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from grader.content.messages import Message
-from grader.entries.entry import (SUFFIXES, Submission, answers_at, checked_file, choose_for, file_entry, folder_entry,
-                                  is_skipped, shown_below, with_answers)
+from grader.entries.entry import (SUFFIXES, FolderWalk, LinkCensus, Submission, answers_at, checked_file, choose_for,
+                                  file_entry, folder_entry, is_skipped, shown_below, walk_folder, with_answers)
 from grader.files import Found
 from grader.practice import ANSWERS_SUFFIX, is_answers_file
 from grader.render.text_safety import REPLACEMENT, clean_name
@@ -44,33 +45,72 @@ ID_MARK = "~"  # between a cleaned name and the hash that tells look-alike names
 
 
 def discover_submissions(root: Path, *, assignment: str) -> tuple[list[Submission], list[str]]:
-    """Every student's submission under ``root``, sorted by student; and the entries ignored."""
+    """Every student's submission under ``root``, sorted by student; and the entries ignored.
+
+    Two passes: the first lists the class (each student's folder walked once) and counts the names found of
+    every file with several hard links (``LinkCensus``); the second decides each entry, so a second name
+    of a classmate's file is told from a second name of a file outside the class.
+    """
     root = Path(root)
     real_root = root.resolve()
+    census = LinkCensus()
+    listed: list[tuple[str, Path, os.DirEntry, FolderWalk | None]] = []  # (kind, path, entry, its folder's walk)
+    for entry in sorted(os.scandir(root), key=lambda item: item.name):
+        name = entry.name
+        path = Path(entry.path)
+        folder = entry.is_dir(follow_symlinks=False)
+        if is_skipped(name):  # never a student, but it may hold a second name of a student's file
+            if folder:
+                walk_folder(name, path).counted(census)
+            else:
+                census.saw_entry(entry)
+            continue
+        if folder and not is_answers_file(name):
+            listed.append(("folder", path, entry, walk_folder(name, path).counted(census)))
+            continue
+        if not folder:
+            census.saw_entry(entry)
+        if is_answers_file(name) and name != "answers.toml":  # a folder or a link too: costs the quiz alone
+            kind = "answers"
+        elif entry.is_symlink():
+            kind = "link"
+        elif folder:
+            kind = "other"  # a folder named answers.toml
+        else:
+            kind = "file" if path.suffix in SUFFIXES else "other"
+        listed.append((kind, path, entry, None))
     found: dict[str, list[Submission]] = defaultdict(list)  # raw stem -> entries
     answers: dict[str, Found | Message] = {}  # raw stem -> answers file, or why it cannot be read
     ignored = []
-    for entry in sorted(os.scandir(root), key=lambda item: item.name):
-        name = entry.name
-        shown = clean_name(name)
-        if is_skipped(name):
-            continue
-        path = Path(entry.path)
-        if is_answers_file(name) and name != "answers.toml" and not entry.is_dir(follow_symlinks=False):
-            answers[name[: -len(ANSWERS_SUFFIX)]] = answers_at(root, path)
-        elif entry.is_symlink():
+    for kind, path, entry, walk in listed:
+        name, shown = entry.name, clean_name(entry.name)
+        if kind == "answers":
+            answers[name[: -len(ANSWERS_SUFFIX)]] = answers_at(root, path, census=census)
+        elif kind == "link":
             stem = path.stem if path.suffix in SUFFIXES else name
             found[stem].append(Submission(stem, None, Message("file_symlink", {"name": shown}), entry=shown))
-        elif entry.is_dir(follow_symlinks=False):
-            found[name].append(folder_entry(name, path, root, real_root, assignment))
-        elif path.suffix in SUFFIXES:
-            found[path.stem].append(checked_file(path.stem, path, root, real_root, entry=shown))
+        elif kind == "folder":
+            found[name].append(folder_entry(name, path, root, real_root, assignment, walk=walk, census=census))
+        elif kind == "file":
+            found[path.stem].append(checked_file(path.stem, path, root, real_root, entry=shown, census=census))
         else:
             ignored.append(shown)
     ignored += [clean_name(stem + ANSWERS_SUFFIX) for stem in answers if stem not in found]  # whose are they?
-    submissions = [with_answers(_one_of(stem, entries, root, assignment), answers.get(stem))
+    submissions = [_with_answers_beside(_one_of(stem, entries, root, assignment), answers.get(stem), root)
                    for stem, entries in found.items()]
     return sorted(_distinct_ids(submissions), key=lambda entry: entry.student), ignored
+
+
+def _with_answers_beside(entry: Submission, beside: Found | Message | None, root: Path) -> Submission:
+    """``entry`` with the answers file beside it in SUBMISSIONS, unless its own folder holds one: a file
+    anyone may drop in the shared folder never replaces the student's own (it is set aside, and noted)."""
+    if beside is None or entry.answers is None:
+        return with_answers(entry, beside)
+    name = "/".join(beside.parts) if isinstance(beside, Found) else str(beside.params.get("name", "?"))
+    kept = "/".join(entry.answers.parts) if isinstance(entry.answers, Found) else \
+        str(entry.answers.params.get("name", "?"))
+    note = Message("note_answers_set_aside", {"kept": clean_name(kept), "other": clean_name(name)})
+    return replace(entry, notes=entry.notes + (note,))
 
 
 def discover_file(path: Path, *, assignment: str) -> tuple[list[Submission], list[str]]:

@@ -13,8 +13,12 @@ leftovers (``name~``, ``#name#``, ``~$name``) and tool folders
 (``__pycache__``, ``.ipynb_checkpoints``, ``__MACOSX``) are not looked into.
 
 Nothing the grader did not get from the student is graded or read: a
-symbolic link, a file with more than one hard link, or anything but a regular
-file is refused, and so is a file over the size limit. Folders are walked
+symbolic link, or anything but a regular file is refused, and so is a file
+over the size limit. A file with several hard links is read only when each of
+its names is one discovery found (``LinkCensus``): then it is a file some
+student handed in, graded under each name, with a note; a name elsewhere may
+be that of the solutions or the course key, so such a file is set aside
+beside the student's own work, or refused alone. Folders are walked
 without recursion, at most ``MAX_DEPTH`` levels deep and
 ``MAX_FOLDER_ENTRIES`` entries in all: past either, that one student gets an
 error saying so. Each file is recorded with its identity
@@ -26,7 +30,7 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from grader.content.messages import Message
@@ -60,6 +64,44 @@ class Submission:
         if self.path is None:
             return self.entry or self.student
         return "/".join(clean_name(part) for part in self.path.relative_to(root).parts)
+
+
+@dataclass
+class LinkCensus:
+    """The names discovery found of each file that has several hard links (its ``st_nlink``).
+
+    A file with more links than names found may have one outside the class
+    (the solutions, the course key): it is never read. ``census.saw`` each
+    candidate and answers file first; ``outside`` then tells the one from the other.
+    """
+
+    names: dict[tuple[int, int], set[str]] = field(default_factory=dict)
+
+    def saw(self, path: Path, info: os.stat_result) -> None:
+        if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+            self.names.setdefault((info.st_dev, info.st_ino), set()).add(os.fspath(path))
+
+    def saw_entry(self, entry: os.DirEntry) -> None:
+        """``saw`` an entry of a listing, if it is still there."""
+        info = _lstat(entry)
+        if info is not None:
+            self.saw(Path(entry.path), info)
+
+    def outside(self, info: os.stat_result) -> bool:
+        """Whether the file of ``info`` has a name discovery did not find."""
+        return info.st_nlink > max(1, len(self.names.get((info.st_dev, info.st_ino), ())))
+
+
+def _link_refusal(shown: str, info: os.stat_result, census: LinkCensus | None) -> Message | None:
+    """Why a file of several hard links is not read (a name outside what was found), or None."""
+    if info.st_nlink > 1 if census is None else census.outside(info):
+        return Message("file_hard_link", {"name": shown, "links": info.st_nlink})
+    return None
+
+
+def _link_note(shown: str, info: os.stat_result) -> tuple[Message, ...]:
+    """The note of a file read although it has several names (each of them in the class)."""
+    return (Message("note_hard_link", {"name": shown, "links": info.st_nlink}),) if info.st_nlink > 1 else ()
 
 
 def is_skipped(name: str) -> bool:
@@ -123,8 +165,10 @@ def file_entry(path: Path) -> Submission:
     return checked_file(path.stem, path, path.parent, path.parent.resolve(), entry=shown)
 
 
-def answers_at(root: Path, path: Path) -> Found | Message:
-    """The quiz answers file at ``path``, recorded like a submission, or why it cannot be read (costing the quiz)."""
+def answers_at(root: Path, path: Path, *, census: LinkCensus | None = None) -> Found | Message:
+    """The quiz answers file at ``path``, recorded like a submission, or why it cannot be read (costing the quiz).
+
+    ``census``: the names found of files with several hard links (None: no second name is accepted)."""
     shown = clean_name(path.name)
     try:
         info = path.lstat()
@@ -134,8 +178,9 @@ def answers_at(root: Path, path: Path) -> Found | Message:
         return Message("file_symlink", {"name": shown})
     if not stat.S_ISREG(info.st_mode):
         return Message("file_not_regular", {"name": shown})
-    if info.st_nlink > 1:
-        return Message("file_hard_link", {"name": shown, "links": info.st_nlink})
+    refusal = _link_refusal(shown, info, census)
+    if refusal is not None:
+        return refusal
     if info.st_size > MAX_ANSWERS_BYTES:
         return too_large(shown, info.st_size, MAX_ANSWERS_BYTES)
     return found_at(root, path, info)
@@ -147,17 +192,43 @@ def with_answers(entry: Submission, answers: Found | Message | None) -> Submissi
 
 
 @dataclass
-class _Walk:
+class FolderWalk:
     """What a student's folder holds, found without recursion and without following links."""
 
     files: list[Path]
     links: list[Path]
     answers: list[Path]
     problem: Message | None = None
+    infos: dict[Path, os.stat_result] = field(default_factory=dict)  # of ``files``, ``answers``, hard links
+
+    def counted(self, census: LinkCensus) -> FolderWalk:
+        """This walk, its files' names given to ``census``."""
+        for path, info in self.infos.items():
+            census.saw(path, info)
+        return self
 
 
-def _walk(student: str, folder: Path) -> _Walk:
-    walk = _Walk([], [], [])
+def _lstat(entry: os.DirEntry) -> os.stat_result | None:
+    try:
+        return entry.stat(follow_symlinks=False)
+    except OSError:
+        return None  # gone since listed
+
+
+def _count_link(walk: FolderWalk, path: Path, entry: os.DirEntry) -> None:
+    """Record a skipped entry that is a file of several names: a name discovery found, though never read."""
+    info = _lstat(entry)
+    if info is not None and stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        walk.infos[path] = info
+
+
+def walk_folder(stem: str, folder: Path) -> FolderWalk:
+    """What the student's ``folder`` holds (``folder_entry`` decides which file is graded)."""
+    return _walk(clean_name(stem), Path(folder))
+
+
+def _walk(student: str, folder: Path) -> FolderWalk:
+    walk = FolderWalk([], [], [])
     seen = {_identity(folder)}
     pending = [(folder, 0)]
     looked_at = 0
@@ -179,9 +250,10 @@ def _walk(student: str, folder: Path) -> _Walk:
         for entry in entries:
             path = Path(entry.path)
             if is_skipped(entry.name):
+                _count_link(walk, Path(entry.path), entry)  # a second name may be kept here: it is in the class
                 continue
             if entry.is_symlink():
-                walk.links.append(path)
+                (walk.answers if is_answers_file(entry.name) else walk.links).append(path)  # answers_at says why
                 continue
             try:
                 info = entry.stat(follow_symlinks=False)
@@ -198,15 +270,16 @@ def _walk(student: str, folder: Path) -> _Walk:
                     break
                 seen.add((info.st_dev, info.st_ino))
                 pending.append((path, depth + 1))
-            elif stat.S_ISREG(info.st_mode):
-                if info.st_nlink > 1:
-                    walk.problem = Message("folder_hard_link", {"student": student, "name": shown,
-                                                                "links": info.st_nlink})
-                    break
+            elif stat.S_ISREG(info.st_mode):  # a second name of a file that is not read costs nothing
                 if is_answers_file(entry.name):
                     walk.answers.append(path)
                 elif path.suffix in SUFFIXES:
                     walk.files.append(path)
+                elif info.st_nlink == 1:
+                    continue
+                walk.infos[path] = info
+            elif is_answers_file(entry.name):  # a FIFO, a device, a socket: answers_at says why, never opened
+                walk.answers.append(path)
     return walk
 
 
@@ -219,11 +292,26 @@ def submission_in_folder(student: str, folder: Path, *, assignment: str) -> Subm
     return folder_entry(student, folder, folder, folder.resolve(), assignment)
 
 
-def folder_entry(stem: str, folder: Path, root: Path, real_root: Path, assignment: str) -> Submission:
+def folder_entry(stem: str, folder: Path, root: Path, real_root: Path, assignment: str, *,
+                 walk: FolderWalk | None = None, census: LinkCensus | None = None) -> Submission:
+    """The entry of the student's ``folder`` (``walk``: its ``walk_folder``, if made already).
+
+    ``census``: the names found of files with several hard links, in the whole class; by default those
+    of this folder alone."""
     student = clean_name(stem)
-    walk = _walk(student, folder)
+    if walk is None:
+        walk = _walk(student, folder)
+    if census is None:
+        census = LinkCensus()
+        walk.counted(census)
     if walk.problem is not None:
         return Submission(stem, None, walk.problem, entry=student)
+    linked = [path for path in walk.files if census.outside(walk.infos[path])]  # never read, not even to choose
+    walk = replace(walk, files=[path for path in walk.files if path not in linked])
+    if linked and not walk.files:
+        first = sorted(linked)[0]
+        return Submission(stem, None, Message("folder_hard_link", {
+            "student": student, "name": _inside(folder, first), "links": walk.infos[first].st_nlink}), entry=student)
     if not walk.files:
         if walk.links:
             return Submission(stem, None, Message("folder_no_code_links", {
@@ -234,14 +322,23 @@ def folder_entry(stem: str, folder: Path, root: Path, real_root: Path, assignmen
         listed = ", ".join(_inside(folder, path) for path in sorted(walk.files)[:5])
         return Submission(stem, None, Message("folder_ambiguous", {
             "student": student, "listed": listed, "assignment": assignment}), entry=student)
-    checked = checked_file(stem, choice.chosen, root, real_root, entry=student)
+    checked = checked_file(stem, choice.chosen, root, real_root, entry=student, census=census)
     if checked.refusal is not None:
         return checked
     note = choice_note(choice, lambda path: shown_below(root, path))
     if note is not None:
-        checked = replace(checked, notes=(note,), set_aside=tuple(shown_below(root, path) for path in choice.set_aside))
+        checked = replace(checked, notes=checked.notes + (note,),
+                          set_aside=tuple(shown_below(root, path) for path in choice.set_aside))
+    if linked:
+        names = ", ".join(shown_below(root, path) for path in sorted(linked))
+        checked = replace(checked, notes=checked.notes + (Message("note_hard_link_outside", {"names": names}),),
+                          set_aside=checked.set_aside + tuple(shown_below(root, path) for path in sorted(linked)))
     if len(walk.answers) == 1:
-        checked = replace(checked, answers=answers_at(root, walk.answers[0]))
+        checked = replace(checked, answers=answers_at(root, walk.answers[0], census=census))
+    elif walk.answers:  # which one the student meant cannot be told: the quiz is theirs to fix, the code counts
+        names = [shown_below(root, path) for path in sorted(walk.answers)]
+        checked = replace(checked, answers=Message("answers_several", {"name": names[0], "count": len(names),
+                                                                       "names": ", ".join(names)}))
     return checked
 
 
@@ -262,7 +359,9 @@ def _choose(candidates: list[Path], assignment: str) -> Choice | None:
     return choice if choice.reason in ("choice_worked", "choice_more_functions") else None
 
 
-def checked_file(stem: str, path: Path, root: Path, real_root: Path, *, entry: str) -> Submission:
+def checked_file(stem: str, path: Path, root: Path, real_root: Path, *, entry: str,
+                 census: LinkCensus | None = None) -> Submission:
+    """The entry of the file at ``path``, or why it is refused; ``census`` as for ``answers_at``."""
     shown = clean_name(path.name)
     try:
         info = path.lstat()
@@ -272,14 +371,14 @@ def checked_file(stem: str, path: Path, root: Path, real_root: Path, *, entry: s
         return Submission(stem, None, Message("file_symlink", {"name": shown}), entry=entry)
     if not stat.S_ISREG(info.st_mode):
         return Submission(stem, None, Message("file_not_regular", {"name": shown}), entry=entry)
-    if info.st_nlink > 1:
-        return Submission(stem, None, Message("file_hard_link", {"name": shown, "links": info.st_nlink}),
-                          entry=entry)
+    refusal = _link_refusal(shown, info, census)
+    if refusal is not None:
+        return Submission(stem, None, refusal, entry=entry)
     if info.st_size > MAX_SOURCE_BYTES:
         return Submission(stem, None, too_large(shown, info.st_size, MAX_SOURCE_BYTES), entry=entry)
     if not path.resolve().is_relative_to(real_root):
         return Submission(stem, None, Message("file_outside", {"name": shown}), entry=entry)
-    return Submission(stem, path, entry=entry, found=found_at(root, path, info))
+    return Submission(stem, path, entry=entry, found=found_at(root, path, info), notes=_link_note(shown, info))
 
 
 def shown_below(root: Path, path: Path) -> str:

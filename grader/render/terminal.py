@@ -196,7 +196,9 @@ class CheckSpinner:
     def show(self) -> None:
         with self._lock:
             if not self._done and self.status is None:
-                self.status = self.console.status(escape(self.text))
+                # braille dots where the terminal is UTF-8, else - \ | / (an old console, an ASCII locale)
+                spinner = "dots" if self.console.encoding.lower().startswith("utf") else "line"
+                self.status = self.console.status(escape(self.text), spinner=spinner)
                 self.status.start()
 
     def __exit__(self, *exc) -> None:

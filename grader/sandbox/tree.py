@@ -1,11 +1,12 @@
 """A worker's process tree on every platform: found, measured and ended (the portable worker's).
 
 On POSIX the worker leads a session of its own, so ``killpg`` ends what it
-left behind, orphans included; psutil finds each descendant everywhere (what
-``taskkill /T`` does on Windows, which it stands in for where psutil is
-missing); where no process group holds them (Windows), orphans are found by
-the token their environment inherited. On Windows a Job Object
-(``grader.sandbox.windows_job``) holds the tree when it can be made.
+left behind in it, orphans included; psutil finds each descendant everywhere
+(what ``taskkill /T`` does on Windows, which it stands in for where psutil is
+missing); orphans that no process group holds (any on Windows; on macOS and
+Linux one that left the session with ``setsid``) are found by the token their
+environment inherited. On Windows a Job Object (``grader.sandbox.windows_job``)
+holds the tree when it can be made.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ def end_tree(process: subprocess.Popen, *, token: str = "", since: float = 0.0) 
     """Kill ``process`` and every process it started (a snapshot first, so none is orphaned out of sight);
     returns the descendants killed, for ``wait_gone``.
 
-    Without process groups (Windows), an orphan (its parent gone) is no one's descendant: it is found by the
-    ``token`` its environment inherited, among the processes started after ``since``.
+    An orphan (its parent gone) is no one's descendant, and one that started a session of its own is out of the
+    worker's group too (the only way on Windows, which has no groups): it is found by the ``token`` its
+    environment inherited, among the processes started after ``since``.
     """
     psutil, descendants = _psutil(), []
     grouped = hasattr(os, "killpg") and hasattr(os, "setsid")
@@ -39,7 +41,7 @@ def end_tree(process: subprocess.Popen, *, token: str = "", since: float = 0.0) 
             descendants = psutil.Process(process.pid).children(recursive=True)
         except psutil.Error:
             descendants = []
-        if not grouped and token:
+        if token:
             known = {child.pid for child in descendants} | {process.pid}
             descendants += [stray for stray in _carrying(psutil, token, since) if stray.pid not in known]
     if grouped:

@@ -130,7 +130,7 @@ def compare_documents(*, documents: list[Document], assignment: str,
     stub = read_one(exercise_path(assignment), student="stub")
     reference = read_one(solution_path(assignment), student=REFERENCE)
     api = api_names("\n".join(stub.cells)) if stub else frozenset()
-    progress.begin("fingerprinting", len(documents))
+    progress.begin("fingerprinting", len(documents))  # a stage key: content/similarity.toml stage_*
     texts = []
     for document in documents:
         texts.append(_text(document, api))

@@ -116,4 +116,4 @@ def _side(text: Text, starts: list[int]) -> Side:
     tokens = text.tokens.tokens
     first, last = tokens[starts[0]], tokens[min(starts[-1] + K, _unit_end(text, starts[-1])) - 1]
     label = text.labels[first.cell] if first.cell < len(text.labels) else ""
-    return Side(label, first.line, max(first.line, last.line), text.tokens.units[first.unit].name)
+    return Side(label, first.line, max(first.line, last.line, last.last_line), text.tokens.units[first.unit].name)

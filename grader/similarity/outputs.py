@@ -26,19 +26,24 @@ def write_similarity(report: SimilarityReport, *, out: Path, lang: str = "en") -
 
 
 class StageBar:
-    """A rich progress bar per stage (fingerprinting, evidence) on a terminal's stderr; silent elsewhere."""
+    """A rich progress bar per stage (fingerprinting, evidence) on a terminal's stderr, named in the run's
+    language (``stage_*`` of content/similarity.toml); silent elsewhere."""
 
-    def __init__(self, enabled: bool | None = None):
+    def __init__(self, enabled: bool | None = None, *, lang: str = "en"):
         self.enabled = sys.stderr.isatty() if enabled is None else enabled
+        self.lang = lang
         self.progress = None
 
     def begin(self, stage: str, total: int) -> None:
         if not self.enabled:
             return
         from rich.console import Console
+        from rich.markup import escape
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self.progress = Progress(TextColumn(f"[bold]{stage}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        from grader.similarity.page import say
+
+        self.progress = Progress(TextColumn(f"[bold]{escape(say('stage_' + stage, self.lang))}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                                  console=Console(stderr=True), transient=False)
         self.progress.start()
         self.task = self.progress.add_task("", total=total)
@@ -64,8 +69,8 @@ def summary_lines(report: SimilarityReport, *, out: Path, lang: str = "en", show
     for pair in report.pairs[:shown]:
         first, second = (clean_line(student) for student in pair.students)
         detail = say("terminal_pair", lang, passages=len(pair.passages))
-        if pair.mistakes:
-            detail += say("terminal_mistakes", lang, count=len(pair.mistakes))
+        if pair.mistakes:  # one bug seen by several checks is one mistake, as its boost counts it
+            detail += say("terminal_mistakes", lang, count=len({mistake.group for mistake in pair.mistakes}))
         lines.append(f"  {pair.score:.2f}  {first} ~ {second}  ({detail})")
     flagged = [clean_line(match.student) for match in report.reference_matches if match.flagged]
     if flagged:

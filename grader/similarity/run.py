@@ -48,7 +48,8 @@ def similarity_after_grading(*, run, tally) -> None:
 
     out = Path(run.out)
     report = check_class(submissions=run.submissions, assignment=run.assignment,
-                         results=read_results_json(out / "results.json"), out=out, progress=StageBar(), lang=run.lang)
+                         results=read_results_json(out / "results.json"), out=out, progress=StageBar(lang=run.lang),
+                         lang=run.lang)
     write_similarity(report, out=out, lang=run.lang)
     data = json.loads((out / JSON_NAME).read_text(encoding="utf-8"))
     write_report(out / "report.html", tally, title=run.title, lang=run.lang, similarity=data)

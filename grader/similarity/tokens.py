@@ -10,6 +10,10 @@ Python's own tokenizer (``tokenize``) reads the text; it never runs it. Then:
   names after a dot (``.reshape``, ``np.exp``), and the exercise's own API
   names (``split_heads``, ``W_Q``) read from the stub;
 - string literals become ``S``; numbers and operators stay as written;
+- before all this, statements are put in one canonical form
+  (``grader.similarity.canonical``: temporaries inlined, append loops as
+  comprehensions, one-line helpers put where they are called), so moving code
+  between statements or functions hides nothing;
 - the code is cut into units, one per function or method (top-level statements
   between them make units of their own), each fingerprinted on its own, so
   moving functions around hides nothing either.
@@ -30,6 +34,8 @@ import keyword
 import tokenize
 from dataclasses import dataclass
 
+from grader.similarity.canonical import canonical, find_helpers, numpy_names, parse
+
 NAME_SYMBOL, STRING_SYMBOL = "V", "S"
 NEWLINE_SYMBOL, INDENT_SYMBOL, DEDENT_SYMBOL = "\u23ce", "\u2192", "\u2190"
 MAX_TOKENS = 60_000  # per submission; a file past this is compared on its first MAX_TOKENS tokens
@@ -47,6 +53,7 @@ class Token:
     cell: int  # index of the cell it is in (0 for a script)
     line: int  # 1-based, in that cell
     unit: int  # index of its unit in the document
+    last_line: int = 0  # the last line of the statement it is in, where the canonical form joined several; 0: line
 
 
 @dataclass(frozen=True)
@@ -70,6 +77,7 @@ def library_names() -> frozenset[str]:
     import numpy
 
     names = set(dir(numpy)) | set(dir(numpy.ndarray)) | set(dir(numpy.linalg)) | set(dir(math))
+    names |= set(dir(numpy.random)) | set(dir(numpy.random.Generator))  # rng = np.random.default_rng(0); rng.normal
     names |= set(dir(list)) | set(dir(dict)) | set(dir(str))
     for module in ("functools", "itertools", "operator"):
         names |= set(dir(importlib.import_module(module)))
@@ -95,8 +103,11 @@ def api_names(stub_text: str) -> frozenset[str]:
 def normalize(cells: tuple[str, ...] | list[str], *, api: frozenset[str] = frozenset()) -> Tokens:
     """The normalized tokens of a document's cells (one cell for a script), cut into units."""
     reader = _Reader(api)
-    for index, text in enumerate(cells):
-        reader.read(text, cell=index)
+    trees = [parse(text) for text in cells]
+    reader.helpers = find_helpers(trees, keep=api)
+    reader.numpy = numpy_names(trees)
+    for index, (text, tree) in enumerate(zip(cells, trees)):
+        reader.read(text, cell=index, tree=tree)
         if len(reader.tokens) >= MAX_TOKENS:
             break
     return reader.finish()
@@ -117,6 +128,8 @@ class _Reader:
 
     def __init__(self, api: frozenset[str]):
         self.keep = api
+        self.helpers: dict = {}  # the document's one-line helpers (grader.similarity.canonical.find_helpers)
+        self.numpy = frozenset({"np"})  # the names it imports NumPy as
         self.library = library_names()
         self.builtin = frozenset(dir(builtins))
         self.tokens: list[Token] = []
@@ -127,7 +140,10 @@ class _Reader:
         self.classes: list[tuple[int, str]] = []  # (depth, qualified name) of the classes we are inside
         self.depth = 0
 
-    def read(self, text: str, *, cell: int) -> None:
+    def read(self, text: str, *, cell: int, tree=None) -> None:
+        form = canonical(text, helpers=self.helpers, tree=tree, numpy=self.numpy)
+        self.original = form.original
+        text = form.text
         self.depth = 0
         line: list[tuple[str, str, int]] = []  # (normalized, raw, line number) of the logical line so far
         prefix: list[tuple[str, str, int]] = []  # its INDENT / DEDENT
@@ -202,8 +218,10 @@ class _Reader:
             prefix = []
         line = _keyword_arguments(line)
         for text, _, number in prefix + line:
-            self.tokens.append(Token(text, cell, number, len(self.units)))
-        self.tokens.append(Token(NEWLINE_SYMBOL, cell, row, len(self.units)))
+            first, last = self.original(number)
+            self.tokens.append(Token(text, cell, first, len(self.units), last))
+        first, last = self.original(row)
+        self.tokens.append(Token(NEWLINE_SYMBOL, cell, first, len(self.units), last))
 
     def _qualified(self, line: list) -> str:
         raws = [raw for _, raw, _ in line]

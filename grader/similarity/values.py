@@ -39,7 +39,7 @@ def wrong_values(*, files: dict[str, Path], assignment: str, hidden: tuple[Path,
     from grader.sandbox.client import ForkServerError, hideable, start_server
 
     found: dict[str, set] = {}
-    progress.begin("public fixtures", len(files))
+    progress.begin("fixtures", len(files))
     try:  # one fork server for all of them, as a batch has; where it cannot start, each gets its own
         server = start_server(hidden=tuple(str(Path(folder).resolve()) for folder in hidden if hideable(folder)))
     except ForkServerError:

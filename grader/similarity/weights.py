@@ -16,7 +16,9 @@ import numpy as np
 COMMON_SHARE = 0.2  # a fingerprint held by a fifth of the class is how the exercise is solved
 REFERENCE_COMMON_SHARE = 0.5  # against the answer key: a copied key may be common, but not in half the class
 MIN_COMMON = 4
-REFERENCE_FLAG = 0.5  # a submission scoring this against the answer key is flagged as matching it
+REFERENCE_FLAG = 0.6  # a submission scoring this against the answer key is flagged as matching it: a key disguised
+# (renamed, inlined) scores 0.7 and more; a correct solution written the usual way can reach 0.5 once its
+# statements are in canonical form, as the usual way is close to the key
 
 
 def rarity_weights(holders: np.ndarray, *, class_size: int, common_share: float = COMMON_SHARE) -> np.ndarray:

@@ -10,7 +10,7 @@ import click
 from grader.errors import ChecksFailed, UsageError
 from grader.grading.assignment import assignment_of, get_assignment
 from grader.i18n import resolve_language
-from grader.paths import student_file
+from grader.paths import student_file, student_folders
 from grader.verbs.options import assignment_option, json_option, lang_option, timeout_scale_option, verbose_option
 
 
@@ -109,6 +109,9 @@ def _checked(file: Path | None, *, functions: tuple[str, ...], run_all: bool, un
     if file is not None and file.is_file() and not given:
         assignment = assignment_of(file)  # the exercise the file is named after, or whose names it defines
     exercise = get_assignment(assignment)
+    if file is None and not student_file(assignment).exists():
+        raise UsageError(render("check_no_student_file", {"folders": ", ".join(map(str, student_folders())),
+                                                          "assignment": assignment}, lang))
     file = file or student_file(assignment)
     if not file.exists():
         raise UsageError(render("check_no_file", {"file": file, "assignment": assignment}, lang))

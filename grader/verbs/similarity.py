@@ -45,7 +45,7 @@ def command(submissions: Path, out: Path, results: Path | None, fixtures: bool, 
     out.mkdir(parents=True, exist_ok=True)
     graded = read_results_json(results) if results is not None else None
     report = check_class(submissions=submissions, assignment=assignment, results=graded, fixtures=fixtures, out=out,
-                         progress=StageBar(), top=top or TOP_PAIRS, lang=lang)
+                         progress=StageBar(lang=lang), top=top or TOP_PAIRS, lang=lang)
     write_similarity(report, out=out, lang=lang)
     for line in summary_lines(report, out=out, lang=lang):
         click.echo(line)

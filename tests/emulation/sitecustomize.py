@@ -46,6 +46,22 @@ class _Absent:
         return None
 
 
+def _tcp_socketpair(family=socket.AF_INET, type=socket.SOCK_STREAM, proto=0):
+    """socket.socketpair as Windows has it (no AF_UNIX): two TCP sockets joined over the loopback, which is
+    what asyncio's self-pipe and Jupyter's kernel rely on there."""
+    with socket.socket(family, type, proto) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        one = socket.socket(family, type, proto)
+        try:
+            one.connect(listener.getsockname())
+            other, _ = listener.accept()
+        except OSError:
+            one.close()
+            raise
+    return one, other
+
+
 def _sockets_only(select_select=select.select):
     def windows_select(readable, writable, exceptional, *timeout):
         for item in (*readable, *writable, *exceptional):
@@ -60,13 +76,15 @@ def _sockets_only(select_select=select.select):
 # Pick their implementation by sys.platform (here Linux's, which needs os.getuid, pwd...): imported before the surface
 # goes, as on Windows it would load its Windows implementation
 PLATFORM_PICKED = ("platformdirs", "psutil")
+# a Jupyter kernel's own modules (ipykernel, IPython, zmq, tornado) do the same: loaded first in a kernel's process
+KERNEL = ("ipykernel_launcher", "ipykernel.kernelapp")
 
 
 def remove_posix_surface() -> None:
     import subprocess
     import types
 
-    for name in PLATFORM_PICKED:
+    for name in PLATFORM_PICKED + (KERNEL[1:] if KERNEL[0] in sys.orig_argv else ()):
         try:
             __import__(name)
         except ImportError:
@@ -86,6 +104,7 @@ def remove_posix_surface() -> None:
         for name in names:
             if hasattr(module, name):
                 delattr(module, name)
+    socket.socketpair = _tcp_socketpair
     select.select = _sockets_only()
     for name in ("epoll", "kqueue", "devpoll"):
         if hasattr(select, name):
