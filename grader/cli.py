@@ -12,6 +12,7 @@ import importlib.util
 import click
 
 from grader import __version__
+from grader.content.help import LocalizedContext
 from grader.errors import MhaError
 
 # Modules of the optional `notebook` extra (pyproject.toml): a verb that needs one where it is not
@@ -35,14 +36,19 @@ VERBS: dict[str, str] = {
 
 
 class LazyVerbs(click.Group):
-    """A group whose verbs are imported on first use."""
+    """A group whose verbs are imported on first use, each with its help page in the reader's language."""
+
+    context_class = LocalizedContext  # the root's own page (mha --help) too
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return [name for name in VERBS if _available(name)]
 
     def invoke(self, ctx: click.Context):
         """The one place where the grader's errors become messages and exit codes."""
+        from grader.content.help import LANG_KEY
+
         words = [*getattr(ctx, "_protected_args", ()), *ctx.args]  # the verb's words (click clears them)
+        ctx.meta[LANG_KEY] = _language(words)  # before the verb's own parse, where --help shows its page
         try:
             return super().invoke(ctx)
         except click.ClickException as error:  # click's usage errors, in the reader's language
@@ -63,8 +69,19 @@ class LazyVerbs(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in VERBS or not _available(name):
             return None
+        from grader.content.help import help_language, localized_command
+
         module_name, attribute = VERBS[name].split(":")
-        return getattr(importlib.import_module(module_name), attribute)
+        return localized_command(getattr(importlib.import_module(module_name), attribute), name, help_language(ctx))
+
+    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from grader.content.help import ROOT, help_language, help_text
+
+        about = help_text(f"verb.{ROOT}.about", help_language(ctx))
+        if about:
+            formatter.write_paragraph()
+            with formatter.indentation():
+                formatter.write_text(about)
 
 
 def _language(words: list[str]) -> str:
@@ -96,11 +113,7 @@ def _available(name: str) -> bool:
 @click.group(cls=LazyVerbs, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mha")
 def root() -> None:
-    """mha-lab: learn and grade multi-head attention in NumPy.
-
-    Students: `mha check` checks the core exercise in exercises/ (`mha check FILE` any exercise).
-    Instructors: `mha grade SUBMISSIONS --out DIR` grades a class.
-    """
+    """mha-lab: learn and grade multi-head attention in NumPy (the help pages: grader/content/help.toml)."""
 
 
 def main(argv: list[str] | None = None) -> None:

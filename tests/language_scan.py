@@ -32,7 +32,7 @@ TERMS = {
     "layernorm", "rmsnorm", "sigmoid", "tanh", "relu", "elu", "gelu", "mlp", "encoder", "decoder", "transformer", "query",
     "nbconvert", "ipynb", "py", "svg", "png", "utf", "fork", "tracemalloc", "shell", "traceback", "list", "resize",
     "tile", "repeat", "push", "docstring", "docstrings", "actions", "stub", "paris", "jensen", "shannon", "vllm", "mod", "ascii", "gpu", "tpu",
-    "nvidia", "pytorch", "jax", "ubuntu", "debian", "windows", "macos", "linux", "colab", "jupyterhub", "scatter", "tqdm", "rich", "click", "cuda", "slurm", "npz",
+    "nvidia", "pytorch", "jax", "pdf", "ubuntu", "debian", "windows", "macos", "linux", "colab", "jupyterhub", "scatter", "tqdm", "rich", "click", "cuda", "slurm", "npz",
     # names of quantities in formulas
     "gamma", "tau", "phi", "pos", "acc", "score", "block", "log", "sin", "cos", "theta", "alpha", "beta", "sigma",
     "eps", "epsilon", "lambda", "top", "cdf", "metadata", "source", "cells", "outputs", "nbformat", "even", "odd", "hugging", "face", "roformer", "neox",

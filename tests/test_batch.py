@@ -123,8 +123,9 @@ def test_shards_split_the_sorted_class_without_overlap():
     assert [entry.student for entry in shards[1]] == ["s01", "s04", "s07"]
     assert parse_shard("2/3") == (2, 3) and parse_shard(None) is None
     for bad in ("0/3", "4/3", "two/3", "1-3"):
-        with pytest.raises(ValueError):
+        with pytest.raises(UsageError) as refused:
             parse_shard(bad)
+        assert "--shard" in refused.value.in_language("en") and "--shard" in refused.value.in_language("zh")
 
 
 # ---- journal ----------------------------------------------------------------------------

@@ -154,6 +154,21 @@ def test_mha_demo_quiz_and_drill(handout):
     assert not re.search(r"^\s+(grade|release|audit|merge)\s", verbs.stdout, re.MULTILINE)
 
 
+def test_the_release_shows_every_help_page_in_chinese(handout):
+    """help.toml ships with the release: each of its verbs has its page in Chinese under a Chinese locale."""
+    from test_help_language import _prose
+
+    student, _, work = handout
+    verbs = re.findall(r"^  (\w+) ", student.run("mha", "--help").stdout.split("Commands:")[1], re.MULTILINE)
+    assert "check" in verbs and "quiz" in verbs, verbs
+    for verb in ["", *verbs]:
+        done = subprocess.run([str(student.bin / "mha"), *([verb] if verb else []), "--help"], cwd=work,
+                              env=student.env | {"LANG": "zh_CN.UTF-8"}, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.startswith("用法：mha") and "选项：" in done.stdout, done.stdout
+        assert _prose(done.stdout) == [], done.stdout
+
+
 def test_the_explainer_page_of_the_release_in_chromium(handout, tmp_path):
     from chromium_driver import Chromium, find_chromium
 

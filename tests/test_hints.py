@@ -39,7 +39,8 @@ def solution_lines() -> list[tuple[str, str]]:
 def catalog_hints() -> list[tuple[str, str]]:
     from grader.content.catalog import load_catalog
 
-    return [(f"{entry.id} ({lang})", entry.texts["hint"][lang]) for entry in load_catalog().values() for lang in ("en", "zh")]
+    return [(f"{entry.id} {key} ({lang})", entry.texts[key][lang]) for entry in load_catalog().values()
+            for key in ("hint", "hint_more") if key in entry.texts for lang in ("en", "zh")]
 
 
 def stub_hints() -> list[tuple[str, str]]:
@@ -75,3 +76,37 @@ def test_the_check_catches_a_hint_that_gives_the_line():
     given = "Subtract the max first: x - np.max(x, axis=-1, keepdims=True)."
     assert any(len(longest_shared(given, code)) >= LONGEST_SHARED for _, code in solution_lines())
     assert len(stub_hints()) >= 18 and len(catalog_hints()) >= 100
+
+
+def test_a_near_solution_hint_waits_in_the_second_tier():
+    """The hint that names the exact rescaling factor is the closer hint, shown only with --more-hints."""
+    from grader.content.catalog import load_catalog
+
+    entry = load_catalog()["flash-no-rescale-sum"]
+    for lang in ("en", "zh"):
+        assert "exp(m_old - m_new)" not in entry.text("hint", lang)
+        assert "exp(m_old - m_new)" in entry.text("hint_more", lang)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_mha_check_shows_the_closer_hint_only_when_asked(lang, tmp_path):
+    import shutil
+
+    from click.testing import CliRunner
+
+    from grader.cli import root
+    from grader.content.catalog import load_catalog
+
+    mistake = tmp_path / "memory_efficient_attention.py"
+    shutil.copy(PROJECT / "grader" / "assignments" / "memory_efficient_attention" / "mutants" / "mistakes"
+                / "flash_no_rescale_sum.py", mistake)
+    closer = load_catalog()["flash-no-rescale-sum"].text("hint_more", lang)
+    said = {}
+    for extra in ((), ("--more-hints",)):
+        done = CliRunner().invoke(root, ["check", str(mistake), "--lang", lang, *extra], terminal_width=400)
+        assert done.exit_code == 1, done.output
+        said[extra] = re.sub(r"\s+", "", done.output)  # the terminal wraps lines: compare without spaces
+    first = re.sub(r"\s+", "", load_catalog()["flash-no-rescale-sum"].text("hint", lang))
+    closer = re.sub(r"\s+", "", closer)
+    assert first in said[()] and first in said[("--more-hints",)]
+    assert closer not in said[()] and closer in said[("--more-hints",)]

@@ -13,12 +13,14 @@ import pytest
 from click.testing import CliRunner
 
 from grader.cli import root
+from grader.i18n import pick
 from grader.practice import answers as quiz_answers
 from grader.practice.bank import KINDS, default_bank
 from grader.practice.plan import plan_quiz
 from grader.practice.prompts import PlainPrompter
 from grader.practice.review import load_progress
 from grader.practice.session import run_session, summary_lines
+from grader.practice.texts import text
 from grader.practice.user_data import DATA_DIR_VARIABLE
 
 
@@ -43,6 +45,8 @@ def typed_answers(questions, *, wrong=()):
         answer = quiz_answers.expected_text(posed, "en")
         if index in wrong:
             answer = _a_wrong_answer(posed)
+            if posed.question.nudge:  # a nudged question asks a second time: wrong again
+                lines.append(answer)
         lines.append(answer)
     return "\n".join(lines) + "\n"
 
@@ -315,3 +319,35 @@ def test_the_command_the_feedback_suggests_works_as_pasted():
                                 input="\n")
     assert pasted.exit_code == 0, pasted.output
     assert "Drilling the questions linked to" in pasted.output or "Questions in this quiz: 1" in pasted.output
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_question_with_a_nudge_gets_a_second_try_that_does_not_score(lang):
+    """Wrong once: the nudge, then the same numbers again; right on the second try is shown as right but
+    counted as missed (a candidate scores only by knowing), and a question without a nudge is asked once."""
+    bank = default_bank()
+    nudged = bank.get("rope-angle").pose(np.random.default_rng(1))
+    plain = next(question for question in bank.questions if not question.nudge and question.kind == "numeric")
+    plain_posed = plain.pose(np.random.default_rng(1))
+    typed = iter(["0.000001", quiz_answers.expected_text(nudged, "en"), "0.000001"])
+    shown = []
+    prompter = PlainPrompter(read=lambda message: next(typed), write=shown.append)
+    summary = run_session(questions=[nudged, plain_posed], lang=lang, prompter=prompter, titles=bank.titles)
+    assert [record.correct for record in summary.records] == [False, False]
+    assert summary.records[0].given == quiz_answers.expected_text(nudged, "en")  # the second try is the one kept
+    assert any(pick(nudged.question.nudge, lang) in line for line in shown), shown
+    assert sum(text("right_second_try", lang) in line for line in shown) == 1, shown
+    assert sum(pick(plain.nudge, lang) in line for line in shown if plain.nudge) == 0
+    assert next(typed, None) is None  # three answers: two for the nudged question, one for the other
+
+
+def test_advanced_numeric_and_bug_items_all_have_a_nudge_that_is_not_their_answer():
+    """The second tier the audit asked for (P3): the items where recall is hardest point at the idea again."""
+    bank = default_bank()
+    wanted = [question for question in bank.questions
+              if (question.level == "advanced" and question.kind == "numeric") or question.topic == "bugs"]
+    missing = [question.id for question in wanted if not (question.nudge.get("en") and question.nudge.get("zh"))]
+    assert missing == [], missing
+    for question in wanted:
+        for lang in ("en", "zh"):
+            assert pick(question.nudge, lang) not in pick(question.explanation, lang), question.id

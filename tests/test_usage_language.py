@@ -51,6 +51,12 @@ CASES = [
     (("grade", "{tmp}", "--out", "{out}", "--nbgrader-db", "{tmp}/g.db", "--visibility", "public"), "`--visibility all`"),
     (("grade", "{tmp}", "--out", "{out}", "--quiz-topic", "cooking"), "不是一个主题"),
     (("grade", "{tmp}", "--out", "{out}", "--quiz-count"), "后面需要一个值"),
+    (("grade", "{tmp}", "--out", "{out}", "--shard", "half"), "--shard 应当写成 K/N"),
+    (("grade", "{tmp}", "--out", "{out}", "--shard", "5/4"), "K 必须在 1 到 N 之间"),
+    (("grade", "{tmp}", "--out", "{out}", "--quiz-points", "lots"), "'lots' 不是一个数"),
+    (("grade", "{tmp}", "--out", "{out}", "--quiz-points", "expert=4"), "'expert' 不是一个难度"),
+    (("grade", "{tmp}", "--out", "{out}", "--quiz-points", "basic=1,advanced"), "'advanced' 不是“难度=分数”的写法"),
+    (("grade", "{tmp}", "--out", "{out}", "--quiz-points", "-2"), "分数不能是 -2"),
     (("grade", "{tmp}", "extra", "--out", "{out}"), "多出了一个参数"),
     (("grade", "{tmp}", "--out", "{tmp}/out"), "位于"),
     (("grade", "{tmp}/notes.json", "--out", "{out}"), "不是 .py 或 .ipynb 文件"),
@@ -85,8 +91,10 @@ def folder(tmp_path):
 def _data(asked: list[str]) -> set[str]:
     """What a message may quote as it is: what the user typed, the values an option accepts, topic ids."""
     from grader.practice.bank import default_bank
+    from grader.practice.schema import LEVELS
 
-    return {*asked, "linux", "portable", *default_bank().titles}
+    pieces = {piece for arg in asked for piece in re.split(r"[=,:]", arg) if piece}  # a part of what was typed
+    return {*asked, *pieces, "linux", "portable", *LEVELS, *default_bank().titles}
 
 
 def _filled(args, tmp_path):

@@ -35,6 +35,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from grader.content.messages import Message
+from grader.content.usage import usage_error
 from grader.entries.entry import (SUFFIXES, FolderWalk, LinkCensus, Submission, answers_at, checked_file, choose_for,
                                   file_entry, folder_entry, is_skipped, shown_below, walk_folder, with_answers)
 from grader.files import Found
@@ -209,14 +210,14 @@ def select_shard(submissions: list[Submission], shard: tuple[int, int] | None) -
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
-    """``"2/4"`` -> (2, 4); raises ValueError with the reason."""
+    """``"2/4"`` -> (2, 4); raises a usage error that says what a shard looks like."""
     if not text:
         return None
     try:
         index, count = (int(part) for part in text.split("/"))
     except ValueError:
-        raise ValueError(f"--shard expects K/N such as 1/4, got {text!r}") from None
+        raise usage_error("shard_not_k_of_n", value=repr(text)) from None
     if not 1 <= index <= count:
-        raise ValueError(f"--shard {text}: K must be between 1 and N")
+        raise usage_error("shard_k_outside_n", value=text, index=index, count=count)
     return index, count
 

@@ -18,6 +18,7 @@ from grader.paths import ASSIGNMENTS_DIR, CONTENT_DIR
 OUTCOMES_FILE = CONTENT_DIR / "outcomes.toml"
 CATALOG_NAME = "misconceptions.toml"  # in each exercise's folder
 TEXT_KEYS = ("title", "explanation", "hint")
+CLOSER_HINT = "hint_more"  # optional: a second, closer hint, for when the first did not help (mha check --more-hints)
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,9 @@ class Entry:
 
     def text(self, key: str, lang: str) -> str:
         return pick(self.texts[key], lang)
+
+    def has(self, key: str) -> bool:
+        return key in self.texts
 
 
 def catalog_files(root: Path = ASSIGNMENTS_DIR) -> tuple[Path, ...]:
@@ -59,7 +63,7 @@ def _entries(path: Path) -> dict[str, Entry]:
             if not isinstance(identifier, str):
                 raise ContentError(f"{where}: missing key 'id'")
             texts = {}
-            for key in TEXT_KEYS:
+            for key in (*TEXT_KEYS, *([CLOSER_HINT] if CLOSER_HINT in raw else [])):
                 value = raw.get(key)
                 if not isinstance(value, dict) or any(not value.get(lang) for lang in LANGUAGES):
                     raise ContentError(f"{where} ({identifier}): key '{key}' needs non-empty en and zh texts")

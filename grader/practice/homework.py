@@ -25,7 +25,7 @@ from pathlib import Path
 
 from grader.content.messages import Message, parts_of
 from grader.content.usage import usage_error
-from grader.errors import MhaError, UsageError
+from grader.errors import MhaError
 from grader.practice import ANSWERS_SUFFIX
 from grader.practice.schema import LEVELS
 from grader.practice.sheets import DEFAULT_COUNT, points_of
@@ -65,25 +65,27 @@ def parse_points(text: str | None) -> float | dict[str, float]:
     """``"1"`` -> 1.0 for every question; ``"basic=1,intermediate=2,advanced=3"`` -> per level."""
     if not text:
         return 1.0
+    if "=" not in text:
+        return _not_negative(text)
+    points = {}
+    for part in text.split(","):
+        if part.count("=") != 1:
+            raise usage_error("quiz_points_not_a_pair", value=repr(text), part=repr(part))
+        level, value = (item.strip() for item in part.split("="))
+        if level not in LEVELS:
+            raise usage_error("quiz_points_unknown_level", level=repr(level), levels=", ".join(LEVELS))
+        points[level] = _not_negative(value)
+    return points
+
+
+def _not_negative(value: str) -> float:
     try:
-        if "=" not in text:
-            return _not_negative(float(text))
-        points = {}
-        for part in text.split(","):
-            level, value = (item.strip() for item in part.split("="))
-            if level not in LEVELS:
-                raise ValueError(f"unknown level {level!r}")
-            points[level] = _not_negative(float(value))
-        return points
-    except ValueError as bad:
-        raise UsageError(f"--quiz-points expects a number or level=points pairs "
-                         f"(e.g. basic=1,intermediate=2,advanced=3): {bad}") from None
-
-
-def _not_negative(value: float) -> float:
-    if not value >= 0:  # also refuses nan
-        raise ValueError(f"points cannot be {value}")
-    return value
+        number = float(value)
+    except ValueError:
+        raise usage_error("quiz_points_not_a_number", value=repr(value)) from None
+    if not number >= 0:  # also refuses nan
+        raise usage_error("quiz_points_negative", value=value)
+    return number
 
 
 @dataclass(frozen=True)

@@ -45,7 +45,7 @@ class PlainPrompter:
             for index, option in enumerate(posed.options):
                 self.show(f"  {LETTERS[index]}. {pick(option, lang)}")
         try:
-            answer = self._read(f"{message}: ")
+            answer = self._read(message + text("prompt_suffix", lang))
         except EOFError:
             return None
         if self._echo:

@@ -85,6 +85,10 @@ def run_session(*, questions: Sequence[PosedQuestion], lang: str, prompter: Prom
         _show_body(posed, lang, show)
         asked_at = clock_seconds()
         given, verdict = _read_answer(posed, lang, prompter)
+        second_try = given is not None and not verdict.correct and bool(posed.question.nudge)
+        if second_try:  # a question with a nudge gets a second try on the same numbers; only a first try scores
+            show(text("not_quite", lang, nudge=pick(posed.question.nudge, lang)))
+            given, verdict = _read_answer(posed, lang, prompter)
         if given is None:
             stopped = True
             break
@@ -95,15 +99,18 @@ def run_session(*, questions: Sequence[PosedQuestion], lang: str, prompter: Prom
                                         round(clock_seconds() - asked_at, 2), late=True))
             timed_out = True
             break
-        if verdict.correct:
+        scored = verdict.correct and not second_try
+        if scored:
             show(click.style(text("right", lang), fg="green", bold=True))
+        elif verdict.correct:
+            show(click.style(text("right_second_try", lang), fg="yellow", bold=True))
         else:
             show(click.style(text("wrong", lang, expected=expected), fg="red", bold=True))
         show(text("why", lang, explanation=pick(posed.explanation, lang)))
         records.append(AnswerRecord(posed.id, posed.topic, posed.kind, given, expected,
-                                    verdict.correct, round(clock_seconds() - asked_at, 2)))
+                                    scored, round(clock_seconds() - asked_at, 2)))
         if progress is not None:
-            progress.record(question=posed.id, topic=posed.topic, correct=verdict.correct)
+            progress.record(question=posed.id, topic=posed.topic, correct=scored)
     seconds = clock_seconds() - started
     if (stopped or timed_out) and len(records) < len(questions):
         show(text("stopped", lang, count=len(questions) - len(records)))

@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from grader.content.catalog import load_catalog
+from grader.content.catalog import CLOSER_HINT, load_catalog
 from grader.content.messages import Message, case_text, check_text, check_title, error_text, note_texts, render
 from grader.render.marks import terminal_mark
 from grader.render.text_safety import clean_text
@@ -37,12 +37,14 @@ def hanging(console: Console, prefix: str, body: str) -> None:
 
 def print_result(result: SubmissionResult, *, file: str, lang: str, console: Console | None = None,
                  linked_question: Callable[[str], str | None] | None = None, failed_only: bool = False,
-                 first_only: bool = False, hints: bool = True, drill: bool = False) -> None:
+                 first_only: bool = False, hints: bool = True, closer_hints: bool = False,
+                 drill: bool = False) -> None:
     """Print ``result``; ``linked_question(misconception)`` names a question to drill each mistake, if any.
 
     A function whose every check says it is not written yet takes one line; ``failed_only`` leaves out
     the checks that passed (and functions with nothing failing); ``first_only`` explains only the first
-    failure of each function and counts the rest; ``hints`` False leaves out each mistake's hint. Each
+    failure of each function and counts the rest; ``hints`` False leaves out each mistake's hint, and
+    ``closer_hints`` adds the second, closer hint of a mistake that has one. Each
     failure shows its explanation, what the student's code printed during it, and one card per mistake
     found; a generic outcome gets
     no card where a specific mistake explains it. The report ends with the next step.
@@ -95,7 +97,8 @@ def print_result(result: SubmissionResult, *, file: str, lang: str, console: Con
                 if entry is None or (entry.function is None and (
                         test.root_cause or misconception == "not-implemented" or specific.get(test.function))):
                     continue  # a generic outcome that a specific finding already explains
-                _card(console, entry, test, explained, say, lang, linked_question, hints=hints)
+                _card(console, entry, test, explained, say, lang, linked_question, hints=hints,
+                      closer_hints=closer_hints)
         if first_only and len(failing) > 1:
             hanging(console, "  ", f"[dim]{escape(say('report_more_failed', function=function, count=len(failing) - 1))}[/]")
     failed = sum(test.outcome != "passed" for test in result.tests)
@@ -109,7 +112,7 @@ def print_result(result: SubmissionResult, *, file: str, lang: str, console: Con
 
 
 def _card(console: Console, entry, test, explained: set, say, lang: str, linked_question, *,
-          hints: bool = True) -> None:
+          hints: bool = True, closer_hints: bool = False) -> None:
     hanging(console, "    ", f"[bold]{escape(entry.text('title', lang))}[/][dim]{escape(say('id_in_brackets', id=entry.id))}[/]")
     if test.root_cause and entry.function is not None and entry.id == test.misconception:
         hanging(console, "    ", f"{say('report_root')}{say('colon')}[bold]{escape(test.root_cause)}[/]")
@@ -119,6 +122,8 @@ def _card(console: Console, entry, test, explained: set, say, lang: str, linked_
     hanging(console, f"    {say('report_why')}{say('colon')}", escape(entry.text("explanation", lang)))
     if hints:
         hanging(console, f"    {say('report_hint')}{say('colon')}", escape(entry.text("hint", lang)))
+    if hints and closer_hints and entry.has(CLOSER_HINT):
+        hanging(console, f"    {say('report_closer_hint')}{say('colon')}", escape(entry.text(CLOSER_HINT, lang)))
     question = linked_question(entry.id) if linked_question else None
     if question:
         hanging(console, "    ", f"[cyan]{escape(say('report_question', question=question, misconception=entry.id))}[/]")

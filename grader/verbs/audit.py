@@ -12,19 +12,12 @@ from grader.verbs.options import assignment_option, json_option
 
 
 @click.command("audit")
-@click.option("--library", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
-              help="Folder of modules marked '# expect: <id>[, <id>...]', '# expect: correct' or "
-                   "'# expect: uncatalogued' (default: the mutant library shipped with mha for the assignment).")
-@click.option("--public-only", is_flag=True, help="Audit the public checks alone (what students see).")
+@click.option("--library", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None)
+@click.option("--public-only", is_flag=True)
 @json_option
 @assignment_option
 def command(library: Path | None, public_only: bool, as_json: bool, assignment: str) -> None:
-    """Report mutants that survive or are misdiagnosed, and correct variants that lose points.
-
-    Ends with, per catalog id, how many library modules with that mistake were
-    named. Exit status 1 when any finding is not ok, so an instructor who edits
-    a suite sees at once whether it still discriminates.
-    """
+    """Report mutants that survive or are misdiagnosed, and correct variants that lose points."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table

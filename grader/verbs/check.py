@@ -16,39 +16,24 @@ from grader.verbs.options import assignment_option, json_option, lang_option, ti
 
 @click.command("check")
 @click.argument("file", required=False, type=click.Path(path_type=Path))
-@click.option("--function", "functions", multiple=True, metavar="NAME",
-              help="Check only this function (repeatable), e.g. --function split_heads.")
-@click.option("--all", "run_all", is_flag=True, help="Also run the hidden checks, where they are installed.")
-@click.option("--unlock", is_flag=True,
-              help="Before a function's checks run for the first time, answer a question about what it must return.")
-@click.option("--failed", "failed_only", is_flag=True, help="Show only the checks that fail.")
-@click.option("--hints/--no-hints", default=True, show_default=True,
-              help="Show the hint under each mistake found; --no-hints keeps the explanation and leaves the fix "
-                   "to you.")
-@click.option("--first", "first_only", is_flag=True,
-              help="Explain only the first failing check of each function (the table still lists them all): "
-                   "one mistake often fails many checks.")
-@click.option("--isolation", type=click.Choice(("auto", "linux", "portable")), default=None,
-              help="How your code is run: the Linux sandbox, a portable child process (Windows, macOS, containers), "
-                   "or auto, the Linux sandbox where it runs (default: auto, or $MHA_ISOLATION).")
+@click.option("--function", "functions", multiple=True, metavar="NAME")
+@click.option("--all", "run_all", is_flag=True)
+@click.option("--unlock", is_flag=True)
+@click.option("--failed", "failed_only", is_flag=True)
+@click.option("--hints/--no-hints", default=True, show_default=True)
+@click.option("--more-hints", "closer_hints", is_flag=True)
+@click.option("--first", "first_only", is_flag=True)
+@click.option("--isolation", type=click.Choice(("auto", "linux", "portable")), default=None)
 @verbose_option
 @timeout_scale_option
 @json_option
 @lang_option
 @assignment_option
 def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock: bool, failed_only: bool,
-            hints: bool, first_only: bool,
+            hints: bool, closer_hints: bool, first_only: bool,
             isolation: str | None, verbose: bool, timeout_scale: float, as_json: bool, lang: str | None,
             assignment: str) -> None:
-    """Check FILE (default: exercises/<assignment>.py) and explain every failure.
-
-    FILE may be a folder (a clone of the hand-out, an upload): the file checked is the one you worked on,
-    as `mha grade` chooses it (changed from the hand-out, more functions implemented, then saved last).
-    Without --assignment, the exercise is the one FILE is named after, or else the one whose functions
-    and classes FILE defines.
-
-    Exit status: 0 when every check passes, 1 when one fails, 2 for a usage error.
-    """
+    """Check FILE (default: exercises/<assignment>.py) and explain every failure."""
     from grader.sandbox.servers import chosen_isolation
 
     try:
@@ -79,7 +64,7 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
         if notice:
             click.echo(notice)
         print_result(result, file=shown, lang=lang, linked_question=linked_question, failed_only=failed_only,
-                     first_only=first_only, hints=hints)
+                     first_only=first_only, hints=hints, closer_hints=closer_hints)
         if locked:  # the total above counts the checked functions only: say which were left out
             click.echo(render("report_locked", {"functions": ", ".join(locked)}, lang))
         if verbose:

@@ -15,22 +15,15 @@ from grader.viz.texts import load_viz_texts
 
 @click.command(name="demo")
 @click.option("--out", type=click.Path(path_type=Path, dir_okay=False), default=Path("explainer.html"),
-              show_default=True, help="Where to write the page (.html).")
-@click.option("--sentence", "sentences", multiple=True, metavar="TEXT",
-              help="A sentence to offer before the presets; repeat for several.")
-@click.option("--heads", type=int, default=4, show_default=True,
-              help="Head count shown first; the page offers every divisor of --d-model.")
-@click.option("--d-model", type=int, default=16, show_default=True, help="Model width D (2 to 32).")
+              show_default=True)
+@click.option("--sentence", "sentences", multiple=True, metavar="TEXT")
+@click.option("--heads", type=int, default=4, show_default=True)
+@click.option("--d-model", type=int, default=16, show_default=True)
 @seed_option
 @lang_option
 @json_option
 def command(out, sentences, heads, d_model, seed, lang, as_json):
-    """Write one HTML page that explains multi-head attention step by step.
-
-    Four views (global, local, dynamic, static), sentence presets, a choice of
-    head count and English or Chinese. Every number comes from the Python
-    reference; the page needs no network and opens in any browser.
-    """
+    """Write one HTML page that explains multi-head attention step by step."""
     lang = resolve_language(lang)
     seed = 0 if seed is None else seed
     page = write_explainer(out=out, sentences=list(sentences), d_model=d_model, heads=heads, seed=seed, lang=lang)

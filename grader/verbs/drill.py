@@ -20,28 +20,17 @@ from grader.verbs.options import assignment_option, json_option, lang_option, se
 @assignment_option
 @time_limit_option
 @click.option("--workspace", type=click.Path(file_okay=False, path_type=Path), default=Path("mha-drill"),
-              show_default=True, help="Folder where the fresh stub is written.")
-@click.option("--hint", "hints", is_flag=True,
-              help="Keep the hint above the stub and the reference inverse (split_heads for combine_heads).")
-@click.option("--submit", is_flag=True,
-              help="Check the running drill and record the attempt; submit again until full marks or time runs out.")
-@click.option("--status", is_flag=True, help="Show the running drill and the time spent so far.")
-@click.option("--history", is_flag=True, help="Show past drills and the best time per function.")
+              show_default=True)
+@click.option("--hint", "hints", is_flag=True)
+@click.option("--submit", is_flag=True)
+@click.option("--status", is_flag=True)
+@click.option("--history", is_flag=True)
 @seed_option
 @lang_option
 @json_option
 def command(function, assignment, time_limit, workspace, hints, submit, status, history, seed, lang,
             as_json) -> None:
-    """Start a timed drill of FUNCTION (default: one drawn at random; `all` for the whole module).
-
-    FUNCTION is one of the drills of --assignment (its exercise.toml's [drill]);
-    for the default exercise: DRILL_LIST.
-
-    Only FUNCTION is stubbed; the rest is the reference where it is installed
-    (otherwise the whole exercise is stubbed). Edit the file, then run
-    `mha drill --submit` for the same checks and feedback as `mha check`;
-    submit as often as you like until full marks or the end of the time limit.
-    """
+    """Start a timed drill of FUNCTION (default: one drawn at random; `all` for the whole module)."""
     lang = resolve_language(lang)
     modes = [name for name, on in (("--submit", submit), ("--status", status), ("--history", history)) if on]
     if len(modes) > 1 or (modes and (function or hints)):

@@ -16,49 +16,25 @@ from grader.verbs.options import (adjust_option, assignment_option, format_optio
 
 @click.command("grade")
 @click.argument("submissions", type=click.Path(exists=True, path_type=Path))
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Folder for grades.csv, results.json, feedback/ and report.html.")
-@click.option("--jobs", type=click.IntRange(min=1), default=None,
-              help="Submissions graded at once (default: every core).")
-@click.option("--timeout", type=click.FloatRange(min=0.5), default=None,
-              help="Seconds of wall clock one submission may use in all (default: 60); each call has its own, "
-                   "calibrated limit (see --timeout-scale).")
-@click.option("--resume", is_flag=True,
-              help="Continue the run in --out (interrupted, or to add late students), keeping its results.")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--jobs", type=click.IntRange(min=1), default=None)
+@click.option("--timeout", type=click.FloatRange(min=0.5), default=None)
+@click.option("--resume", is_flag=True)
 @overwrite_option
 @format_option
-@click.option("--shard", default=None, metavar="K/N",
-              help="Grade only every N-th submission, starting at the K-th (1/4, 2/4...); join with `mha merge`.")
-@click.option("--visibility", type=click.Choice(("public", "hidden", "all")), default="all", show_default=True,
-              help="Which checks to run: the public ones students see, the hidden ones, or both.")
-@click.option("--nbgrader-db", "nbgrader_db", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Also write the scores into this nbgrader gradebook (the course's gradebook.db), for formgrader; "
-                   "only students on its roster, unless --add-students.")
-@click.option("--add-students", is_flag=True,
-              help="With --nbgrader-db, add the students who are not on the gradebook's roster yet.")
-@click.option("--quiz-points", default=None, metavar="POINTS",
-              help="Points per quiz question in answers files beside the code (<student>.answers.toml): "
-                   "a number, or per level such as basic=1,intermediate=2,advanced=3 (default 1).")
-@click.option("--quiz-count", type=click.IntRange(min=1), default=None, metavar="N",
-              help="Questions per quiz sheet, as given to `mha quiz --sheet --count` (default 10). "
-                   "Any --quiz-* option assigns the quiz: every student has a sheet, worth the same, and one "
-                   "without an answers file scores 0 of it. Without one, answers files change no score.")
-@click.option("--quiz-topic", "quiz_topics", multiple=True, metavar="TOPIC",
-              help="A topic of the sheets, as given to `mha quiz --sheet --topic` (repeatable).")
-@click.option("--quiz-level", "quiz_levels", multiple=True, type=click.Choice(QUIZ_LEVELS),
-              help="A level of the sheets, as given to `mha quiz --sheet --level` (repeatable).")
-@click.option("--show-answers", is_flag=True,
-              help="Show the expected quiz answers in the feedback (by default only after --quiz-due).")
-@click.option("--quiz-due", type=click.DateTime(), default=None, metavar="WHEN",
-              help="Due date of the quiz (e.g. 2025-03-01 or '2025-03-01 23:59', local time); "
-                   "after it the feedback shows the expected answers.")
-@click.option("--isolation", type=click.Choice(("linux", "portable")), default="linux", show_default=True,
-              help="linux: each submission in the Linux sandbox (Landlock, namespaces, cgroups, rlimits). portable: "
-                   "in a plain child process, where the Linux sandbox cannot run (Windows, macOS, containers); "
-                   "it does NOT protect this machine from hostile code: only for code you trust.")
-@click.option("--similarity", is_flag=True,
-              help="Also compare every pair of submissions (and each with the answer key) into similarity.json and "
-                   "similarity.html, with a section in report.html; never changes a grade.")
+@click.option("--shard", default=None, metavar="K/N")
+@click.option("--visibility", type=click.Choice(("public", "hidden", "all")), default="all", show_default=True)
+@click.option("--nbgrader-db", "nbgrader_db", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=None)
+@click.option("--add-students", is_flag=True)
+@click.option("--quiz-points", default=None, metavar="POINTS")
+@click.option("--quiz-count", type=click.IntRange(min=1), default=None, metavar="N")
+@click.option("--quiz-topic", "quiz_topics", multiple=True, metavar="TOPIC")
+@click.option("--quiz-level", "quiz_levels", multiple=True, type=click.Choice(QUIZ_LEVELS))
+@click.option("--show-answers", is_flag=True)
+@click.option("--quiz-due", type=click.DateTime(), default=None, metavar="WHEN")
+@click.option("--isolation", type=click.Choice(("linux", "portable")), default="linux", show_default=True)
+@click.option("--similarity", is_flag=True)
 @adjust_option
 @timeout_scale_option
 @lang_option
@@ -69,22 +45,13 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
             quiz_levels: tuple[str, ...], show_answers: bool, quiz_due: datetime | None,
             adjustments: Path | None, isolation: str, timeout_scale: float, lang: str | None, assignment: str,
             similarity: bool = False) -> None:
-    """Grade every submission in SUBMISSIONS, in parallel and sandboxed, into --out.
-
-    SUBMISSIONS holds one entry per student: <student>.py, <student>.ipynb, or
-    a folder <student>/ with the file anywhere inside (nbgrader's
-    submitted/<student>/<assignment>/ works). SUBMISSIONS may also be one
-    file, graded as a class of one (mha grade alice.py --out DIR). Each result is saved as it
-    finishes, so --resume continues after an interruption, even kill -9.
-    Exit status 0 when the batch finished, whatever the students scored.
-    """
+    """Grade every submission in SUBMISSIONS, in parallel and sandboxed, into --out."""
     from grader.i18n import resolve_language
 
     refuse_unconfined(isolation, lang=resolve_language(lang))  # before the batch's imports, which need POSIX
     from grader.batch.discovery import parse_shard
     from grader.batch.run import grade_class
     from grader.batch.settings import GradingRun
-    from grader.errors import UsageError
     from grader.practice.homework import quiz_policy
     from grader.sandbox.client import Limits
 
@@ -96,10 +63,7 @@ def command(submissions: Path, out: Path, jobs: int | None, timeout: float | Non
         raise usage_error("nbgrader_db_needs_all")
     if similarity and shard is not None:
         raise usage_error("similarity_needs_whole_class")
-    try:
-        shard_range = parse_shard(shard)
-    except ValueError as bad:
-        raise UsageError(str(bad)) from None
+    shard_range = parse_shard(shard)
     limits = Limits() if timeout is None else Limits(submission_timeout=timeout,
                                                      call_timeout=min(Limits().call_timeout, timeout))
     run = GradingRun(submissions=submissions, out=out, assignment=assignment, visibility=visibility,

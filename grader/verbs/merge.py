@@ -12,22 +12,14 @@ from grader.verbs.options import adjust_option, format_option, lang_option, over
 
 @click.command("merge")
 @click.argument("folders", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Folder for the merged grades.csv, results.json, feedback/ and report.html.")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path))
 @format_option
 @overwrite_option
 @adjust_option
 @lang_option
 def command(folders: tuple[Path, ...], out: Path, formats: tuple[str, ...], overwrite: bool, adjustments: Path | None,
             lang: str | None) -> None:
-    """Merge the --out FOLDERS of `mha grade --shard K/N` runs into one --out folder.
-
-    Example: mha merge out-1 out-2 out-3 --out class. A student graded in two
-    folders is an error; a missing shard is reported. Each folder's signature
-    (the course key) and results are checked first: a folder that fails is
-    refused by name, the others are merged, and the exit status is 1. The
-    shards' adjustments are kept, unless --adjust gives the whole class's.
-    """
+    """Merge the --out FOLDERS of `mha grade --shard K/N` runs into one --out folder."""
     from grader.batch.merging import REFUSED, merge_runs
     from grader.render.summary import print_summary
 

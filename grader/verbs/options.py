@@ -1,4 +1,4 @@
-"""Click options shared by several verbs, each defined once with one help string."""
+"""Click options shared by several verbs, each defined once (their help texts: help.toml, [shared.*])."""
 
 from __future__ import annotations
 
@@ -8,37 +8,32 @@ import click
 
 from grader.content.usage import LocalizedBadParameter
 from grader.i18n import LANGUAGES
-from grader.paths import DEFAULT_ASSIGNMENT, default_assignment
+from grader.paths import default_assignment
 from grader.render.exports import FORMATS
 
 lang_option = click.option(
     "--lang",
     type=click.Choice(LANGUAGES),
     default=None,
-    help="Language of what this command prints and writes: en or zh (default: from the locale; zh_* gives Chinese).",
 )
 
 json_option = click.option(
-    "--json", "as_json", is_flag=True, help="Print machine-readable JSON instead of the usual text."
+    "--json", "as_json", is_flag=True
 )
 
 assignment_option = click.option(
     "--assignment",
     default=default_assignment,
-    show_default=f"{DEFAULT_ASSIGNMENT}; in a student release, its exercise",
-    help="Which exercise: the name of its folder in grader/assignments/ (the stem of its module in exercises/).",
 )
 
 seed_option = click.option(
-    "--seed", type=int, default=None, help="Seed for drawn numbers, printed so a run can be repeated."
+    "--seed", type=int, default=None
 )
 
 overwrite_option = click.option(
-    "--overwrite", is_flag=True,
-    help="When --out holds an earlier run, move it to --out/previous/<time>/ and start afresh (never deleted).")
+    "--overwrite", is_flag=True)
 format_option = click.option(
-    "--format", "formats", multiple=True, type=click.Choice(FORMATS),
-    help="Also write gradescope/<student>/results.json or junit.xml (repeatable).")
+    "--format", "formats", multiple=True, type=click.Choice(FORMATS))
 
 class Minutes(click.ParamType):
     """A duration in minutes: ``10``, ``1.5``, or with a unit, ``90s``, ``10m``, ``1h``."""
@@ -64,23 +59,17 @@ class Minutes(click.ParamType):
 
 time_limit_option = click.option(
     "--time-limit", type=Minutes(), default=None, metavar="MIN",
-    help="Minutes you give yourself (also 90s, 1.5m, 1h); in a quiz a late answer does not count, "
-         "in a drill a late submit is marked overtime and ends the drill.",
 )
 
 adjust_option = click.option(
     "--adjust", "adjustments", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
     metavar="FILE.csv",
-    help="Apply late penalties, manual points and extensions after grading: a CSV of student,points,reason[,kind] "
-         "(points such as -2 or -10%; kind late, manual or extension). grades.csv keeps the raw and the final score.",
 )
 
 timeout_scale_option = click.option(
     "--timeout-scale", type=click.FloatRange(min=0.1, max=100.0), default=1.0, show_default=True,
-    help="Multiply the call limits by this factor. Each call may take 50x the reference's own time for it "
-         "on this machine (measured once per run), at least 0.5 s; loading at least 2 s.",
 )
 
 
 verbose_option = click.option(
-    "--verbose", "-v", is_flag=True, help="Also say how the code was run: the worker's isolation and limits.")
+    "--verbose", "-v", is_flag=True)

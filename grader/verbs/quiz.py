@@ -16,35 +16,25 @@ from grader.verbs.options import json_option, lang_option, seed_option, time_lim
 
 
 @click.command("quiz")
-@click.option("--topic", "topics", multiple=True, metavar="TOPIC",
-              help="Only this topic (repeatable); `mha quiz --list` shows them.")
-@click.option("--level", "levels", multiple=True, type=click.Choice(LEVELS),
-              help="Only this difficulty (repeatable).")
-@click.option("--count", type=click.IntRange(min=1), default=DEFAULT_COUNT, show_default=True,
-              help="How many questions.")
+@click.option("--topic", "topics", multiple=True, metavar="TOPIC")
+@click.option("--level", "levels", multiple=True, type=click.Choice(LEVELS))
+@click.option("--count", type=click.IntRange(min=1), default=DEFAULT_COUNT, show_default=True)
 @time_limit_option
 @lang_option
 @seed_option
-@click.option("--review", is_flag=True, help="Ask the questions due again: missed ones, or not seen for long.")
-@click.option("--stats", is_flag=True, help="Show your progress: answers, accuracy, Leitner boxes.")
-@click.option("--list", "list_bank", is_flag=True, help="List the question bank (with --json for tools).")
+@click.option("--review", is_flag=True)
+@click.option("--stats", is_flag=True)
+@click.option("--list", "list_bank", is_flag=True)
 @click.option("--from-feedback", "feedback", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              metavar="FILE", help="Drill the misconceptions in FILE: a result JSON of `mha check --json` "
-              "or `mha grade`, or a .py/.ipynb submission to check first.")
-@click.option("--misconception", "misconceptions", multiple=True, metavar="ID",
-              help="Drill the questions linked to this catalog id (repeatable).")
-@click.option("--sheet", "sheet_student", metavar="STUDENT",
-              help="Write STUDENT's question sheet (with --out) and a blank answers file beside it.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Where --sheet writes.")
-@click.option("--plain", is_flag=True, help="Read typed answers even in a terminal (no arrow keys).")
+              metavar="FILE")
+@click.option("--misconception", "misconceptions", multiple=True, metavar="ID")
+@click.option("--sheet", "sheet_student", metavar="STUDENT")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--plain", is_flag=True)
 @json_option
 def command(topics, levels, count, time_limit, lang, seed, review, stats, list_bank, feedback,
             misconceptions, sheet_student, out, plain, as_json) -> None:
-    """Drill concept questions: attention, heads, shapes, masks, KV cache and more.
-
-    Every answer is checked at once and explained; progress goes into Leitner
-    boxes in your data folder (MHA_DATA_DIR overrides it) for `--review`.
-    """
+    """Drill concept questions: attention, heads, shapes, masks, KV cache and more."""
     lang = resolve_language(lang)
     bank = default_bank()
     unknown = sorted(set(topics) - set(bank.titles))
@@ -62,7 +52,7 @@ def command(topics, levels, count, time_limit, lang, seed, review, stats, list_b
         if strange:
             raise usage_error("unknown_misconception", id=repr(strange[0]))
     if list_bank:
-        return _list(bank, topics, levels, as_json)
+        return _list(bank, topics, levels, as_json, lang)
     if stats:
         return _stats(lang, as_json)
     if sheet_student is not None:
@@ -107,7 +97,11 @@ def _session(bank, *, topics, levels, count, time_limit, lang, seed, review, fee
         prompter.show(line)
 
 
-def _list(bank, topics, levels, as_json) -> None:
+def _list(bank, topics, levels, as_json, lang) -> None:
+    from rich.cells import cell_len  # a Chinese level or kind is two columns a character wide
+
+    from grader.practice.texts import text
+
     rows = [{"id": q.id, "topic": q.topic, "level": q.level, "type": q.kind, "template": q.is_template,
              "misconceptions": list(q.misconceptions), "unlocks": list(q.unlocks),
              "languages": list(q.languages)}
@@ -115,11 +109,16 @@ def _list(bank, topics, levels, as_json) -> None:
     if as_json:
         click.echo(json.dumps(rows, ensure_ascii=False, indent=1))
         return
+
+    def column(value: str, width: int) -> str:
+        return value + " " * max(width - cell_len(value), 0)
+
     for row in rows:
         linked = ",".join(row["misconceptions"]) or "-"
-        click.echo(f"{row['id']:<34} {row['topic']:<22} {row['level']:<12} {row['type']:<16} "
+        level, kind = text(f"level.{row['level']}", lang), text(f"kind.{row['type']}", lang)
+        click.echo(f"{row['id']:<34} {row['topic']:<22} {column(level, 12)} {column(kind, 16)} "
                    f"{'+'.join(row['languages']):<6} {linked}")
-    click.echo(f"{len(rows)} questions ({sum(row['template'] for row in rows)} templates)")
+    click.echo(text("list_total", lang, count=len(rows), templates=sum(row["template"] for row in rows)))
 
 
 def _stats(lang, as_json) -> None:
@@ -141,7 +140,8 @@ def _stats(lang, as_json) -> None:
     titles = default_bank().titles
     for topic in summary.topics:
         name = titles.get(topic.topic, {}).get(lang, topic.topic)
-        click.echo(f"  {name}: {topic.correct}/{topic.answers} ({topic.questions})")
+        click.echo(text("stats_topic", lang, topic=name, correct=topic.correct, answers=topic.answers,
+                        questions=topic.questions))
 
 
 def _sheet(student, out, lang, count, topics, levels) -> None:

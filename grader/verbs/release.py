@@ -15,43 +15,24 @@ from grader.verbs.options import assignment_option, json_option, lang_option
 
 
 @click.command("release")
-@click.option("--student", "student_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Write the student release to this folder, and DIR.zip next to it.")
-@click.option("--nbgrader", "course_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Write an nbgrader course here: nbgrader_config.py and source/<assignment>/.")
-@click.option("--gradescope", "gradescope_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Write a Gradescope autograder here: DIR/autograder.zip with setup.sh and run_autograder.")
+@click.option("--student", "student_dir", type=click.Path(file_okay=False, path_type=Path), default=None)
+@click.option("--nbgrader", "course_dir", type=click.Path(file_okay=False, path_type=Path), default=None)
+@click.option("--gradescope", "gradescope_dir", type=click.Path(file_okay=False, path_type=Path), default=None)
 @click.option("--gradescope-hidden", "hidden_visibility", default="after_published", show_default=True,
-              type=click.Choice(HIDDEN_VISIBILITIES),
-              help="When Gradescope shows students the results of the hidden checks.")
-@click.option("--gradescope-format", "output_format", default="md", show_default=True, type=click.Choice(OUTPUT_FORMATS),
-              help="Format of the Gradescope test outputs: Markdown or HTML.")
-@click.option("--github-classroom", "classroom_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Write a GitHub Classroom starter repository here: the student release and its autograding workflow.")
-@click.option("--zip/--no-zip", "archive", default=True, show_default=True,
-              help="Also zip the student release.")
-@click.option("--force", is_flag=True, help="Replace an existing release folder or course notebook.")
-@click.option("--give-building-blocks", is_flag=True,
-              help="Keep the given code that is another exercise's answer (the advanced exercises' softmax, "
-              "split_heads, combine_heads...) in the student release and the Classroom starter; by default "
-              "students paste their own. The release's README says what it gives away.")
+              type=click.Choice(HIDDEN_VISIBILITIES))
+@click.option("--gradescope-format", "output_format", default="md", show_default=True,
+              type=click.Choice(OUTPUT_FORMATS))
+@click.option("--github-classroom", "classroom_dir", type=click.Path(file_okay=False, path_type=Path), default=None)
+@click.option("--zip/--no-zip", "archive", default=True, show_default=True)
+@click.option("--force", is_flag=True)
+@click.option("--give-building-blocks", is_flag=True)
 @lang_option
 @json_option
 @assignment_option
 def command(student_dir: Path | None, course_dir: Path | None, gradescope_dir: Path | None, hidden_visibility: str,
             output_format: str, classroom_dir: Path | None, archive: bool, force: bool, give_building_blocks: bool,
             lang: str | None, as_json: bool, assignment: str) -> None:
-    """Hand out the exercise: a student release, an nbgrader course, a Gradescope autograder, a GitHub Classroom starter.
-
-    The student release holds the stub, the notebooks, the public checks and
-    the `mha` command (`pip install .` in it); never the solutions, the hidden
-    checks or your course key. The nbgrader course's test cells run the same
-    checks as `mha grade`, so both give the same scores. The Gradescope
-    autograder grades with the same checks, seeds and sandbox as `mha grade`,
-    with a key made for this assignment only. The GitHub Classroom starter runs
-    the public checks of each function on every push. --lang picks the
-    language of the READMEs, the course notebook and the feedback.
-    """
+    """Hand out the exercise: a student release, an nbgrader course, a Gradescope autograder, a Classroom starter."""
     from grader.authoring.release import build_nbgrader_course, build_student_release
 
     if student_dir is None and course_dir is None and gradescope_dir is None and classroom_dir is None:

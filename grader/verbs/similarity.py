@@ -11,27 +11,15 @@ from grader.verbs.options import assignment_option, lang_option
 
 @click.command("similarity")
 @click.argument("submissions", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Folder for similarity.json and similarity.html.")
-@click.option("--results", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="The results.json of `mha grade` for this class: shared rare mistakes then raise a pair's score.")
-@click.option("--no-fixtures", "fixtures", flag_value=False, default=True,
-              help="With --results, do not run the students with unexplained failures on the public fixtures "
-                   "(sandboxed) to compare their wrong values.")
-@click.option("--top", type=click.IntRange(min=1), default=None,
-              help="Pairs listed with their evidence, the most similar first (default 500).")
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--results", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None)
+@click.option("--no-fixtures", "fixtures", flag_value=False, default=True)
+@click.option("--top", type=click.IntRange(min=1), default=None)
 @lang_option
 @assignment_option
 def command(submissions: Path, out: Path, results: Path | None, fixtures: bool, top: int | None,
             lang: str | None, assignment: str) -> None:
-    """Compare every pair of submissions in SUBMISSIONS, and each with the answer key, into --out.
-
-    SUBMISSIONS is a class folder as `mha grade` reads it (scripts and
-    notebooks alike, the same student ids). The stub's and the reference's
-    code never counts between students, and code that many students share
-    counts little. Writes similarity.json and similarity.html: a signal for
-    a person to read, never a grade.
-    """
+    """Compare every pair of submissions in SUBMISSIONS, and each with the answer key, into --out."""
     from grader.content.usage import usage_error
     from grader.i18n import resolve_language
     from grader.render.exports import read_results_json

@@ -18,42 +18,20 @@ from grader.viz.trained import DEFAULT_TRAINED_SENTENCE, load_trained_texts
 
 @click.command(name="viz")
 @click.argument("file", required=False, type=click.Path(path_type=Path, dir_okay=False))
-@click.option("--sentence", default=None,
-              help=f"Tokens separated by spaces; a Chinese sentence without spaces is split into characters "
-              f"[default: {DEFAULT_SENTENCE!r}; with --trained, letters: {DEFAULT_TRAINED_SENTENCE!r}].")
-@click.option("--heads", "num_heads", type=int, default=4, show_default=True,
-              help="Number of heads H; must divide --d-model.")
-@click.option("--d-model", type=int, default=16, show_default=True, help="Model width D.")
-@click.option("--heads-subset", default=None, metavar="LIST",
-              help="Draw only these heads, numbered from 0, e.g. 0,2 or 1-4 (for large head counts).")
+@click.option("--sentence", default=None)
+@click.option("--heads", "num_heads", type=int, default=4, show_default=True)
+@click.option("--d-model", type=int, default=16, show_default=True)
+@click.option("--heads-subset", default=None, metavar="LIST")
 @click.option("--out", type=click.Path(path_type=Path, dir_okay=False), default=Path("heads.png"),
-              show_default=True, help="Figure file (.png, .svg or .pdf); the similarity figure goes "
-              "next to it as NAME-similarity.EXT.")
-@click.option("--export", type=click.Path(path_type=Path, dir_okay=False), default=None,
-              help="Also write the numbers behind the figures (.json or .npz).")
-@click.option("--trained", is_flag=True,
-              help="Draw the project's trained model (2 layers of 4 heads, letters a-z), one row per layer, "
-              "each head labelled with the role its weights show.")
-@click.option("--ablate", is_flag=True,
-              help="With --trained: zero each head in turn and print the task loss, the head similarity and "
-              "what they say; the figure goes next to --out as NAME-ablation.EXT.")
+              show_default=True)
+@click.option("--export", type=click.Path(path_type=Path, dir_okay=False), default=None)
+@click.option("--trained", is_flag=True)
+@click.option("--ablate", is_flag=True)
 @seed_option
 @lang_option
 @json_option
 def command(file, sentence, num_heads, d_model, heads_subset, out, export, trained, ablate, seed, lang, as_json):
-    """Draw one attention heatmap per head for a sentence.
-
-    Without FILE the reference implementation is drawn; with FILE (a .py or
-    .ipynb submission) the student's forward runs in the sandboxed worker and
-    heads whose weights are wrong are flagged in the figure. Token vectors and
-    weights are deterministic (see grader/viz/embedding.py), so pictures repeat.
-
-    With --trained the heads of the project's own trained model are drawn
-    (grader/tinymodel), labelled by role; --ablate adds the head-ablation table.
-    The model computes with the reference's softmax and heads, or, in a
-    student release, with those of your own work in exercises/: the script
-    or its notebook, whichever you worked on (as mha grade chooses).
-    """
+    """Draw one attention heatmap per head for a sentence."""
     lang = resolve_language(lang)
     if trained or ablate:
         _trained_command(file, sentence, heads_subset, out, export, ablate, lang, as_json)

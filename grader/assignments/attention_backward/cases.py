@@ -128,7 +128,7 @@ def _layer_case(prefix: str, name: str, rng: np.random.Generator, sizes: Sizes, 
     calls = (("forward", (Q, K, V), {}), ("backward", (dout,), {}),
              *((f"d{name}", None, None) for name in ("W_Q", "W_K", "W_V", "W_O")))
     case = Case(id=f"{prefix}{name}", function="backward", args=(), class_name="MultiHeadAttention", init=(D, H),
-                weights=weights, calls=calls, call_text="MultiHeadAttention.forward(Q, K, V) then .backward(dout)",
+                weights=weights, calls=calls, call_text="MultiHeadAttention.forward(Q, K, V) → .backward(dout)",
                 legend=("(B, T, D)", ("(B, T, D)", "(B, S, D)", "(B, S, D)"), "(D, D)", "(D, D)", "(D, D)", "(D, D)"))
     layer = module.MultiHeadAttention(D, H)
     for key, value in weights.items():
