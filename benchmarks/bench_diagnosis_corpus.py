@@ -51,6 +51,7 @@ class Checked:
     max_score: float
     named: tuple[str, ...]  # the ids the check named, in its order
     error: str = ""
+    lost: tuple[str, ...] = ()  # "check: outcome (id)" of every check that did not pass
 
     @property
     def is_correct(self) -> bool:
@@ -78,8 +79,10 @@ def check(path: Path, expected: str, mha: str) -> Checked:
         result = json.loads(done.stdout)
     except json.JSONDecodeError:
         return Checked(str(path), ids, "no-json", 0.0, 0.0, (), (done.stderr or done.stdout).strip()[-300:])
+    lost = tuple(f"{test['name']}: {test['outcome']} ({test['misconception']})" for test in result.get("tests", [])
+                 if test["outcome"] != "passed")
     return Checked(str(path), ids, result["status"], float(result["score"] or 0), float(result["max_score"] or 0),
-                   tuple(result["misconceptions"]), result.get("error") or "")
+                   tuple(result["misconceptions"]), result.get("error") or "", lost)
 
 
 def figures(found: list[Checked]) -> dict:
@@ -107,7 +110,8 @@ def misses(found: list[Checked]) -> list[str]:
         if item.status != "graded":
             lines.append(f"{name}: {item.status}: {item.error}")
         elif item.is_correct and (item.score < item.max_score or item.named):
-            lines.append(f"{name}: correct but {item.score:g}/{item.max_score:g}, named {said}")
+            lines.append(f"{name}: correct but {item.score:g}/{item.max_score:g}, named {said}; lost "
+                         f"{'; '.join(item.lost)}")
         elif not item.is_correct and item.score == item.max_score:
             lines.append(f"{name}: survives with full marks (expected {', '.join(item.expected)})")
         elif item.missing or item.spurious:
@@ -142,7 +146,8 @@ def main() -> None:
         print(f"  {line}")
     if options.json:
         options.json.write_text(json.dumps({"figures": numbers, "modules": [
-            {**asdict(item), "expected": list(item.expected), "named": list(item.named)} for item in found]},
+            {**asdict(item), "expected": list(item.expected), "named": list(item.named), "lost": list(item.lost)}
+            for item in found]},
             indent=2), encoding="utf-8")
 
 
