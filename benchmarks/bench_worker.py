@@ -74,23 +74,23 @@ class Stopwatch:
         spans, phases, endings = self.spans, self.phases, self.endings
 
         def timed(box, *args, **kwargs):
-            before = getattr(box, "worker_seconds", 0.0)
+            before = getattr(_timings(box), "worker_seconds", 0.0)
             started = time.perf_counter()
             try:
                 return original(box, *args, **kwargs)
             finally:
                 spent = time.perf_counter() - started
                 if name == "_start":  # split by the worker's own marks: up to its hello, then the load
-                    marks = dict(getattr(box, "phases", ()))
+                    marks = dict(getattr(_timings(box), "phases", ()))
                     hello = min(max(marks.get("hello", spent), 0.0), spent)
                     spans["worker start, up to its hello"].append(hello)
                     spans["load (the submission's top level)"].append(spent - hello)
-                    phases.append(getattr(box, "phases", ()))
+                    phases.append(getattr(_timings(box), "phases", ()))
                 elif name == "_exchange" and args[0].get("op") == "load":
                     pass  # an older sandbox loads through an exchange, inside _start: counted there
                 elif name in ("_exchange", "call_batch"):
                     spans[label].append(spent)
-                    inside = getattr(box, "worker_seconds", 0.0) - before
+                    inside = getattr(_timings(box), "worker_seconds", 0.0) - before
                     spans["  of which the worker's own work (decode, run, encode)"].append(inside)
                     spans["  of which the trip (pipes, waking each side)"].append(spent - inside)
                 elif name == "finish":  # box: the worker's link; its keeper's marks, from its kill request on
@@ -112,6 +112,11 @@ class Stopwatch:
         self.spans.clear()
         self.phases.clear()
         self.endings.clear()
+
+
+def _timings(box):
+    """Where a box keeps its step timings: its ``SandboxTimings`` (an older sandbox: the box itself)."""
+    return getattr(box, "timings", box)
 
 
 def step_costs(phases: list[tuple]) -> dict[str, float]:

@@ -21,15 +21,15 @@ def grade_in_process(path: Path, *, student: str, assignment: str = "multihead_a
                      visibility: str = "all") -> SubmissionResult:
     """``grade_submission``'s checks (``run_checks``: the same cases, drawn for ``student``, the same diagnosis),
     with the calls answered by the submission imported into this process."""
-    exercise, tests, max_score, seed = plan_checks(assignment=assignment, visibility=visibility, student=student)
+    plan = plan_checks(assignment=assignment, visibility=visibility, student=student)
     try:
         box = InProcessBox.load(path, name=f"bench_submission_{student}")
     except Exception as error:
-        return load_failure(student=student, error=f"{type(error).__name__}: {error}", max_score=max_score,
+        return load_failure(student=student, error=f"{type(error).__name__}: {error}", max_score=plan.max_score,
                             assignment=assignment)
-    results = run_checks(box, exercise=exercise, tests=tests, visibility=visibility, seed=seed)
-    return summarize(student=student, tests=results, max_score=max_score, assignment=assignment,
-                     catalog_ids=misconception_ids(), seed=seed)
+    results = run_checks(box, plan=plan, visibility=visibility)
+    return summarize(student=student, tests=results, max_score=plan.max_score, assignment=assignment,
+                     catalog_ids=misconception_ids(), seed=plan.seed)
 
 
 def grade_folder_in_process(folder: Path) -> tuple[float, dict[str, float]]:

@@ -145,8 +145,7 @@ def grade_kernel(*, functions: tuple[str, ...], visibility: str, lang: str, assi
     means all of them. ``keep_calibration``: a student's check, whose call limits may come from the user's
     cache (``grade_submission``)."""
     from grader.grading.assignment import get_assignment
-    from grader.grading.grade import VISIBILITIES, grade_submission
-    from grader.grading.runner import collect
+    from grader.grading.grade import grade_submission, plan_checks
     from grader.render.notebook_html import say
     from grader.results import load_failure
 
@@ -157,10 +156,9 @@ def grade_kernel(*, functions: tuple[str, ...], visibility: str, lang: str, assi
     try:
         source = kernel_source()
     except NoCode:
-        tests = [test for test in collect(exercise, VISIBILITIES[visibility])
-                 if not functions or test.function in functions]
+        plan = plan_checks(assignment=assignment, visibility=visibility, functions=tuple(functions) or None)
         return load_failure(student=student, error=say("no_code", lang), assignment=assignment,
-                            max_score=float(sum(test.points for test in tests)))
+                            max_score=plan.max_score)
     return grade_submission(source=source, assignment=assignment, visibility=visibility,
                             functions=tuple(functions) or None, student=student, lang=lang, isolation=isolation,
                             keep_calibration=keep_calibration, server=kernel_server(isolation))

@@ -2,13 +2,20 @@
 
 In a checkout (or an editable install) the project folder sits above the
 ``grader`` package. ``MHA_SOLUTIONS`` may point elsewhere, e.g. to an
-instructor's private copy of the solutions beside a student release.
+instructor's private copy of the solutions beside a student release. Code
+that grades from a folder of its own (the Gradescope bundle) says so with
+``overridden(Overrides(...))`` for the time it grades, not through the
+process's environment.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 PROJECT_DIR = PACKAGE_DIR.parent
@@ -19,6 +26,33 @@ ASSIGNMENTS_DIR = PACKAGE_DIR / "assignments"
 DEFAULT_ASSIGNMENT = "multihead_attention"
 
 
+@dataclass(frozen=True)
+class Overrides:
+    """Where one grading finds its parts instead of the environment's choice (None: as the environment says)."""
+
+    solutions: Path | None = None  # the folder of reference solutions
+    config_dir: Path | None = None  # the folder of the course key file
+    course_key: str | None = None  # the course key itself
+
+
+_OVERRIDES: contextvars.ContextVar[Overrides] = contextvars.ContextVar("mha_path_overrides", default=Overrides())
+
+
+def overrides() -> Overrides:
+    """The overrides in force here (none unless inside ``overridden``)."""
+    return _OVERRIDES.get()
+
+
+@contextlib.contextmanager
+def overridden(chosen: Overrides) -> Iterator[Overrides]:
+    """Use ``chosen`` for what runs inside the ``with`` (in this thread of execution only), then what was before."""
+    token = _OVERRIDES.set(chosen)
+    try:
+        yield chosen
+    finally:
+        _OVERRIDES.reset(token)
+
+
 def exercises_dir() -> Path:
     """The folder of student stubs (in a checkout: ``exercises/``)."""
     return Path(os.environ.get("MHA_EXERCISES", PROJECT_DIR / "exercises"))
@@ -26,7 +60,7 @@ def exercises_dir() -> Path:
 
 def solutions_dir() -> Path | None:
     """The folder of reference solutions, or None where they are not installed."""
-    folder = Path(os.environ.get("MHA_SOLUTIONS", PROJECT_DIR / "solutions"))
+    folder = overrides().solutions or Path(os.environ.get("MHA_SOLUTIONS", PROJECT_DIR / "solutions"))
     return folder if folder.is_dir() else None
 
 

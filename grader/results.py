@@ -69,6 +69,28 @@ class TestResult:
 
 
 @dataclass(frozen=True)
+class Adjustment:
+    """A change made after grading (``grader.batch.adjustments``): a row of the adjustments file, and what it did
+    once applied. In results.json each is an object with these fields, in this order."""
+
+    kind: str = "manual"  # late, manual or extension
+    reason: str = ""  # as the instructor wrote it
+    points: float = 0.0  # as given, when given in points
+    percent: float | None = None  # as given, when given as a percentage of the maximum
+    change: float = 0.0  # points it added to the score (negative: removed); 0 when waived
+    waived: bool = False  # a late penalty cancelled by an extension
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Adjustment:
+        """Read one back from results.json (fields it does not know, from a newer version, are left out)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{key: value for key, value in data.items() if key in known})
+
+
+@dataclass(frozen=True)
 class SubmissionResult:
     """The result of grading one submission."""
 
@@ -90,9 +112,9 @@ class SubmissionResult:
     # ``error`` and ``notes`` as data (see ``TestResult.messages``), for renderers in any language
     error_messages: tuple = ()
     note_messages: tuple = ()  # one tuple of parts per note
-    # made after grading (grader.batch.adjustments): each a dict with kind, reason, change...; ``score`` stays
-    # the checks' sum, ``final_score`` is it plus the changes (None: never adjusted)
-    adjustments: tuple = ()
+    # made after grading (grader.batch.adjustments); ``score`` stays the checks' sum, ``final_score`` is it plus
+    # the changes (None: never adjusted)
+    adjustments: tuple[Adjustment, ...] = ()
     final_score: float | None = None
 
     @property
@@ -102,7 +124,7 @@ class SubmissionResult:
 
     def to_dict(self) -> dict:
         data = asdict(self)
-        data["adjustments"] = [dict(item) for item in self.adjustments]
+        data["adjustments"] = [item.to_dict() for item in self.adjustments]
         data["misconceptions"] = list(self.misconceptions)
         data["tests"] = [test.to_dict() for test in self.tests]
         data["notes"] = list(self.notes)
@@ -121,7 +143,7 @@ class SubmissionResult:
         values["set_aside"] = tuple(str(item) for item in values.get("set_aside") or ())
         values["error_messages"] = tuple(values.get("error_messages", ()))
         values["note_messages"] = tuple(tuple(parts) for parts in values.get("note_messages", ()))
-        values["adjustments"] = tuple(dict(item) for item in values.get("adjustments") or ())
+        values["adjustments"] = tuple(Adjustment.from_dict(item) for item in values.get("adjustments") or ())
         return cls(**values)
 
     @property

@@ -83,7 +83,7 @@ class ClassTally:
         self.students += 1
         if result.set_aside:
             self.set_aside.append((result.student, result.file or "", tuple(result.set_aside)))
-        adjustments = tuple(str(item.get("reason") or item.get("kind") or "") for item in result.adjustments)
+        adjustments = tuple(item.reason or item.kind for item in result.adjustments)
         self.adjusted += bool(adjustments)
         self.roster.append(RosterRow(
             student=result.student, status=result.status, score=float(result.score), final=float(result.final),

@@ -13,7 +13,7 @@ from grader.batch.adjustments import apply_adjustments, read_adjustments
 from grader.cli import root
 from grader.errors import UsageError
 from grader.paths import solution_path
-from grader.results import SubmissionResult
+from grader.results import Adjustment, SubmissionResult
 
 
 def write(path: Path, text: str) -> Path:
@@ -52,14 +52,17 @@ def test_percentages_are_of_the_maximum_an_extension_waives_late_penalties_and_t
                                    "alice,-10%,late,late\nalice,+2,bonus,manual\n"))
     applied = apply_adjustments(result(), table["alice"])
     assert applied.score == 50 and applied.final_score == applied.final == 50 - 6 + 2
-    assert [item["change"] for item in applied.adjustments] == [-6.0, 2.0]
+    assert [item.change for item in applied.adjustments] == [-6.0, 2.0]
     extended = read_adjustments(write(tmp_path / "b.csv", "student,points,reason,kind\n"
                                       "alice,-10%,late,late\nalice,0,doctor's note,extension\n"))
     waived = apply_adjustments(result(), extended["alice"])
-    assert waived.final_score == 50 and waived.adjustments[0]["waived"]
-    assert apply_adjustments(result(score=3), [{"kind": "manual", "reason": "", "points": -10}]).final_score == 0
+    assert waived.final_score == 50 and waived.adjustments[0].waived
+    assert apply_adjustments(result(score=3), [Adjustment(kind="manual", points=-10)]).final_score == 0
     again = apply_adjustments(applied, applied.adjustments)  # applying what a result carries is stable
     assert again == applied
+    assert SubmissionResult.from_dict(json.loads(json.dumps(applied.to_dict()))) == applied  # JSON at the file only
+    assert applied.to_dict()["adjustments"][0] == {"kind": "late", "reason": "late", "points": 0.0, "percent": -10.0,
+                                                   "change": -6.0, "waived": False}
 
 
 @pytest.fixture

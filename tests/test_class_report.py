@@ -11,7 +11,8 @@ from click.testing import CliRunner
 
 from grader.cli import root
 from grader.paths import solution_path
-from grader.render.class_report import render_report, report_texts
+from grader.render.class_report import REPORT, render_report
+from grader.results import Adjustment
 from grader.tally import ClassTally
 
 
@@ -48,7 +49,7 @@ def test_roster_comes_first_with_every_student_linked_to_their_feedback(graded):
 def test_the_whole_report_follows_the_language(graded):
     page = (graded / "zh" / "report.html").read_text(encoding="utf-8")
     for key in ("roster_heading", "items_heading", "mistakes_heading", "errored_heading", "download_grades"):
-        assert report_texts()[key]["zh"] in page and report_texts()[key]["en"] not in page
+        assert REPORT.texts()[key]["zh"] in page and REPORT.texts()[key]["en"] not in page
     assert "<html lang='zh-Hans'>" in page
 
 
@@ -109,7 +110,7 @@ def test_a_cell_with_a_separator_is_quoted_alone():
     grades = GradesCsv(handle)
     base = dict(score=60.0, max_score=60.0, status="graded", error=None, assignment="multihead_attention")
     grades.add(SubmissionResult(student="alice", final_score=60.0, adjustments=(
-        {"kind": "late", "change": -6, "reason": "a day"}, {"kind": "late", "waived": True, "reason": "ill"}), **base))
+        Adjustment(kind="late", change=-6, reason="a day"), Adjustment(kind="late", waived=True, reason="ill")), **base))
     grades.add(SubmissionResult(student="bob", **base))
     alice, bob = handle.getvalue().splitlines()[1:]
     assert alice.startswith("alice,60,60,graded,,60,\"late -6: a day; late waived: ill\"")

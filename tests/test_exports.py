@@ -19,7 +19,7 @@ from grader.content.messages import check_title
 from grader.errors import ContentError
 from grader.render.class_report import render_report
 from grader.render.exports import GradesCsv, JUnitReport, ResultsJson
-from grader.render.feedback import FEEDBACK_FILE, feedback_texts, render_html, render_markdown
+from grader.render.feedback import FEEDBACK_FILE, FEEDBACK_TEXTS, render_html, render_markdown
 from grader.render.gradescope import gradescope_results
 from grader.results import SubmissionResult, TestResult
 from grader.tally import ClassTally
@@ -187,7 +187,7 @@ def test_hidden_check_feedback_explains_without_the_test_code_or_expected_values
 
 
 def test_feedback_texts_exist_in_both_languages_with_the_same_placeholders():
-    texts = feedback_texts()
+    texts = FEEDBACK_TEXTS.texts()
     assert {"title", "score", "hidden_explained", "mistakes"} <= set(texts)
     for key, pair in texts.items():
         fields = [{name for _, name, _, _ in string.Formatter().parse(pair[lang]) if name} for lang in ("en", "zh")]
@@ -195,18 +195,27 @@ def test_feedback_texts_exist_in_both_languages_with_the_same_placeholders():
     assert FEEDBACK_FILE.name == "feedback.toml"
 
 
-def test_a_malformed_feedback_file_names_the_file_and_key(tmp_path, monkeypatch):
-    from grader.render import feedback as render_feedback
-
+def test_a_malformed_feedback_file_names_the_file_and_key(tmp_path):
     broken = tmp_path / "feedback.toml"
     broken.write_text('schema_version = 1\n[text.title]\nen = "Hello"\n', encoding="utf-8")
-    monkeypatch.setattr(render_feedback, "FEEDBACK_FILE", broken)
-    render_feedback.feedback_texts.cache_clear()
-    try:
-        with pytest.raises(ContentError, match=r"feedback.toml: text.title lacks the zh text"):
-            render_feedback.feedback_texts()
-    finally:
-        render_feedback.feedback_texts.cache_clear()
+    with pytest.raises(ContentError, match=r"feedback.toml: text.title lacks the zh text"):
+        replace(FEEDBACK_TEXTS, path=broken).say("title", "en")
+
+
+def test_a_page_text_falls_back_to_a_check_message_and_a_missing_one_names_its_file(tmp_path):
+    from grader.content.loader import TextTable
+    from grader.content.messages import render
+
+    texts = tmp_path / "page.toml"
+    texts.write_text('schema_version = 1\n[text.greeting]\nen = "Hello {name}"\nzh = "你好 {name}"\n',
+                     encoding="utf-8")
+    page = TextTable(texts, fallback=render)
+    assert page.say("greeting", "zh", name="Ana") == "你好 Ana"
+    assert page.say("greeting", "fr", name="Ana") == "Hello Ana"  # a language without its text reads English
+    assert page.say("report_points", "en") == render("report_points", {}, "en")  # not the page's: a message
+    assert page.template("greeting", "en") == "Hello {name}"
+    with pytest.raises(ContentError, match=r"page.toml: no text text.nowhere"):
+        TextTable(texts).say("nowhere", "en")
 
 
 # ---- class report ---------------------------------------------------------------------------

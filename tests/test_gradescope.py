@@ -180,6 +180,26 @@ def test_results_follow_gradescope_format_and_hide_hidden_checks(bundle, tmp_pat
     assert tests[0]["name"].startswith("softmax: ") and tests[0]["number"] == "1.1"
 
 
+def test_the_bundle_grades_with_its_own_key_and_solutions_whatever_the_environment_says(bundle, tmp_path,
+                                                                                      monkeypatch):
+    from grader.grading import calibration
+
+    root_folder = unpack(bundle, tmp_path / "autograder")
+    place(root_folder, "bob@example.edu")
+    expected = grade_upload(root=root_folder)
+    monkeypatch.setenv("MHA_COURSE_KEY", "another-course")
+    monkeypatch.setenv("MHA_SOLUTIONS", str(tmp_path / "no-solutions"))
+    monkeypatch.setenv("MHA_CONFIG_DIR", str(tmp_path / "config"))
+    before = dict(os.environ)
+    calibration.forget_run((ASSIGNMENT, 1.0))  # timed again, from the solutions the bundle carries
+    again = grade_upload(root=root_folder)
+    assert dict(os.environ) == before  # the paths travel as arguments, not through the environment
+    assert [(t["name"], t["score"], t["output"]) for t in again["tests"]] == \
+        [(t["name"], t["score"], t["output"]) for t in expected["tests"]]  # the same drawn inputs: the bundle's key
+    assert "not calibrated" not in again["extra_data"]["isolation"]  # the bundle's reference timed the limits
+    assert not (tmp_path / "config").exists()
+
+
 def test_an_upload_with_nothing_to_grade_gets_a_visible_reason(bundle, tmp_path):
     root_folder = unpack(bundle, tmp_path / "autograder")
     place(root_folder, "alice@example.edu")

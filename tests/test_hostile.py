@@ -27,9 +27,8 @@ from click.testing import CliRunner
 from conftest import FIXTURES, PROJECT, require
 from grader.cli import root
 from grader.grading.grade import grade_submission
-from grader.sandbox import link as closing
+from grader.sandbox import link
 from grader.sandbox.client import Limits, start_server
-from grader.sandbox.link import settle_closing
 from grader.sandbox.source import Cell, SubmissionSource
 
 HOSTILE = FIXTURES / "hostile"
@@ -172,9 +171,9 @@ def test_daemons_and_forked_children_are_dead_after_grading(server):
     graded(HOSTILE / "fork_bomb.py", server)
     # each worker's end is settled later (its keeper's report read on the next start or at the end): at most
     # CLOSING_HELD wait, and once settled nothing the submissions started is left
-    assert len(closing._CLOSING) <= closing.CLOSING_HELD
-    settle_closing()
-    assert closing._CLOSING == []
+    assert server.pool.waiting <= link.CLOSING_HELD
+    server.pool.settle()
+    assert server.pool.waiting == 0
     assert processes_named("mha-hostile-dmn") == []
     assert processes_named("mha-hostile-frk") == []
 
@@ -276,7 +275,7 @@ def test_mha_grade_finishes_a_class_with_every_attack_and_keeps_honest_scores(tm
     for name in fast:
         alone = graded(HOSTILE / f"{name}.py", server, visibility="all", student=name)
         assert results[name]["score"] == alone.score, name
-    settle_closing()  # this process's last workers end on the next start or at exit: now
+    server.pool.settle()  # this process's last workers end on the next start or at exit: now
     assert processes_named("mha-hostile-dmn") == [] and processes_named("mha-hostile-frk") == []
 
 

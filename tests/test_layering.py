@@ -79,8 +79,8 @@ LAYERS = (
     ("grader.grading", "grader.render"),
     ("grader.sandbox", "grader.stubs"),
     ("grader.content",),
-    ("grader.tally",),  # the class's figures, fed results one at a time
-    ("grader.errors", "grader.paths", "grader.i18n", "grader.seeding", "grader.results", "grader.files"),
+    ("grader.tally", "grader.seeding"),  # the class's figures, fed results one at a time; the course key and seeds
+    ("grader.errors", "grader.paths", "grader.i18n", "grader.results", "grader.files"),
 )
 
 

@@ -345,3 +345,28 @@ def _alive(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_only_the_notebooks_whose_text_changed_are_written(tmp_path):
+    from grader.authoring.notebooks import write_changed
+
+    same, changed, new = tmp_path / "same.ipynb", tmp_path / "changed.ipynb", tmp_path / "more" / "new.ipynb"
+    same.write_text("kept", encoding="utf-8")
+    changed.write_text("old", encoding="utf-8")
+    before = same.stat().st_mtime_ns
+    assert write_changed({same: "kept", changed: "new", new: "made"}) == [changed, new]
+    assert changed.read_text(encoding="utf-8") == "new" and new.read_text(encoding="utf-8") == "made"
+    assert same.stat().st_mtime_ns == before
+
+
+def test_a_kernel_without_code_scores_zero_of_the_points_of_the_checks_asked_for(monkeypatch):
+    import grader.notebook as notebook
+    from grader.grading.grade import plan_checks
+
+    def no_code():
+        raise notebook.NoCode()
+    monkeypatch.setattr(notebook, "kernel_source", no_code)
+    result = notebook.grade_kernel(functions=("softmax",), visibility="public", lang="en")
+    softmax = plan_checks(assignment="multihead_attention", visibility="public", functions=("softmax",)).max_score
+    every = plan_checks(assignment="multihead_attention", visibility="public").max_score
+    assert result.status == "error" and result.score == 0 and result.max_score == softmax and 0 < softmax < every

@@ -135,9 +135,9 @@ def _library_ends(monkeypatch, modules, runs: dict, kind: str) -> dict:
     monkeypatch.setattr(twinning, "outcome_of", counted)
     found = {}
     for assignment, path in modules:
-        exercise, tests, _, seed = plan_checks(assignment=assignment, visibility="all", student="library")
+        plan = plan_checks(assignment=assignment, visibility="all", student="library")
         box = InProcessBox.load(path, name=f"{kind.replace(' ', '_')}_{assignment}_{path.stem}")
-        results = run_checks(box, exercise=exercise, tests=tests, visibility="all", seed=seed)
+        results = run_checks(box, plan=plan, visibility="all")
         found[assignment, path.stem] = [(r.name, r.outcome, r.misconception, r.root_cause, r.message)
                                         for r in results]
     return found

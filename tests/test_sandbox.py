@@ -31,7 +31,7 @@ import pytest
 from conftest import PROJECT
 from grader.sandbox.client import Limits, Sandbox, SandboxWarning, describe_isolation, start_server
 from grader.sandbox.codec import BadReply, ForeignObject, decode_reply, load_checked_array
-from grader.sandbox.link import ForkServer, settle_closing
+from grader.sandbox.link import ForkServer
 from grader.sandbox.source import Cell, SubmissionSource
 from grader.sandbox.worker import landlock
 from grader.sandbox.worker.confinement import NOBODY, read_policy
@@ -313,7 +313,7 @@ def test_a_daemonized_child_dies_with_the_worker(without):
             assert box.call("start_daemon", name).value == "started"
             assert wait_until(lambda: processes_named(name)), "the daemon never ran"
             daemons = processes_named(name)
-        settle_closing()  # the worker's end, read later (on the next start, the server's stop or at exit)
+        shared.pool.settle()  # the worker's end, read later (on the next start, the server's stop or at exit)
         assert processes_named(name) == [], f"daemons {daemons} outlived the submission"
     finally:
         shared.stop()

@@ -27,7 +27,6 @@ from conftest import FIXTURES, PROJECT
 from grader.grading.grade import grade_submission
 from grader.sandbox import link
 from grader.sandbox.client import Limits, Sandbox, SandboxWarning, start_server
-from grader.sandbox.link import settle_closing
 from grader.sandbox.source import MAX_NOTES, Cell, SubmissionSource, notebook_source
 from grader.sandbox.worker import landlock
 
@@ -112,9 +111,9 @@ def test_a_graded_workers_end_is_settled_later_and_leaves_nothing(server):
         with opened("x = 1", server) as box:
             pids.append(box.worker.pid)
             folders.append(box.scratch)
-        assert len(link._CLOSING) <= link.CLOSING_HELD
-    settle_closing()
-    assert link._CLOSING == []
+        assert server.pool.waiting <= link.CLOSING_HELD
+    server.pool.settle()
+    assert server.pool.waiting == 0
     assert not any(folder.exists() for folder in folders)
     assert not [pid for pid in pids if Path(f"/proc/{pid}").exists()]  # pids are not reused this soon
 
@@ -134,7 +133,7 @@ def test_each_worker_runs_in_cgroups_of_its_own_that_go_with_it(server):
                     for name in ("memory.limit_in_bytes", "memory.max", "pids.max") if Path(folder, name).exists()}
         assert settings.get("memory.limit_in_bytes", settings.get("memory.max")) == str(700 << 20)
         assert settings["pids.max"] == "40"
-    settle_closing()  # the grading process reads the keeper's report later (the next start, the server's stop)
+    server.pool.settle()  # the grading process reads the keeper's report later (the next start, the server's stop)
     assert not any(Path(folder).exists() for folder in folders)
 
 
@@ -383,8 +382,13 @@ def test_a_worker_reports_when_each_step_of_its_start_ended(server):
     """Seconds after Sandbox.open began; negative for what was made before: a spare keeper and its worker
     confine themselves ahead of any request, and the worker a submission uses was asked for while the one
     before was graded."""
-    with opened("x = 1", server) as box:
-        steps = dict(box.phases)
+    with opened("def f():\n    return 1\n", server) as box:
+        steps = dict(box.timings.phases)
+        loaded = box.timings.load_seconds
+        assert box.call("f").value == 1
+        timings = box.timings
+    assert 0 < loaded < 30 and 0 < timings.worker_seconds < 30  # what the worker says it spent on the call
+    assert timings.phases == tuple(steps.items()) and timings.load_seconds == loaded  # a record: replaced, not edited
     assert {"keeper forked", "worker forked", "landlock", "ready", "request", "hello", "loaded"} <= set(steps), steps
     assert -600 < steps["keeper forked"] < steps["worker forked"] < steps["ready"] < steps["hello"]
     assert steps["request"] < steps["hello"] < steps["loaded"] < 30

@@ -143,7 +143,7 @@ def test_every_outcome_mark_is_drawn_by_the_default_fonts():
     from matplotlib import font_manager
     from matplotlib.ft2font import FT2Font
 
-    from grader.render.marks import MARKS
+    from grader.render.rules import MARKS
 
     covered = FT2Font(font_manager.findfont("DejaVu Sans")).get_charmap()
     assert [mark for mark in MARKS.values() if ord(mark) not in covered] == []

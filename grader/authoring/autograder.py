@@ -21,12 +21,13 @@ inputs from one submission to the next.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from grader.paths import Overrides, overridden
 
 CONFIG_NAME = "autograder.json"
 KEY_NAME = "assignment_key"
@@ -75,7 +76,7 @@ def grade_upload(*, root: Path, without: tuple[str, ...] = ()) -> dict:
     """
     from grader.content.messages import Message
     from grader.entries.entry import submission_in_folder, with_entry
-    from grader.grading.grade import grade_submission
+    from grader.grading.grade import grade_submission, plan_checks
     from grader.grading.submitted import entry_source
     from grader.render.gradescope import gradescope_results, summary_of
     from grader.render.text_safety import clean_name
@@ -86,18 +87,17 @@ def grade_upload(*, root: Path, without: tuple[str, ...] = ()) -> dict:
     root = Path(root)
     source_folder = root / "source"
     config = BundleConfig.read(source_folder / CONFIG_NAME)
-    with _using_bundle(source_folder):
-        key = (source_folder / KEY_NAME).read_text(encoding="utf-8").strip()
+    key = (source_folder / KEY_NAME).read_text(encoding="utf-8").strip()
+    with overridden(bundle_overrides(source_folder, key=key)):
         student = student_of(root / "submission_metadata.json")
         found = submission_in_folder("submission", root / "submission", assignment=config.assignment)
         graded_file = None
         source = found.refusal or entry_source(path=found.path, found=found.found,
                                                      name=clean_name(found.path.name))
         if isinstance(source, Message):
-            from grader.batch.lanes import full_marks
-
             result = load_failure(student=student, error=source.render(config.lang),
-                                  max_score=full_marks(config.assignment, "all"), assignment=config.assignment)
+                                  max_score=plan_checks(assignment=config.assignment, visibility="all").max_score,
+                                  assignment=config.assignment)
         else:
             graded_file = found.path.relative_to(root / "submission").as_posix()
             server = start_server(hidden=(str(source_folder.resolve()), str((root / "results").resolve())),
@@ -117,22 +117,10 @@ def grade_upload(*, root: Path, without: tuple[str, ...] = ()) -> dict:
     return results
 
 
-@contextlib.contextmanager
-def _using_bundle(source: Path):
-    """The grader pointed at the bundle's solutions, its config folder inside the bundle, no other course key."""
-    names = ("MHA_SOLUTIONS", "MHA_CONFIG_DIR", "MHA_COURSE_KEY")
-    saved = {name: os.environ.get(name) for name in names}
-    os.environ["MHA_SOLUTIONS"] = str(source / "solutions")
-    os.environ["MHA_CONFIG_DIR"] = str(source / "config")
-    os.environ.pop("MHA_COURSE_KEY", None)  # the bundle's key is the only one that counts
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+def bundle_overrides(source: Path, *, key: str) -> Overrides:
+    """The grader pointed at the bundle's solutions, its config folder inside the bundle, and the bundle's key
+    as the only one that counts (whatever the platform's environment says)."""
+    return Overrides(solutions=source / "solutions", config_dir=source / "config", course_key=key)
 
 
 def self_test(*, root: Path) -> dict:

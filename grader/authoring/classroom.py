@@ -18,7 +18,6 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.i18n import pick
 from grader.paths import DEFAULT_ASSIGNMENT
 
 COMMAND_GRADER = "classroom-resources/autograding-command-grader@v1"
@@ -127,8 +126,7 @@ def add_classroom_autograding(*, folder: Path, assignment: str = DEFAULT_ASSIGNM
     ``folder`` is what ``grader.authoring.release.build_student_release`` wrote
     (``mha release --github-classroom`` does both).
     """
-    from grader.content.loader import load_bilingual
-    from grader.paths import CONTENT_DIR
+    from grader.authoring.release import RELEASE_TEXTS
 
     folder = Path(folder)
     steps = graded_steps(assignment, lang)
@@ -137,8 +135,7 @@ def add_classroom_autograding(*, folder: Path, assignment: str = DEFAULT_ASSIGNM
     workflow.write_text(workflow_text(steps, assignment), encoding="utf-8")
     (folder / ".gitignore").write_text(GITIGNORE, encoding="utf-8")
     table = "\n".join(f"| `{step.function}` | {step.points:g} |" for step in steps)
-    texts = load_bilingual(CONTENT_DIR / "release.toml", "text")
-    section = pick(texts["classroom_readme"], lang).format(assignment=assignment, table=table,
+    section = RELEASE_TEXTS.say("classroom_readme", lang, assignment=assignment, table=table,
                                                            points=sum(step.points for step in steps))
     readme = folder / "README.md"
     readme.write_text(readme.read_text(encoding="utf-8") + "\n" + section.strip("\n") + "\n", encoding="utf-8")

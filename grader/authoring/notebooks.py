@@ -283,11 +283,16 @@ def notebook_text(notebook) -> str:
 
 def write_notebooks(*, languages: tuple[str, ...] = ("en", "zh")) -> list[Path]:
     """Write the student notebooks; return the paths whose content changed."""
-    changed = []
     tutorial = load_tutorial()
-    for lang in languages:
-        path = notebook_path(lang, tutorial.assignment)
-        text = notebook_text(build_notebook(lang=lang, filling="stub", tutorial=tutorial))
+    return write_changed({notebook_path(lang, tutorial.assignment):
+                          notebook_text(build_notebook(lang=lang, filling="stub", tutorial=tutorial))
+                          for lang in languages})
+
+
+def write_changed(files: dict[Path, str]) -> list[Path]:
+    """Write each of ``files`` (path: text) whose content differs from what is there; the paths written."""
+    changed = []
+    for path, text in files.items():
         if path.is_file() and path.read_text(encoding="utf-8") == text:
             continue
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -11,16 +11,15 @@ cells call the project's suites, so nbgrader's grade and ``mha grade`` agree.
 
 from __future__ import annotations
 
-import functools
 import json
 import shutil
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.content.loader import load_bilingual
+from grader.content.loader import TextTable
 from grader.errors import ConfigError, ContentError, UsageError
-from grader.i18n import LANGUAGES, pick
+from grader.i18n import LANGUAGES
 from grader.paths import CONTENT_DIR, DEFAULT_ASSIGNMENT, PACKAGE_DIR, PROJECT_DIR, solution_path
 
 RELEASE_TEXTS_FILE = CONTENT_DIR / "release.toml"
@@ -75,9 +74,7 @@ class CourseRelease:
         return {"folder": str(self.folder), "notebook": str(self.notebook), "points": self.points}
 
 
-@functools.cache
-def release_texts() -> dict[str, dict[str, str]]:
-    return load_bilingual(RELEASE_TEXTS_FILE, "text")
+RELEASE_TEXTS = TextTable(RELEASE_TEXTS_FILE)  # the READMEs' sections and what ``mha release`` says
 
 # ---- the student release -------------------------------------------------------------------
 def build_student_release(*, target: Path, assignment: str = DEFAULT_ASSIGNMENT, lang: str = "en",
@@ -111,10 +108,9 @@ def build_student_release(*, target: Path, assignment: str = DEFAULT_ASSIGNMENT,
     demo = _write_explainer(target / "demos" / "explainer.html", target / "grader", lang)
     readme = student_readme(assignment=assignment, functions=exercise.functions, notebooks=notebooks,
                             demo=demo, lang=lang)
-    texts = release_texts()
     if withheld.functions:
         key = "student_gives_away" if give_building_blocks else "student_withholds"
-        readme = readme.rstrip("\n") + "\n\n" + pick(texts[key], lang).format(
+        readme = readme.rstrip("\n") + "\n\n" + RELEASE_TEXTS.say(key, lang,
             assignment=assignment, functions=", ".join(f"`{name}`" for name in withheld.functions)).strip("\n")
     (target / "README.md").write_text(readme.strip("\n") + "\n", encoding="utf-8")
     (target / "pyproject.toml").write_text(release_pyproject(target / "grader"), encoding="utf-8")
@@ -140,17 +136,16 @@ def student_readme(*, assignment: str, functions: tuple[str, ...], notebooks: bo
     model) where its notebooks ship, else those that work on any exercise, each naming its own functions."""
     from grader.practice.drill import drills
 
-    texts = release_texts()
     kind = "core" if notebooks else "track"
     alone = [name for name in drills(assignment) if name != "all"]  # the functions one may drill alone
     fields = {"assignment": assignment, "function": functions[0],
-              "demo_line": pick(texts["student_demo"], lang) if demo else "",
-              "drill_line": pick(texts["student_drill_one" if alone else "student_drill_all"], lang).format(
+              "demo_line": RELEASE_TEXTS.template("student_demo", lang) if demo else "",
+              "drill_line": RELEASE_TEXTS.say("student_drill_one" if alone else "student_drill_all", lang,
                   drill=alone[0] if alone else ""),
               "functions": ", ".join(f"`{name}`" for name in functions)}
-    intro = pick(texts[f"student_intro_{kind}"], lang).strip("\n").format(**fields)
-    work = pick(texts[f"student_work_{kind}"], lang).strip("\n").format(**fields)
-    return pick(texts["student_readme"], lang).format(assignment=assignment, intro=intro, work=work)
+    intro = RELEASE_TEXTS.template(f"student_intro_{kind}", lang).strip("\n").format(**fields)
+    work = RELEASE_TEXTS.template(f"student_work_{kind}", lang).strip("\n").format(**fields)
+    return RELEASE_TEXTS.say("student_readme", lang, assignment=assignment, intro=intro, work=work)
 
 
 def _write_notebooks(target: Path, assignment: str) -> bool:
@@ -315,7 +310,7 @@ def build_nbgrader_course(*, course_dir: Path, assignment: str = DEFAULT_ASSIGNM
         config.write_text(NBGRADER_CONFIG, encoding="utf-8")
     by_cell = {check_cell_id(group): value for group, value in points.items()}
     cells = ", ".join(f"{name} {value:g}" for name, value in by_cell.items())
-    readme = pick(release_texts()["course_readme"], lang).format(assignment=assignment, cells=cells,
+    readme = RELEASE_TEXTS.say("course_readme", lang, assignment=assignment, cells=cells,
                                                                  points=sum(points.values()))
     (course_dir / "README.md").write_text(readme.strip("\n") + "\n", encoding="utf-8")
     return CourseRelease(folder=course_dir, notebook=notebook_file, points=by_cell)

@@ -15,6 +15,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.authoring.notebooks import notebook_text, write_changed  # the file as the tutorial's is written
 from grader.content.loader import load_toml
 from grader.errors import ContentError
 from grader.i18n import LANGUAGES
@@ -104,25 +105,9 @@ def build_notebook(lang: str, content: NotebookContent | None = None):
     return notebook
 
 
-def notebook_text(notebook) -> str:
-    """The file's content: stable key order, one-space indent, final newline (as the tutorial's)."""
-    import nbformat
-
-    return nbformat.writes(notebook) + "\n"
-
-
 def write_notebooks(*, languages: tuple[str, ...] = LANGUAGES) -> list[Path]:
     """Write both notebooks; return the paths whose content changed."""
-    changed = []
-    for lang in languages:
-        path = notebook_path(lang)
-        text = notebook_text(build_notebook(lang))
-        if path.is_file() and path.read_text(encoding="utf-8") == text:
-            continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        changed.append(path)
-    return changed
+    return write_changed({notebook_path(lang): notebook_text(build_notebook(lang)) for lang in languages})
 
 
 if __name__ == "__main__":

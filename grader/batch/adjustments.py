@@ -25,35 +25,15 @@ from __future__ import annotations
 
 import csv
 import re
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from grader.errors import UsageError
-from grader.results import SubmissionResult
+from grader.results import Adjustment, SubmissionResult
 
 KINDS = ("late", "manual", "extension")
 COLUMNS = ("student", "points", "reason", "kind")
 _POINTS = re.compile(r"^\s*([+-]?\d+(?:\.\d+)?)\s*(%?)\s*$")
-
-
-@dataclass(frozen=True)
-class Adjustment:
-    """One row of the adjustments file, and what it did once applied."""
-
-    kind: str  # late, manual or extension
-    reason: str
-    points: float = 0.0  # as given, when given in points
-    percent: float | None = None  # as given, when given as a percentage of the maximum
-    change: float = 0.0  # points it added to the score (negative: removed); 0 when waived
-    waived: bool = False  # a late penalty cancelled by an extension
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict) -> Adjustment:
-        known = {"kind", "reason", "points", "percent", "change", "waived"}
-        return cls(**{key: value for key, value in data.items() if key in known})
 
 
 def read_adjustments(path: Path) -> dict[str, tuple[Adjustment, ...]]:
@@ -95,9 +75,10 @@ def read_adjustments(path: Path) -> dict[str, tuple[Adjustment, ...]]:
     return {student: tuple(items) for student, items in table.items()}
 
 
-def apply_adjustments(result: SubmissionResult, adjustments) -> SubmissionResult:
-    """``result`` with ``adjustments`` (Adjustment or dicts, as given, not yet applied) and its ``final_score``."""
-    items = [item if isinstance(item, Adjustment) else Adjustment.from_dict(item) for item in adjustments or ()]
+def apply_adjustments(result: SubmissionResult, adjustments: tuple[Adjustment, ...] | None) -> SubmissionResult:
+    """``result`` with ``adjustments`` (as given, or as a result carries them: applied again) and its
+    ``final_score``."""
+    items = list(adjustments or ())
     extended = any(item.kind == "extension" for item in items)
     maximum = float(result.max_score or 0.0)
     applied = []
@@ -107,4 +88,4 @@ def apply_adjustments(result: SubmissionResult, adjustments) -> SubmissionResult
         applied.append(Adjustment(kind=item.kind, reason=item.reason, points=item.points, percent=item.percent,
                                   change=0.0 if waived else round(given, 6), waived=waived))
     final = max(0.0, round(float(result.score) + sum(item.change for item in applied), 6))
-    return replace(result, adjustments=tuple(item.to_dict() for item in applied), final_score=final)
+    return replace(result, adjustments=tuple(applied), final_score=final)

@@ -22,14 +22,13 @@ import os
 import signal
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from grader.batch.settings import Task
 from grader.content.messages import Message, parts_of
 from grader.paths import DEFAULT_ASSIGNMENT
 from grader.results import SubmissionResult, load_failure
-from grader.sandbox.link import settle_closing
 
 _PR_SET_PDEATHSIG = 1
 
@@ -118,11 +117,9 @@ def _answers_of(answers):
 
 def full_marks(assignment: str, visibility: str) -> float:
     """The points of every check a run grades (the maximum of a result that could not be graded)."""
-    from grader.grading.assignment import get_assignment
-    from grader.grading.grade import VISIBILITIES
-    from grader.grading.runner import collect
+    from grader.grading.grade import plan_checks
 
-    return float(sum(test.points for test in collect(get_assignment(assignment), VISIBILITIES[visibility])))
+    return plan_checks(assignment=assignment, visibility=visibility).max_score
 
 
 def preload(assignment: str) -> list[str]:
@@ -250,13 +247,19 @@ def _lane_main(connection, runner: Callable[[Task], SubmissionResult]) -> None:
     _follow_parent()
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the main process's to handle
+    servers: dict[str, object] = {}  # the lane's handle on each server its tasks name, by address
     try:
-        _serve_tasks(connection, runner)
+        _serve_tasks(connection, runner, servers)
     finally:  # a lane ends without running atexit hooks: the workers of its last submissions end here
-        settle_closing()
+        for server in servers.values():
+            server.pool.settle()
 
 
-def _serve_tasks(connection, runner: Callable[[Task], SubmissionResult]) -> None:
+def _serve_tasks(connection, runner: Callable[[Task], SubmissionResult], servers: dict[str, object]) -> None:
+    """Grade the tasks the connection brings until it ends. A task's server address becomes the lane's one
+    handle on that server, so the worker made ahead while one submission is graded serves the next."""
+    from grader.sandbox.servers import attach_server
+
     while True:
         try:
             task = connection.recv()
@@ -264,6 +267,10 @@ def _serve_tasks(connection, runner: Callable[[Task], SubmissionResult]) -> None
             return
         if task is None:
             return
+        if isinstance(task.server, str):
+            if task.server not in servers:
+                servers[task.server] = attach_server(task.server)
+            task = replace(task, server=servers[task.server])
         try:
             result = runner(task)
         except Exception as failure:  # a defect of the grader on this input: report it, keep the lane

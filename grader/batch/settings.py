@@ -68,5 +68,5 @@ class Task:
     answers: object = None  # quiz answers graded with the code: a grader.files.Found, or why not (Message)
     found: object = None  # the file as discovery saw it (grader.files.Found): what the lane reads
     course_key: str | None = None  # from the process that started the run, never written to disk
-    server: str | None = None  # address of the run's fork server
+    server: object = None  # address of the run's fork server; in a lane, the lane's handle on it
     calibration: dict | None = None  # the run's call limits (grader.grading.calibration), measured once

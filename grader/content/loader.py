@@ -8,12 +8,15 @@ ContentError that names the file and the key.
 
 from __future__ import annotations
 
+import functools
 import string
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from grader.content.parsed_cache import parsed_toml
 from grader.errors import ContentError
-from grader.i18n import LANGUAGES
+from grader.i18n import LANGUAGES, pick
 
 SCHEMA_VERSION = 1
 
@@ -72,3 +75,40 @@ def load_bilingual(path: Path, table: str) -> dict[str, dict[str, str]]:
 
 def placeholders(text: str) -> set[str]:
     return {field for _, field, _, _ in string.Formatter().parse(text) if field}
+
+
+@functools.cache
+def _table_texts(path: Path, table: str) -> dict[str, dict[str, str]]:
+    return load_bilingual(path, table)
+
+
+@dataclass(frozen=True)
+class TextTable:
+    """The ``[table.*]`` texts of one content file, looked up by key: the one page-text lookup.
+
+    ``fallback(key, params, lang)`` answers a key the file does not have (a page
+    that may also show a check message passes ``grader.content.messages.render``);
+    without one, a missing key is a ContentError naming the file and the key.
+    The file is read and checked once per process, on the first lookup.
+    """
+
+    path: Path
+    table: str = "text"
+    fallback: Callable[[str, dict, str], str] | None = None
+
+    def texts(self) -> dict[str, dict[str, str]]:
+        """Every text of the table by dotted key, both languages."""
+        return _table_texts(self.path, self.table)
+
+    def template(self, key: str, lang: str) -> str:
+        """Text ``key`` in ``lang`` with its placeholders left in, for a page's script to fill."""
+        texts = self.texts()
+        if key not in texts:
+            raise ContentError(f"{self.path}: no text {self.table}.{key}")
+        return pick(texts[key], lang)
+
+    def say(self, key: str, lang: str, **params) -> str:
+        """Text ``key`` in ``lang`` (English where ``lang`` has none) with its placeholders filled."""
+        if key not in self.texts() and self.fallback is not None:
+            return self.fallback(key, params, lang)
+        return self.template(key, lang).format(**params)

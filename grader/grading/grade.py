@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -12,10 +12,10 @@ from grader.content.messages import Message, cell_label, parts_of, render_parts
 from grader.grading import calibration as calibrating
 from grader.grading import calibration_cache
 from grader.grading import case as case_module
-from grader.grading.assignment import get_assignment
+from grader.grading.assignment import Assignment, get_assignment
 from grader.grading.calibration import Calibration
 from grader.grading.imports import with_early_imports
-from grader.grading.runner import collect, run_tests
+from grader.grading.runner import SuiteTest, collect, run_tests
 from grader.grading.settling import CONSTRUCTOR
 from grader.grading.student import StudentCode, construction_of, construction_request, request_of
 from grader.grading.submitted import read_submission_file
@@ -51,9 +51,8 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
     """
     started = time.monotonic()
     student = student or (Path(path).stem if path is not None else "student")
-    exercise, tests, max_score, seed = plan_checks(assignment=assignment, visibility=visibility,
-                                                   functions=functions, student=student, seed=seed)
-    common = dict(student=student, max_score=max_score, assignment=assignment)
+    plan = plan_checks(assignment=assignment, visibility=visibility, functions=functions, student=student, seed=seed)
+    common = dict(student=student, max_score=plan.max_score, assignment=assignment)
     try:
         source = source if source is not None else read_submission_file(Path(path))
     except SubmissionError as bad:
@@ -73,7 +72,7 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
             calibration = run_calibration(assignment=assignment, server=server, limits=limits, scale=timeout_scale,
                                           keep=keep_calibration) \
                 if server is not None else _uncalibrated(limits or Limits(), timeout_scale)
-        result = _grade_loaded(source, exercise=exercise, tests=tests, visibility=visibility, seed=seed,
+        result = _grade_loaded(source, plan=plan, visibility=visibility,
                                limits=_with_load_limit(limits or Limits(), calibration), lang=lang, server=server,
                                calibration=calibration, on_function=on_function, started=started, common=common,
                                isolation=isolation)
@@ -85,7 +84,7 @@ def grade_submission(*, path: Path | None = None, source: SubmissionSource | Non
             own_server.stop()
 
 
-def _grade_loaded(source: SubmissionSource, *, exercise, tests, visibility: str, seed, limits: Limits, lang: str,
+def _grade_loaded(source: SubmissionSource, *, plan: CheckPlan, visibility: str, limits: Limits, lang: str,
                   server, calibration: Calibration, on_function, started: float, common: dict,
                   isolation: str = "linux") -> SubmissionResult:
     # a module imported inside a function is imported while loading, under the load limit, not on the first call
@@ -97,32 +96,42 @@ def _grade_loaded(source: SubmissionSource, *, exercise, tests, visibility: str,
             return load_failure(error=render_parts(error, lang), error_messages=error,
                                 notes=tuple(render_parts(note, lang) for note in notes), note_messages=notes,
                                 isolation=isolation, duration=time.monotonic() - started, **common)
-        results = run_checks(box, exercise=exercise, tests=tests, visibility=visibility, seed=seed, lang=lang,
-                             limit=calibration.limit, on_function=on_function)
+        results = run_checks(box, plan=plan, visibility=visibility, lang=lang, limit=calibration.limit,
+                             on_function=on_function)
         notes = _notes(source.notes) + tuple(_cell_note(error) for error in report.cell_errors)
         return summarize(tests=results, catalog_ids=misconception_ids(), notes=tuple(render_parts(note, lang)
                          for note in notes), note_messages=notes, isolation=isolation,
-                         seed=seed, duration=round(time.monotonic() - started, 3), **common)
+                         seed=plan.seed, duration=round(time.monotonic() - started, 3), **common)
+
+
+@dataclass(frozen=True)
+class CheckPlan:
+    """What a run grades: the exercise, the checks chosen, their points, and the seed hidden checks draw from."""
+
+    exercise: Assignment
+    tests: tuple[SuiteTest, ...]
+    max_score: float  # full marks: a result that could not be graded has this maximum too
+    seed: int | None  # None where no hidden check runs, or where the plan only counts points
 
 
 def plan_checks(*, assignment: str, visibility: str, functions: tuple[str, ...] | None = None,
-                student: str, seed: int | None = None) -> tuple:
-    """``(exercise, tests, max_score, seed)`` of a run: the checks ``visibility`` and ``functions`` select,
-    and the seed hidden checks draw from (by default derived from the course key and ``student``)."""
+                student: str | None = None, seed: int | None = None) -> CheckPlan:
+    """The checks ``visibility`` and ``functions`` select, and the seed hidden checks draw from (by default
+    derived from the course key and ``student``; with no ``student`` the plan only counts points)."""
     exercise = get_assignment(assignment)
-    tests = collect(exercise, VISIBILITIES[visibility])
-    if functions:
-        tests = [test for test in tests if test.function in functions]
-    if seed is None and any(test.visibility == "hidden" for test in tests):
+    tests = tuple(test for test in collect(exercise, VISIBILITIES[visibility])
+                  if not functions or test.function in functions)
+    if seed is None and student is not None and any(test.visibility == "hidden" for test in tests):
         seed = student_seed(student)
-    return exercise, tests, float(sum(test.points for test in tests)), seed
+    return CheckPlan(exercise=exercise, tests=tests, max_score=float(sum(test.points for test in tests)), seed=seed)
 
 
-def run_checks(box, *, exercise, tests, visibility: str, seed: int | None, lang: str = "en",
+def run_checks(box, *, plan: CheckPlan, visibility: str, lang: str = "en",
                limit: Callable[[str], float] | None = None,
                on_function: Callable[[str], None] | None = None) -> list:
-    """Run ``tests`` against the submission loaded in ``box`` (a ``Sandbox``; in benchmarks, the in-process
-    stand-in): their cases built, most calls asked for in one exchange, each check's result."""
+    """Run the checks of ``plan`` against the submission loaded in ``box`` (a ``Sandbox``; in benchmarks, the
+    in-process stand-in): their cases built, most calls asked for in one exchange, each check's result."""
+    exercise, tests, seed = plan.exercise, plan.tests, plan.seed
     uses_hidden = any(test.visibility == "hidden" for test in tests)
     student = StudentCode(box, limit=limit, on_call=on_function)
     fixtures = {"public": {"student": student, "cases": None, "seed": None}}
@@ -205,7 +214,7 @@ def time_reference(*, assignment: str, server: ForkServer | str | None,
                 return None
             for spent, outcome in zip(rounds, outcomes):
                 spent.append(outcome.seconds)
-        load_seconds = box.load_seconds
+        load_seconds = box.timings.load_seconds
     times: dict[str, list[list[float]]] = {}
     for (function, _), spent in zip(calls, rounds):
         times.setdefault(function, []).append(spent)

@@ -12,7 +12,7 @@ check whose call produced it.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Protocol
 
 import numpy as np
 
@@ -20,8 +20,8 @@ from grader.grading.case import Case
 from grader.grading.settling import CONSTRUCTOR, Ledger, Stop
 from grader.sandbox.codec import ForeignObject
 
-if TYPE_CHECKING:  # annotations only: the proxy is handed an open sandbox
-    from grader.sandbox.client import CallOutcome, Sandbox
+if TYPE_CHECKING:  # annotations only: the proxy is handed an open box
+    from grader.sandbox.client import CallOutcome, Limits
 
 
 PRINTED_LIMIT = 2000  # bytes of one call's printed output kept
@@ -33,11 +33,39 @@ REPLY_ROOM = 1 << 16
 KEPT_BYTES = 64 << 20  # of arrays the trusted side keeps of one submission's outcomes, in all
 
 
+class Box(Protocol):
+    """What ``StudentCode`` needs of a loaded submission: ``grader.sandbox.client.Sandbox``, or in benchmarks
+    the in-process stand-in ``grader.sandbox.in_process.InProcessBox``."""
+
+    limits: Limits
+    worker: object | None  # the worker the next call goes to; None: the next call starts one
+    restarts: int  # workers started again after the first
+
+    @property
+    def budget_left(self) -> float:
+        """Seconds left for all calls of the submission together."""
+
+    def run(self, target: dict, args: tuple = (), kwargs: dict | None = None, *, timeout: float | None = None,
+            stop_on: frozenset = frozenset(), reply_limit: int | None = None) -> CallOutcome:
+        """One call, held to ``timeout``; it stops on entering a function of ``stop_on``."""
+
+    def call_batch(self, calls: list[tuple[dict, tuple, dict]], *, timeouts: list[float] | None = None,
+                   stop_on: frozenset = frozenset(), on_start: Callable[[int], None] | None = None,
+                   reply_limits: list[int] | None = None) -> list[CallOutcome | None] | None:
+        """Several calls in one exchange (None: none was made, each is made on its own)."""
+
+    def output_size(self) -> int:
+        """Bytes the submission has printed so far."""
+
+    def output_since(self, offset: int, limit: int = 4000) -> str:
+        """What it printed from ``offset`` on, at most ``limit`` bytes."""
+
+
 class StudentCode:
-    """``limit(function)``: seconds one call of it may take (default: the sandbox's ``call_timeout``).
+    """``limit(function)``: seconds one call of it may take (default: the box's ``call_timeout``).
     ``on_call(function)`` is told as each call begins (a spinner shows it)."""
 
-    def __init__(self, sandbox: Sandbox, *, limit: Callable[[str], float] | None = None,
+    def __init__(self, sandbox: Box, *, limit: Callable[[str], float] | None = None,
                  on_call: Callable[[str], None] | None = None):
         self.sandbox = sandbox
         self.limit = limit or (lambda function: sandbox.limits.call_timeout)
@@ -131,8 +159,7 @@ class StudentCode:
             self._check_printed.append(text)
 
     def _output_size(self) -> int:
-        size = getattr(self.sandbox, "output_size", None)  # an in-process stand-in has no separate output
-        return size() if size else 0
+        return self.sandbox.output_size()
 
     # ``call`` and ``construct`` are never cached: checks use them for one-off inputs.
     def call(self, function: str, *args, like: Case | None = None, **kwargs) -> CallOutcome:
@@ -165,9 +192,8 @@ class StudentCode:
         outcome = self.sandbox.run(target, args, kwargs, timeout=self.limit(function), stop_on=self.ledger.stop_on(),
                                    reply_limit=reply_limit)
         after = self._output_size()
-        since = getattr(self.sandbox, "output_since", None)
         # nothing printed, or a fresh worker (whose output is not this call's alone): nothing to show
-        printed = since(before, min(after - before, PRINTED_LIMIT)) if since and after > before else ""
+        printed = self.sandbox.output_since(before, min(after - before, PRINTED_LIMIT)) if after > before else ""
         return self._learn(function, outcome, construction), printed
 
     def _learn(self, function: str, outcome: CallOutcome, construction: tuple | None) -> tuple[CallOutcome, Stop | None]:

@@ -11,15 +11,13 @@ roster, nothing fetched), every word in the run's language
 from __future__ import annotations
 
 import base64
-import functools
 import io
 from pathlib import Path
 
 from grader.content.catalog import load_catalog
-from grader.content.loader import load_bilingual
+from grader.content.loader import TextTable
 from grader.content.messages import check_title
 from grader.files import atomic_write_text, file_key
-from grader.i18n import pick
 from grader.paths import CONTENT_DIR
 from grader.render.text_safety import html_text
 from grader.tally import ClassTally, RosterRow
@@ -27,13 +25,8 @@ from grader.tally import ClassTally, RosterRow
 REPORT_TEXTS = CONTENT_DIR / "report.toml"
 
 
-@functools.cache
-def report_texts() -> dict[str, dict[str, str]]:
-    return load_bilingual(REPORT_TEXTS, "text")
-
-
-def say(key: str, lang: str, **params) -> str:
-    return pick(report_texts()[key], lang).format(**params)
+REPORT = TextTable(REPORT_TEXTS)
+say = REPORT.say
 
 
 def histogram_png(scores: list[float], max_score: float, *, lang: str = "en") -> bytes:
@@ -123,10 +116,10 @@ SIMILARITY_SHOWN = 10  # pairs shown in the report; similarity.html lists them a
 def similarity_section(data: dict, lang: str) -> str:
     """The class's most similar pairs and answer-key matches, from similarity.json's data; a link to the page."""
     e = html_text
-    words = load_bilingual(SIMILARITY_TEXTS, "text")
+    words = TextTable(SIMILARITY_TEXTS)
 
     def word(key: str, **params) -> str:
-        return pick(words[key], lang).format(**params)
+        return words.say(key, lang, **params)
 
     rows = "".join(f"<tr><td>{e(pair['students'][0])}</td><td>{e(pair['students'][1])}</td>"
                    f"<td class=n>{pair['score']:.2f}</td><td class=n>{len(pair['evidence']['passages'])}</td>"

@@ -62,8 +62,8 @@ def adjustments_text(result: SubmissionResult) -> str:
     """The adjustments of a result in one cell: ``late -6: late by 1 day; late waived: ...``."""
     parts = []
     for item in result.adjustments:
-        change = "waived" if item.get("waived") else f"{item.get('change', 0):+g}"
-        parts.append(f"{item.get('kind', '')} {change}: {item.get('reason', '')}".strip())
+        change = "waived" if item.waived else f"{item.change:+g}"
+        parts.append(f"{item.kind} {change}: {item.reason}".strip())
     return "; ".join(parts)
 
 

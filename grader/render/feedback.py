@@ -10,31 +10,23 @@ would let a student rebuild the inputs of a regrade.
 
 from __future__ import annotations
 
-import functools
 import html
 import re
 from dataclasses import dataclass
 
-from grader.content.catalog import load_catalog
-from grader.content.loader import load_bilingual
-from grader.content.messages import case_text, check_text, check_title, error_text, note_texts
+from grader.content.catalog import Entry
+from grader.content.loader import TextTable
+from grader.content.messages import case_text, check_text, check_title, error_text, note_texts, render
 from grader.paths import CONTENT_DIR
-from grader.render import marks
+from grader.render.rules import mark, shown_mistakes
 from grader.render.text_safety import clean_line, html_text, markdown_code_block, markdown_inline
 from grader.results import SubmissionResult, TestResult
 
 FEEDBACK_FILE = CONTENT_DIR / "feedback.toml"
 
 
-@functools.cache
-def feedback_texts() -> dict[str, dict[str, str]]:
-    """The page's own texts by key."""
-    return load_bilingual(FEEDBACK_FILE, "text")
-
-
-def say(key: str, lang: str, **params) -> str:
-    """One of the page's texts, or a check message of ``messages.toml``."""
-    return marks.say(feedback_texts(), key, lang, **params)
+FEEDBACK_TEXTS = TextTable(FEEDBACK_FILE, fallback=render)  # the page's own texts, else a check message
+say = FEEDBACK_TEXTS.say
 
 
 @dataclass(frozen=True)
@@ -49,28 +41,20 @@ class Mistake:
 def mistakes_of(result: SubmissionResult, lang: str) -> list[Mistake]:
     """Every catalogued mistake (or generic outcome) behind a failed check, in the order first met.
 
-    A generic outcome gets no entry of its own where a specific mistake explains it: its check names a
-    root cause, or its function's checks found a catalogued mistake.
+    Which are shown is ``grader.render.rules.shown_mistakes``; each is listed once, with every function
+    where it was found (the root cause's, where a check names one).
     """
-    catalog = load_catalog()
-    specific = {test.function for test in result.tests if test.outcome != "passed" for key in
-                (test.misconception, *test.additional_misconceptions)
-                if key in catalog and catalog[key].function is not None}
+    entries: dict[str, Entry] = {}
     seen: dict[str, list[str]] = {}
-    for test in result.tests:
-        if test.outcome == "passed":
-            continue
-        for key in (test.misconception, *test.additional_misconceptions):
-            if key not in catalog:
-                continue
-            if catalog[key].function is None and (test.root_cause or test.function in specific):
-                continue
-            where = seen.setdefault(key, [])
-            function = test.root_cause or test.function if key == test.misconception else catalog[key].function
+    for test, shown in zip(result.tests, shown_mistakes(result)):
+        for entry in shown:
+            entries[entry.id] = entry
+            where = seen.setdefault(entry.id, [])
+            function = test.root_cause or test.function if entry.id == test.misconception else entry.function
             if function not in where:
                 where.append(function)
-    return [Mistake(key, catalog[key].text("title", lang), catalog[key].text("explanation", lang),
-                    catalog[key].text("hint", lang), tuple(functions)) for key, functions in seen.items()]
+    return [Mistake(key, entries[key].text("title", lang), entries[key].text("explanation", lang),
+                    entries[key].text("hint", lang), tuple(functions)) for key, functions in seen.items()]
 
 
 def by_function(tests) -> list[tuple[str, list[TestResult]]]:
@@ -87,7 +71,7 @@ def _label(test: TestResult, lang: str) -> str:
 
 
 def _outcome(test: TestResult, lang: str) -> str:
-    return f"{marks.mark(test.outcome)} {say('outcome_' + test.outcome, lang)}"
+    return f"{mark(test.outcome)} {say('outcome_' + test.outcome, lang)}"
 
 
 # ---- Markdown --------------------------------------------------------------------------
@@ -105,19 +89,18 @@ def adjustment_lines(result: SubmissionResult, lang: str) -> list[str]:
     """Each adjustment made after grading, as a sentence (the reason as the instructor wrote it, cleaned)."""
     lines = []
     for item in result.adjustments:
-        kind = say(f"kind_{item.get('kind', 'manual')}", lang)
-        reason = clean_line(item.get("reason") or "")
-        if item.get("waived"):
+        kind = say(f"kind_{item.kind}", lang)
+        reason = clean_line(item.reason)
+        if item.waived:
             lines.append(say("adjustment_waived", lang, kind=kind, reason=reason))
             continue
-        change = float(item.get("change") or 0.0)
-        if item.get("kind") == "extension":
+        if item.kind == "extension":
             line = say("adjustment_note", lang, kind=kind, reason=reason)
-        elif item.get("percent") is None:
-            line = say("adjustment_line", lang, kind=kind, change=change, reason=reason)
+        elif item.percent is None:
+            line = say("adjustment_line", lang, kind=kind, change=item.change, reason=reason)
         else:
-            line = say("adjustment_percent_line", lang, kind=kind, change=change, reason=reason,
-                       percent=float(item["percent"]), max_score=result.max_score)
+            line = say("adjustment_percent_line", lang, kind=kind, change=item.change, reason=reason,
+                       percent=item.percent, max_score=result.max_score)
         lines.append(line)
     return lines
 

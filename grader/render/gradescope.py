@@ -13,13 +13,11 @@ reach students only when the instructor allows. Text a student controls
 
 from __future__ import annotations
 
-import functools
 import html
 
 from grader.content.catalog import load_catalog
-from grader.content.loader import load_bilingual
+from grader.content.loader import TextTable
 from grader.content.messages import check_title, render_parts
-from grader.i18n import pick
 from grader.paths import CONTENT_DIR
 from grader.render.text_safety import html_text, markdown_code_block, markdown_inline
 from grader.results import SubmissionResult, TestResult
@@ -29,14 +27,8 @@ HIDDEN_VISIBILITIES = ("hidden", "after_due_date", "after_published", "visible")
 TEXTS_FILE = CONTENT_DIR / "platforms.toml"
 
 
-@functools.cache
-def platform_texts() -> dict[str, dict[str, str]]:
-    """The texts students read on the platforms, by key (``content/platforms.toml``)."""
-    return load_bilingual(TEXTS_FILE, "text")
-
-
-def say(key: str, lang: str, **params) -> str:
-    return pick(platform_texts()[key], lang).format(**params)
+PLATFORM_TEXTS = TextTable(TEXTS_FILE)  # the texts students read on the platforms
+say = PLATFORM_TEXTS.say
 
 
 def gradescope_results(result: SubmissionResult, *, lang: str = "en", output_format: str = "md",
@@ -126,8 +118,8 @@ def _adjustment_test(adjustments, *, lang: str, output_format: str) -> dict:
     """Adjustments made after grading, as one informational test (its points are in the top-level score)."""
     lines = []
     for item in adjustments:
-        waived = f" ({say('adjustment_waived', lang)})" if item.get("waived") else ""
-        lines.append(f"{item.get('kind', '')} {item.get('change', 0):+g}{waived}: {item.get('reason') or ''}")
+        waived = f" ({say('adjustment_waived', lang)})" if item.waived else ""
+        lines.append(f"{item.kind} {item.change:+g}{waived}: {item.reason}")
     body = "\n".join(lines)
     return {"name": say("adjustments_title", lang), "number": "99", "status": "passed",
             "output": _block(body, output_format), "output_format": output_format, "visibility": "visible"}

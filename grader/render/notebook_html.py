@@ -11,30 +11,22 @@ each check is also in ``data-`` attributes, for tools and tests.
 
 from __future__ import annotations
 
-import functools
 from itertools import groupby
 
 from grader.content.catalog import load_catalog
-from grader.content.loader import load_bilingual
-from grader.content.messages import case_text, check_text, check_title, error_text, note_texts
+from grader.content.loader import TextTable
+from grader.content.messages import case_text, check_text, check_title, error_text, note_texts, render
 from grader.paths import CONTENT_DIR
-from grader.render import marks
 from grader.render.feedback import mistakes_of
+from grader.render.rules import mark
 from grader.render.text_safety import html_text
 from grader.results import SubmissionResult
 
 NOTEBOOK_TEXTS_FILE = CONTENT_DIR / "notebook.toml"
 
 
-@functools.cache
-def notebook_texts() -> dict[str, dict[str, str]]:
-    """The notebook checks' own texts."""
-    return load_bilingual(NOTEBOOK_TEXTS_FILE, "text")
-
-
-def say(key: str, lang: str, **params) -> str:
-    """A text of ``notebook.toml``, or else a message of ``messages.toml``."""
-    return marks.say(notebook_texts(), key, lang, **params)
+NOTEBOOK_TEXTS = TextTable(NOTEBOOK_TEXTS_FILE, fallback=render)  # the notebook checks' texts, else a message
+say = NOTEBOOK_TEXTS.say
 
 
 def result_to_html(result: SubmissionResult, lang: str, *, title: str | None = None,
@@ -76,7 +68,7 @@ def _function_table(function: str, tests: list, lang: str) -> str:
         rows.append(f"<tr class='mha-{e(test.outcome)}' data-test='{e(test.name)}' data-outcome='{e(test.outcome)}' "
                     f"data-misconception='{e(test.misconception or '')}'><td{_LEFT}>{e(label)}</td>"
                     f"<td class='mha-points' style='text-align:right'>{test.score:g}/{test.max_score:g}</td>"
-                    f"<td{_LEFT}>{marks.mark(test.outcome)} {e(say('outcome_' + test.outcome, lang))}</td></tr>")
+                    f"<td{_LEFT}>{mark(test.outcome)} {e(say('outcome_' + test.outcome, lang))}</td></tr>")
         if test.outcome != "passed":
             cause = ""
             if test.root_cause:

@@ -9,8 +9,7 @@ import click
 from rich.markup import escape
 
 from grader.content.catalog import load_catalog
-from grader.content.loader import load_bilingual
-from grader.i18n import pick
+from grader.content.loader import TextTable
 from grader.paths import CONTENT_DIR
 from grader.render.text_safety import clean_line
 from grader.results import SubmissionResult
@@ -188,13 +187,11 @@ def print_summary(summary, *, formats=(), merged: bool = False, lang: str = "en"
     click.echo(say("files", files=", ".join(["grades.csv", "results.json", "feedback/", "report.html"] + extra)))
 
 
-@functools.cache
-def summary_texts() -> dict[str, dict[str, str]]:
-    return load_bilingual(SUMMARY_TEXTS, "text")
+SUMMARY = TextTable(SUMMARY_TEXTS)
 
 
 def _say(key: str, *, lang: str, **params) -> str:
-    return pick(summary_texts()[key], lang).format(**params)
+    return SUMMARY.say(key, lang, **params)
 
 
 say_summary = _say  # for the verbs: one of this file's texts in ``lang``

@@ -10,9 +10,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from grader.content.catalog import CLOSER_HINT, load_catalog
+from grader.content.catalog import CLOSER_HINT
 from grader.content.messages import Message, case_text, check_text, check_title, error_text, note_texts, render
-from grader.render.marks import terminal_mark
+from grader.render.rules import shown_mistakes, terminal_mark
 from grader.render.text_safety import clean_text
 from grader.results import SubmissionResult
 
@@ -61,9 +61,8 @@ def print_result(result: SubmissionResult, *, file: str, lang: str, console: Con
         console.print(f"[red]{escape(say('report_load_error'))}[/]")
         hanging(console, "  ", shown(error_text(result, lang)))
         return
-    catalog = load_catalog()
     explained: set[str] = set()
-    specific = _specific_findings(result, catalog)
+    cards = dict(zip(map(id, result.tests), shown_mistakes(result)))  # by check: the mistakes shown beside it
     for function, group in groupby(result.tests, key=lambda test: test.function):
         tests = list(group)
         failing = [test for test in tests if test.outcome != "passed"]
@@ -92,11 +91,7 @@ def print_result(result: SubmissionResult, *, file: str, lang: str, console: Con
             if test.output:
                 hanging(console, "    ", f"[dim]{escape(say('report_printed'))}[/]")
                 hanging(console, "      ", f"[dim]{shown(test.output.rstrip())}[/]")
-            for misconception in (test.misconception, *test.additional_misconceptions):
-                entry = catalog.get(misconception or "")
-                if entry is None or (entry.function is None and (
-                        test.root_cause or misconception == "not-implemented" or specific.get(test.function))):
-                    continue  # a generic outcome that a specific finding already explains
+            for entry in cards[id(test)]:
                 _card(console, entry, test, explained, say, lang, linked_question, hints=hints,
                       closer_hints=closer_hints)
         if first_only and len(failing) > 1:
@@ -133,16 +128,6 @@ def _not_written(tests) -> bool:
     """Every check of the function says it (or what it calls) is not written yet."""
     return bool(tests) and all(test.outcome != "passed" and test.misconception == "not-implemented" for test in tests)
 
-
-def _specific_findings(result: SubmissionResult, catalog) -> dict[str, set[str]]:
-    """Per function, the catalogued mistakes its checks found."""
-    found: dict[str, set[str]] = {}
-    for test in result.tests:
-        for misconception in (test.misconception, *test.additional_misconceptions):
-            entry = catalog.get(misconception or "")
-            if entry is not None and entry.function is not None:
-                found.setdefault(test.function, set()).add(misconception)
-    return found
 
 
 def next_step(result: SubmissionResult, lang: str, *, drill: bool = False) -> str | None:

@@ -26,8 +26,7 @@ from pathlib import Path
 from grader.sandbox.codec import BadReply, decode_reply, encode_request
 from grader.sandbox.endings import CRASH, ENDINGS, REFUSED, STOPPED, TIMEOUT, UNAVAILABLE
 from grader.sandbox.isolation import SandboxWarning, describe_isolation
-from grader.sandbox.link import (ForkServer, ForkServerError, ServerLaunch, WorkerGone, WorkerLink, close_later,
-                                 reserve, settle_closing, take_reserved)
+from grader.sandbox.link import ForkServer, ForkServerError, ServerLaunch, WorkerGone, WorkerLink
 from grader.sandbox.portable import PortableServer
 from grader.sandbox.servers import (STUDENT_PACKAGES, attach_server, default_hidden, hideable, launch_server,
                                     layers_left_out)
@@ -149,6 +148,16 @@ def start_server(*, hidden=(), packages=STUDENT_PACKAGES, without=(), spares: in
                        spares=spares, limits=asdict(Limits()))
 
 
+@dataclass(frozen=True)
+class SandboxTimings:
+    """How long the steps of a box's last worker took: for the benchmarks and the calibration, never a verdict."""
+
+    phases: tuple[tuple[str, float], ...] = ()  # (step, seconds after the request) of the last worker's start
+    load_seconds: float = 0.0  # what the last load of the submission took, after the worker's hello
+    worker_seconds: float = 0.0  # what the worker itself said it spent on the exchanges of calls (untrusted)
+    ending: tuple[tuple[str, float], ...] = ()  # (step, seconds after asking) of the last worker killed at once
+
+
 class Sandbox:
     """A loaded submission in a worker process. Use ``Sandbox.open`` as a context manager."""
 
@@ -158,6 +167,7 @@ class Sandbox:
         self.isolation_wanted = isolation  # of the private server, when no ``server`` is given
         self.limits = limits
         self.server = attach_server(server) if isinstance(server, str) else server
+        self._attached = isinstance(server, str)  # a handle of this box's own: no later submission shares it
         self._own_server: ForkServer | PortableServer | None = None
         self.worker: WorkerLink | None = None
         self.scratch: Path | None = None  # the last worker's folder here (kept until close)
@@ -169,11 +179,8 @@ class Sandbox:
         self.isolation = "not started"
         self.hello: dict = {}  # the last worker's report of its confinement
         self.apart = True  # whether workers alive at once cannot signal each other (the worker's hello says)
-        self.phases: tuple[tuple[str, float], ...] = ()  # (step, seconds after the request) of the last worker
         self._entered: list[str] = []  # names the current call announced as it entered them
-        self.worker_seconds = 0.0  # what the worker itself said it spent on the exchanges of calls (untrusted)
-        self.ending: tuple[tuple[str, float], ...] = ()  # (step, seconds after asking) of the last worker's end
-        self.load_seconds = 0.0  # what the last load of the submission took, after the worker's hello
+        self.timings = SandboxTimings()
 
     @classmethod
     def open(cls, *, path: Path | None = None, source: SubmissionSource | None = None,
@@ -416,7 +423,8 @@ class Sandbox:
         self.hello = hello
         self.apart = hello.get("workers_apart") is not False  # else the next worker starts once this one is gone
         self.worker_folder = str(hello.get("cwd", ""))[:300]
-        self.phases = _phases(started, self.worker.marks, hello.get("phases"), ("hello", said_hello))
+        self.timings = replace(self.timings, phases=_phases(started, self.worker.marks, hello.get("phases"),
+                                                            ("hello", said_hello)))
         try:
             load_limit = self.limits.load_timeout or self.limits.call_timeout * 2
             deadline = said_hello + min(load_limit, self.limits.submission_timeout - self.spent)
@@ -428,13 +436,14 @@ class Sandbox:
                               ended=TIMEOUT if gone.timed_out else CRASH)
         finally:
             self.spent += time.monotonic() - said_hello
-        self.phases += (("loaded", time.monotonic() - started),)
-        self.load_seconds = time.monotonic() - said_hello
+        self.timings = replace(self.timings, phases=self.timings.phases + (("loaded", time.monotonic() - started),),
+                               load_seconds=time.monotonic() - said_hello)
         if not reply.get("ok"):
             self._kill()
             return LoadReport(ok=False, error=_call_error(reply.get("error")))
-        if self.server is not None and self.server.info.get("spares", 1):  # the next one is made meanwhile
-            reserve(self.server, asdict(self.limits), timeout=self.limits.start_timeout)
+        if self.server is not None and not self._attached and self.server.info.get("spares", 1):
+            # the next submission's worker is made meanwhile
+            self.server.pool.reserve(self.server, asdict(self.limits), timeout=self.limits.start_timeout)
         names, cell_errors = reply.get("names", ()), reply.get("cell_errors", ())
         return LoadReport(
             ok=True, names=tuple(str(name)[:100] for name in names[:500]) if isinstance(names, list) else (),
@@ -447,13 +456,13 @@ class Sandbox:
         """A new worker (its hello not yet read); True when it is one reserved while the last was graded."""
         if self.server is None and self._own_server is None:
             self._own_server = start_server(isolation=self.isolation_wanted)
-        settle_closing(wait=False)  # workers of submissions graded before, whose keepers have reported
+        server, limits = self.server or self._own_server, asdict(self.limits)
+        server.pool.settle(wait=False)  # workers of submissions graded before, whose keepers have reported
         if self.scratch is not None:  # a restart: the previous worker's files go
             shutil.rmtree(self.scratch, ignore_errors=True)
         if self._printer is not None:
             self._printer.close_output()
-        server, limits = self.server or self._own_server, asdict(self.limits)
-        self.worker = take_reserved(server, limits) if self.server is not None else None
+        self.worker = server.pool.take(limits) if self.server is not None else None
         reserved = self.worker is not None
         if isinstance(server, PortableServer):  # the worker link is an interface: the portable one is another
             self.worker = server.spawn_link(limits, timeout=self.limits.start_timeout)
@@ -483,7 +492,8 @@ class Sandbox:
             reply, reply_blobs = self.worker.receive(deadline, limit)
             if reply.get("op") != "entered":
                 took = reply.get("worker_seconds")
-                self.worker_seconds += took if type(took) is float and 0 <= took < 3600 else 0.0
+                if type(took) is float and 0 <= took < 3600:
+                    self.timings = replace(self.timings, worker_seconds=self.timings.worker_seconds + took)
                 return reply, reply_blobs
             name = reply.get("name")  # a call announcing a function it entered, before its reply
             if type(name) is str and len(self._entered) < MAX_NAMES and name[:100] not in self._entered:
@@ -513,7 +523,8 @@ class Sandbox:
     def _kill_now(self, worker: WorkerLink) -> None:
         asked = time.monotonic()
         worker.kill(timeout=self.limits.start_timeout)
-        self.ending = tuple((name, at - asked) for name, at in [*worker.ending, ("reported", time.monotonic())])
+        self.timings = replace(self.timings, ending=tuple((name, at - asked) for name, at in
+                                                          [*worker.ending, ("reported", time.monotonic())]))
 
     def isolation_in(self, lang: str) -> str:
         """What confined the last worker, in ``lang`` (the isolation line of results and summaries)."""
@@ -525,7 +536,10 @@ class Sandbox:
             self._kill_now(worker)
             worker = None
         if worker is not None:  # the submission is done: its worker's end is settled later (close_later)
-            close_later(worker, self.scratch)
+            pool = (self.server or self._own_server).pool
+            pool.close_later(worker, self.scratch)
+            if self._attached:  # nothing else settles the pool of a handle this box made for itself
+                pool.settle()
         elif self.scratch is not None:
             shutil.rmtree(self.scratch, ignore_errors=True)
         if self._printer is not None and self._printer is not worker:  # a worker ended later closes its own

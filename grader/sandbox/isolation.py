@@ -8,7 +8,7 @@ import functools
 import re
 import warnings
 
-from grader.sandbox.isolation_texts import _texts
+from grader.sandbox.isolation_texts import ISOLATION_TEXTS
 from grader.sandbox.isolation_texts import say as _say
 from grader.sandbox.worker.confinement import NOBODY
 
@@ -124,7 +124,7 @@ _WORKER_SAYS = ("reason_not_root", "reason_left_out", "reason_no_controller", "r
 @functools.cache
 def _form(key: str) -> re.Pattern:
     """The English text of ``key`` as a pattern, each placeholder a group (what the worker's words look like)."""
-    pieces = re.split(r"\{(\w+)\}", _texts()[key]["en"])
+    pieces = re.split(r"\{(\w+)\}", ISOLATION_TEXTS.template(key, "en"))
     return re.compile("".join(re.escape(piece) if i % 2 == 0 else f"(?P<{piece}>.+?)"
                               for i, piece in enumerate(pieces)))
 

@@ -45,6 +45,9 @@ class ForkServer:
 
     def __init__(self, address: str, info: dict, process: subprocess.Popen | None = None):
         self.address, self.info, self.process = address, info, process
+        self.pool = WorkerPool()  # this process's workers of the server besides the one in use
+        if process is not None:  # a server this process started: its ended workers are settled at the latest
+            atexit.register(self.pool.settle)  # when the process ends, if nothing stopped the server before
 
     @classmethod
     def start(cls, *, hidden=(), packages=(), without=(), spares: int = 1, timeout: float = 30.0) -> ForkServer:
@@ -119,8 +122,9 @@ class ForkServer:
         return connection, reply["pid"]
 
     def stop(self) -> None:
-        settle_closing()
-        release_reserved(self.address)
+        self.pool.settle()
+        self.pool.release()
+        atexit.unregister(self.pool.settle)
         if self.process is not None:
             self.process.stdin.close()  # the server ends at end of input
             try:
@@ -474,70 +478,82 @@ def scrubbed_environment(scratch: Path) -> dict[str, str]:
     return keep
 
 
-# ---- workers ended after their submission, settled later --------------------------------------------
-# (owning process, link, host scratch folder): asked to stop, their keepers' reports not yet read
-_CLOSING: list[tuple[int, WorkerLink, Path | None]] = []
+# ---- the workers one grading process holds for a server ---------------------------------------------
 CLOSING_HELD = 4  # at most this many wait to be settled; beyond it the oldest is waited for
 
 
-def close_later(link: WorkerLink, scratch: Path | None) -> None:
-    """End the worker of a graded submission without waiting for its keeper to reap it and remove its
-    cgroups (a few milliseconds): ``settle_closing`` reads the report and removes the scratch folder, on the
-    next worker's start, when the server stops, or when the grading process ends."""
-    link.ask_to_stop()
-    _CLOSING.append((os.getpid(), link, scratch))
-    settle_closing(wait=False)
+class WorkerPool:
+    """The workers this process holds for one server besides the one it grades with: the worker made ahead
+    for the next submission (``reserve``/``take``), and those of graded submissions, asked to stop, whose
+    keepers' reports are not read yet (``close_later``/``settle``).
 
+    Owned by the server's handle (``ForkServer.pool``); the handle's owner settles it (``ForkServer.stop``,
+    a grading lane as it ends). Workers a forked child inherited are its parent's: only the process that
+    asked for a worker kills or settles it.
+    """
 
-def settle_closing(*, wait: bool = True, timeout: float = 10.0) -> None:
-    """Finish the workers ``close_later`` ended: all of them (``wait``), or those whose keeper has reported
-    and the oldest beyond ``CLOSING_HELD``. Entries a forked child inherited are its parent's to settle."""
-    pending = [entry for entry in _CLOSING if entry[0] == os.getpid()]
-    _CLOSING.clear()
-    for position, (owner, link, scratch) in enumerate(pending):
-        if wait or link.reported() or len(pending) - position > CLOSING_HELD:
-            link.finish(timeout=timeout)
-            link.close_output()
-            if scratch is not None:
-                shutil.rmtree(scratch, ignore_errors=True)
-        else:
-            _CLOSING.append((owner, link, scratch))
+    def __init__(self) -> None:
+        self._closing: list[tuple[int, WorkerLink, Path | None]] = []  # (asking process, link, scratch folder)
+        self._reserved: tuple[int, dict, WorkerLink] | None = None  # (asking process, limits, link)
 
+    @property
+    def reserved(self) -> WorkerLink | None:
+        """The worker this process reserved for its next submission, if any."""
+        return self._reserved[2] if self._reserved is not None and self._reserved[0] == os.getpid() else None
 
-atexit.register(settle_closing)
+    @property
+    def waiting(self) -> int:
+        """How many ended workers of this process wait to be settled."""
+        return sum(entry[0] == os.getpid() for entry in self._closing)
 
+    def reserve(self, server: ForkServer, limits: dict, *, timeout: float) -> None:
+        """Ask now for the worker the next submission graded by this process will use (made while this one is
+        graded). Each worker still serves one submission only; a different ``limits`` later discards it."""
+        self.release()
+        try:
+            link = WorkerLink.spawn(server, limits, timeout=timeout)
+        except ForkServerError:
+            return
+        self._reserved = (os.getpid(), link.limits, link)
 
-# ---- a worker made ahead for the next submission ----------------------------------------------------
-_RESERVED: dict[str, tuple[int, dict, WorkerLink]] = {}  # server address -> (owning process, limits, link)
-
-
-def reserve(server: ForkServer, limits: dict, *, timeout: float) -> None:
-    """Ask now for the worker the next submission graded by this process will use (made while this one is
-    graded). Each worker still serves one submission only; a different ``limits`` later discards it."""
-    release_reserved(server.address)
-    try:
-        link = WorkerLink.spawn(server, limits, timeout=timeout)
-    except ForkServerError:
-        return
-    _RESERVED[server.address] = (os.getpid(), link.limits, link)
-
-
-def take_reserved(server: ForkServer, limits: dict) -> WorkerLink | None:
-    """The worker reserved for ``server`` if it suits ``limits`` (and this process asked for it)."""
-    owner, wanted, link = _RESERVED.pop(server.address, (None, None, None))
-    if link is None:
+    def take(self, limits: dict) -> WorkerLink | None:
+        """The reserved worker if it suits ``limits`` (and this process asked for it)."""
+        reserved, self._reserved = self._reserved, None
+        if reserved is None:
+            return None
+        owner, wanted, link = reserved
+        if owner == os.getpid() and wanted == {key: limits[key] for key in WORKER_LIMITS}:
+            return link
+        if owner == os.getpid():
+            link.kill(timeout=5)
+            link.remove_scratch()
         return None
-    if owner == os.getpid() and wanted == {key: limits[key] for key in WORKER_LIMITS}:
-        return link
-    if owner == os.getpid():
-        link.kill(timeout=5)
-        link.remove_scratch()
-    return None
 
+    def release(self) -> None:
+        """Kill the reserved worker, if this process has one."""
+        reserved, self._reserved = self._reserved, None
+        if reserved is not None and reserved[0] == os.getpid():
+            reserved[2].kill(timeout=5)
+            reserved[2].remove_scratch()
 
-def release_reserved(address: str) -> None:
-    """Kill the worker reserved for the server at ``address``, if this process has one."""
-    owner, _, link = _RESERVED.pop(address, (None, None, None))
-    if link is not None and owner == os.getpid():
-        link.kill(timeout=5)
-        link.remove_scratch()
+    def close_later(self, link: WorkerLink, scratch: Path | None) -> None:
+        """End the worker of a graded submission without waiting for its keeper to reap it and remove its
+        cgroups (a few milliseconds): ``settle`` reads the report and removes the scratch folder, on the next
+        worker's start, when the server stops, or when the owner of the handle is done."""
+        link.ask_to_stop()
+        self._closing.append((os.getpid(), link, scratch))
+        self.settle(wait=False)
+
+    def settle(self, *, wait: bool = True, timeout: float = 10.0) -> None:
+        """Finish the workers ``close_later`` ended: all of them (``wait``), or those whose keeper has reported
+        and the oldest beyond ``CLOSING_HELD``."""
+        pending = [entry for entry in self._closing if entry[0] == os.getpid()]
+        self._closing = []
+        for position, (owner, link, scratch) in enumerate(pending):
+            if wait or link.reported() or len(pending) - position > CLOSING_HELD:
+                link.finish(timeout=timeout)
+                link.close_output()
+                if scratch is not None:
+                    shutil.rmtree(scratch, ignore_errors=True)
+            else:
+                self._closing.append((owner, link, scratch))

@@ -20,6 +20,7 @@ their own machine; ``mha grade`` refuses it unless asked (``--isolation portable
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import secrets
@@ -31,8 +32,8 @@ import threading
 import time
 from pathlib import Path
 
-from grader.sandbox.link import (STATUS_WAIT, WORKER_LIMITS, ForkServerError, WorkerGone, WorkerLink, describe_death,
-                                 read_framed, scrubbed_environment, settle_closing)
+from grader.sandbox.link import (STATUS_WAIT, WORKER_LIMITS, ForkServerError, WorkerGone, WorkerLink, WorkerPool,
+                                 describe_death, read_framed, scrubbed_environment)
 from grader.sandbox.pipes import DeadlineStream, PipeGaveUp, Reader, Writer
 from grader.sandbox.tree import TOKEN_VARIABLE, end_tree, tree_memory, wait_gone
 from grader.sandbox.windows_job import WindowsJob
@@ -87,6 +88,7 @@ class PortableServer:
         self.address = ADDRESS_PREFIX + json.dumps({"numpy_dir": numpy_dir, "packages": list(self.packages),
                                                     "reason": reason, "without": list(self.without)})
         self._spares: list[tuple[int, dict, PortableLink]] = []  # (owning process, limits, link), oldest first
+        self.pool = WorkerPool()  # this process's ended workers of this server, settled later
 
     @classmethod
     def start(cls, *, packages=(), spares: int = 1, reason: str = "", without=(), limits: dict | None = None
@@ -98,6 +100,7 @@ class PortableServer:
                      without=without)
         if limits is not None:
             server._keep_spares(limits)
+        atexit.register(server.pool.settle)  # at the latest when the process ends, if nothing stopped it before
         return server
 
     @classmethod
@@ -138,7 +141,8 @@ class PortableServer:
                 return
 
     def stop(self) -> None:
-        settle_closing()
+        self.pool.settle()
+        atexit.unregister(self.pool.settle)
         spares, self._spares = self._spares, []
         for owner, _, link in spares:
             if owner == os.getpid():

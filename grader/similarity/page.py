@@ -8,13 +8,11 @@ close the script) and the viewer writes them with ``textContent``.
 
 from __future__ import annotations
 
-import functools
 import json
 from typing import TYPE_CHECKING
 
-from grader.content.loader import load_bilingual
+from grader.content.loader import TextTable
 from grader.files import atomic_write_text
-from grader.i18n import pick
 from grader.paths import CONTENT_DIR
 from grader.render.text_safety import html_text
 from grader.similarity.weights import REFERENCE_FLAG
@@ -26,13 +24,8 @@ if TYPE_CHECKING:
 TEXTS = CONTENT_DIR / "similarity.toml"
 
 
-@functools.cache
-def texts() -> dict[str, dict[str, str]]:
-    return load_bilingual(TEXTS, "text")
-
-
-def say(key: str, lang: str, **params) -> str:
-    return pick(texts()[key], lang).format(**params)
+SIMILARITY_TEXTS = TextTable(TEXTS)
+say = SIMILARITY_TEXTS.say
 
 
 def mistake_text(mistake: dict, lang: str) -> str:
@@ -67,7 +60,7 @@ def render_page(report: SimilarityReport, *, lang: str = "en") -> str:
                          for pair in data["pairs"]],
                "refs": [{"student": match["student"], "passages": match["evidence"]["passages"]}
                         for match in data["reference_matches"]],
-               "words": {"answer_key": say("answer_key", lang), "passage": pick(texts()["passage"], lang)}}
+               "words": {"answer_key": say("answer_key", lang), "passage": SIMILARITY_TEXTS.template("passage", lang)}}
     blob = json.dumps(payload, ensure_ascii=False).replace("<", "\\u003c").replace("\u2028", "\\u2028") \
         .replace("\u2029", "\\u2029")
     language = "zh-Hans" if lang == "zh" else "en"

@@ -131,8 +131,7 @@ def _checked(file: Path | None, *, functions: tuple[str, ...], run_all: bool, un
         from grader.grading.grade import plan_checks
         from grader.results import load_failure
 
-        max_score = plan_checks(assignment=assignment, visibility=visibility, functions=functions or None,
-                                student=entry.path.stem)[2]
+        max_score = plan_checks(assignment=assignment, visibility=visibility, functions=functions or None).max_score
         result = load_failure(student=entry.path.stem, error=source.render(lang), max_score=max_score,
                               assignment=assignment, error_messages=(source.to_data(),))
         if launch is not None:

@@ -62,11 +62,10 @@ def command(student_dir: Path | None, course_dir: Path | None, gradescope_dir: P
     if as_json:
         click.echo(json.dumps(report, ensure_ascii=False, indent=2))
         return
-    from grader.authoring.release import release_texts
-    from grader.i18n import pick
+    from grader.authoring.release import RELEASE_TEXTS
 
     def say(key: str, **params) -> None:
-        click.echo(pick(release_texts()[f"said.{key}"], lang).format(**params))
+        click.echo(RELEASE_TEXTS.say(f"said.{key}", lang, **params))
 
     if "student" in report:
         say("student", folder=release.folder, files=len(release.files))
