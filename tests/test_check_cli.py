@@ -257,3 +257,14 @@ def test_no_hints_keeps_the_explanation_and_leaves_the_fix_to_the_student(lang):
     without = CliRunner().invoke(root, ["check", str(wrong_axis), "--failed", "--no-hints", "--lang", lang]).output
     assert hint_label in with_hints and hint_label not in without, without
     assert why_label in without and why_label in with_hints  # the explanation stays
+
+
+def test_a_mistake_a_twin_shows_on_the_same_length_call_and_a_rule_shows_here_leaves_nothing_for_the_lengths():
+    """A layer norm with its own epsilon (std + 1e-6): the twin (eps 1e-5) matches some calls, the signature
+    every one, so the same-length call being wrong too is that mistake's doing, not the keys' length."""
+    path = mutants("multihead_attention") / "mistakes" / "corpus" / "output_standardised_with_std.py"
+    code, result = check_json(path, "--all")
+    assert code == 1 and result["misconceptions"] == ["mha-adds-layer-norm"]
+    forward = [test for test in result["tests"] if test["function"] == "forward" and test["outcome"] == "failed"]
+    assert forward and all(test["misconception"] in ("mha-adds-layer-norm", "numeric-mismatch") for test in forward)
+    assert not any("mha-kv-uses-query-length" in test["additional_misconceptions"] for test in forward)

@@ -8,6 +8,8 @@ their functions each call entered, as the worker does), so these tests need no w
 import dataclasses
 from pathlib import Path
 
+import pytest
+
 from conftest import PROJECT, mutants
 from grader.content.catalog import misconception_ids
 from grader.grading.assignment import get_assignment
@@ -269,3 +271,75 @@ def test_a_broken_combine_still_fails_the_round_trip(tmp_path):
     result = graded(tmp_path, source)
     assert _failing(result, "test_combine_heads_undoes_split_heads").outcome == "failed"
     assert result.misconceptions == ("combine-heads-no-transpose",)
+
+
+# ---- the held-out corpus (mutants/*/corpus/): public code's styles, measured by bench_diagnosis_corpus ----
+CORPUS = LIBRARY / "corpus"
+
+
+def test_a_head_count_fixed_in_split_heads_is_named_from_its_layout(tmp_path):
+    result = graded(tmp_path, (CORPUS / "heads_hardcoded_to_two.py").read_text(encoding="utf-8"), "two_heads")
+    assert result.misconceptions == ("split-heads-hardcoded-shape",)
+    layout = _failing(result, "test_split_heads_gives_each_head_a_contiguous_block")
+    assert layout.misconception == "split-heads-hardcoded-shape"
+    assert "2 heads" in layout.message and "3" in layout.message, layout.message
+    # the right number of heads cut and laid out right stays unflagged by this rule
+    assert all(test.outcome == "passed" for test in result.tests if test.function == "combine_heads")
+
+
+def test_a_residual_added_before_the_output_projection_is_named(tmp_path):
+    result = graded(tmp_path, (CORPUS / "residual_before_output_projection.py").read_text(encoding="utf-8"),
+                    "residual_before")
+    assert result.misconceptions == ("mha-adds-residual",)
+    cross = _failing(result, "test_forward_values_for_cross_attention")
+    assert cross.misconception == "mha-adds-residual" and "W_O" in cross.message, cross.message
+
+
+
+def test_a_pre_norm_of_the_query_input_alone_is_a_layer_norm_inside_forward(tmp_path):
+    result = graded(tmp_path, (CORPUS / "pre_norm_of_the_queries_only.py").read_text(encoding="utf-8"), "pre_norm_q")
+    assert result.misconceptions == ("mha-adds-layer-norm",)
+    assert _failing(result, "test_forward_values_for_cross_attention").misconception == "mha-adds-layer-norm"
+
+
+@pytest.mark.parametrize("name", ["overflow_patched_with_nan_to_num", "overflow_avoided_by_clipping"])
+def test_an_overflow_patched_over_or_clipped_is_an_unstable_softmax_not_another_axis(tmp_path, name):
+    result = graded(tmp_path, (CORPUS / f"{name}.py").read_text(encoding="utf-8"), name)
+    assert result.misconceptions == ("softmax-unstable",)
+    stability = _failing(result, "test_softmax_is_stable_for_large_logits")
+    assert stability.misconception == "softmax-unstable" and "only in rows whose logits are large" in stability.message
+    attention = _failing(result, "test_attention_is_stable_for_large_scores")
+    assert attention.misconception == "softmax-unstable" and attention.root_cause == "softmax"
+
+
+def test_a_global_shift_seen_in_softmax_is_named_for_forwards_overflow_through_a_scrambled_split(tmp_path):
+    """The head split moves the large rows elsewhere, so which rows broke no longer tells the two overflow
+    mistakes apart; the one softmax's own checks showed exactly is named, not a second one."""
+    result = graded(tmp_path, (CORPUS / "global_shift_and_split_without_transpose.py").read_text(encoding="utf-8"),
+                    "global_and_split")
+    assert result.misconceptions == ("softmax-global-max", "split-heads-no-transpose")
+    assert _failing(result, "test_forward_is_stable_for_large_scores").misconception == "softmax-global-max"
+
+
+def test_an_unshifted_exponential_inside_attention_beside_a_global_shift_in_softmax_is_attentions_own(tmp_path):
+    source = _changed("    shifted = x - np.max(x, axis=-1, keepdims=True)", "    shifted = x - np.max(x)",
+                      (LIBRARY / "attention_exp_inline_unshifted.py").read_text(encoding="utf-8"))
+    result = graded(tmp_path, source, "inline_and_global")
+    assert "softmax-global-max" in result.misconceptions
+    attention = _failing(result, "test_attention_is_stable_for_large_scores")
+    assert attention.misconception == "softmax-unstable" and attention.root_cause is None
+
+
+def test_a_shift_by_column_maxima_is_a_wrong_axis_though_rows_sum_to_one(tmp_path):
+    result = graded(tmp_path, (CORPUS / "shift_by_column_maxima.py").read_text(encoding="utf-8"), "column_shift")
+    assert result.misconceptions == ("softmax-wrong-axis",)
+    values = _failing(result, "test_softmax_values")
+    assert values.misconception == "softmax-wrong-axis" \
+        and "maximum over axis=" in values.message, values.message
+
+
+def test_a_one_tuple_returned_without_the_weights_is_the_returned_weights_mistake(tmp_path):
+    result = graded(tmp_path, (CORPUS / "returns_a_one_tuple_without_weights.py").read_text(encoding="utf-8"),
+                    "one_tuple")
+    assert result.misconceptions == ("mha-wrong-weights-returned",)
+    assert _failing(result, "test_forward_values_for_cross_attention").misconception == "mha-wrong-weights-returned"

@@ -23,7 +23,7 @@ from grader.content.catalog import load_catalog
 from grader.content.messages import Message, TwinLabel, cell_label
 from grader.grading import showing
 from grader.grading.case import Case, Raised, same_value
-from grader.grading.findings import Finding, companion_rule, explain, overflow_kind
+from grader.grading.findings import Finding, companion_rule, explain, overflow_kind, quiet_overflow_kind
 from grader.sandbox.codec import ForeignObject
 from grader.sandbox.endings import DID_NOT_RETURN, TIMEOUT
 
@@ -237,6 +237,8 @@ def failure_from_value(case: Case, got, *, student: StudentCode | None = None, r
     else:
         findings = (_companion_findings(case, student, got) or explain(case, got)) if case.names_mistakes else []
         failure = _from_findings(case, findings, reached) if findings else generic_failure(case, got)
+        if case.overflow_ids and failure.misconception in case.overflow_ids:
+            failure.misconception = _seen_overflow(case, student, failure.misconception, reached)
     failure.function, failure.reached = case.function, reached
     failure.detail = tuple(Message(*text) for text in showing.value_detail(case, got))
     failure.case = case
@@ -265,6 +267,19 @@ def _matching_twins(case: Case, got, student: StudentCode | None) -> list[tuple[
     if hints is not None and found:
         hints[case.function] = frozenset(found)
     return found
+
+
+def _seen_overflow(case: Case, student: StudentCode | None, guessed: str, reached: tuple) -> str:
+    """Which of the case's two overflow mistakes (no shift, one global shift) broke it: the one the function
+    holding them (entered by this call) already showed exactly on its own checks, else ``guessed`` from which
+    rows broke (rows that a broken step between, such as a head split, moved elsewhere)."""
+    hints = getattr(student, "twin_hints", None) or {}
+    entry = load_catalog().get(case.overflow_ids[0])
+    home = entry.function if entry is not None else None
+    if home is None or _root(home, case, reached) != home:
+        return guessed  # the call never entered that function: the overflow is in the checked one's own code
+    seen = {misconception for misconception, _ in hints.get(home, ())} & set(case.overflow_ids)
+    return next(iter(seen)) if len(seen) == 1 else guessed
 
 
 def _hinted_twins(case: Case, got, student: StudentCode | None) -> list[tuple[str, str]]:
@@ -332,6 +347,11 @@ def _companion_findings(case: Case, student: StudentCode | None, here) -> list[F
             differing = {(misconception, label): value for misconception, label, value in case.twins_among(explaining)}
             if any(_same_outcome(here, differing.get(key, case.expected)) for key in explaining):
                 return []  # that mistake gives this case's value too: nothing is left for the lengths
+            if not isinstance(here, Raised) and {misconception for misconception, _ in explaining} & {
+                    finding.misconception for finding in explain(case, here)}:
+                # the same mistake written another way (its own epsilon, float32): its twin shows it there, a
+                # signature rule here, so it explains both calls and nothing is left for the lengths
+                return []
         elif not isinstance(here, Raised) or isinstance(there, Raised):
             return []
         else:
@@ -354,6 +374,10 @@ def generic_failure(case: Case, got) -> CheckFailure:
     expected, what = case.expected, _what(case)
     legends = case.legend if case.legend is not None else "?"
     structure_mistake = case.structure_mistake if case.names_mistakes else None
+    if structure_mistake and not isinstance(expected, tuple) and isinstance(got, tuple):
+        # a tuple where the array alone was asked for: what the function returns is the structure mistake
+        return CheckFailure(Message("wrong_type", {"what": what, "got": describe(got)}),
+                            misconception=structure_mistake, function=case.function)
     if isinstance(expected, tuple):
         if not isinstance(got, tuple) or len(got) != len(expected):
             return CheckFailure(Message("wrong_tuple", {"what": what, "count": len(expected), "got": describe(got)}),
@@ -390,6 +414,12 @@ def _compare_array(case: Case, got, expected: np.ndarray, what: str, legend: str
                                        expected) \
             if case.overflow_ids and case.names_mistakes else "numeric-mismatch"
         return CheckFailure(Message("non_finite", {"what": what}), misconception=misconception, function=case.function)
+    if case.overflow_ids and case.names_mistakes and np.isfinite(expected).all():
+        logits = (case.evidence or {}).get("logits", case.args[0])
+        misconception = quiet_overflow_kind(np.asarray(logits, dtype=np.float64), got64, case.overflow_ids, expected)
+        if misconception in case.overflow_ids:
+            return CheckFailure(Message("wrong_where_logits_are_large", {"what": what}), misconception=misconception,
+                                function=case.function)
     difference = np.abs(np.nan_to_num(got64 - expected, nan=np.inf))
     index = np.unravel_index(int(np.argmax(difference)), difference.shape) if difference.size else ()
     return CheckFailure(Message("mismatch", {"what": what, "difference": f"{float(difference.max(initial=0)):.3g}",

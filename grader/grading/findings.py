@@ -87,7 +87,8 @@ def companion_rule(case: Case) -> CompanionRule | None:
     return getattr(module, "COMPANION", None) if module is not None else None
 
 
-def overflow_kind(x: np.ndarray, got: np.ndarray, ids: tuple[str, str], expected: np.ndarray | None = None) -> str:
+def overflow_kind(x: np.ndarray, got: np.ndarray, ids: tuple[str, str], expected: np.ndarray | None = None, *,
+                  broken: np.ndarray | None = None) -> str:
     """Tell an unstable softmax from a global-max one by which rows broke.
 
     ``x`` holds the logits (rows along its last axis); ``got`` a value whose
@@ -103,16 +104,14 @@ def overflow_kind(x: np.ndarray, got: np.ndarray, ids: tuple[str, str], expected
     overflows while the rows far below the top stay finite or break anyway.
     Either mistake leaves the rows it cannot break right: when ``expected``
     is given, a row with moderate logits (or near the top) that comes back
-    finite but wrong shows another mistake, and neither is named.
+    finite but wrong shows another mistake, and neither is named. ``broken``
+    (one flag per row of ``got``) replaces "holds NaN or inf" as what broke.
     """
-    finite_max = np.where(np.isfinite(x), x, -np.inf).max(axis=-1)  # one per row of logits
-    broken = ~np.isfinite(got).all(axis=-1) if got.ndim else np.array(not np.isfinite(got))
-    if broken.shape != finite_max.shape:
-        merged = [axis for axis in range(finite_max.ndim)
-                  if finite_max.shape[:axis] + finite_max.shape[axis + 1:] == broken.shape]
-        if not merged:
-            return "numeric-mismatch"
-        finite_max = finite_max.max(axis=merged[0])  # a merged row's max: the largest of its rows'
+    if broken is None:
+        broken = ~np.isfinite(got).all(axis=-1) if got.ndim else np.array(not np.isfinite(got))
+    finite_max = _row_maxima(x, broken.shape)
+    if finite_max is None:
+        return "numeric-mismatch"
     rows_shape = broken.shape
     finite_max, broken = finite_max.reshape(-1), broken.reshape(-1)
     if not np.isfinite(finite_max).any() or np.abs(finite_max[np.isfinite(finite_max)]).max() <= 80:
@@ -126,6 +125,42 @@ def overflow_kind(x: np.ndarray, got: np.ndarray, ids: tuple[str, str], expected
     if expected is not None and not _right_rows(got, expected, rows_shape, safe & ~broken):
         return "numeric-mismatch"
     return ids[1] if shifted_once else ids[0]
+
+
+def _row_maxima(x: np.ndarray, shape: tuple) -> np.ndarray | None:
+    """The largest finite logit of each row of ``x``, over the rows of a value of row shape ``shape`` (a
+    merged row's: the largest of its rows'); None when the value's rows are no rows of ``x``."""
+    finite_max = np.where(np.isfinite(x), x, -np.inf).max(axis=-1)  # one per row of logits
+    if finite_max.shape == shape:
+        return finite_max
+    merged = [axis for axis in range(finite_max.ndim) if finite_max.shape[:axis] + finite_max.shape[axis + 1:] == shape]
+    return finite_max.max(axis=merged[0]) if merged else None
+
+
+def quiet_overflow_kind(x: np.ndarray, got: np.ndarray, ids: tuple[str, str], expected: np.ndarray) -> str:
+    """A finite value that large logits broke all the same: an overflow patched over (``nan_to_num`` leaves
+    0 for 0/0 and inf/inf, so a row's weights vanish) or avoided wrongly (logits clipped or capped).
+
+    The rows that are wrong must all be rows with large logits (beyond +-80, where exp leaves float32's
+    range), and either every one of them vanished (all 0 where the expected row is not) or rows with
+    moderate logits exist and are right: a mistake of another kind shows on those too. Then which rows
+    broke tells the two mistakes apart, as for NaN (``overflow_kind``).
+    """
+    if got.ndim == 0 or got.shape != expected.shape:
+        return "numeric-mismatch"
+    from grader.grading.case import same_value  # the case module's tolerance; imported late (it has no rules)
+
+    width = got.shape[-1]
+    rows_got, rows_expected = got.reshape(-1, width), np.asarray(expected, dtype=np.float64).reshape(-1, width)
+    wrong = np.array([not same_value(a, b) for a, b in zip(rows_got, rows_expected)]).reshape(got.shape[:-1])
+    finite_max = _row_maxima(x, wrong.shape)
+    if finite_max is None or not wrong.any():
+        return "numeric-mismatch"
+    large = np.abs(finite_max) > 80
+    vanished = (got == 0).all(axis=-1) & ~(np.asarray(expected) == 0).all(axis=-1)
+    if (wrong & ~large).any() or not (vanished[wrong].all() or (~large).any()):
+        return "numeric-mismatch"
+    return overflow_kind(x, got, ids, expected, broken=wrong)
 
 
 def _right_rows(got: np.ndarray, expected: np.ndarray, rows_shape: tuple, chosen: np.ndarray) -> bool:

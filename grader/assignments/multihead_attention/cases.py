@@ -139,13 +139,15 @@ def layer_norm(x, eps=1e-5):
 
 
 def _forward(*, project=_right, project_output=None, output=True, keys_from_query=False, weights_from=None,
-             returned=None, inputs=None, finish=None):
+             returned=None, inputs=None, query_step=None, finish=None):
     """A forward whose projections, inputs, weights or returned value are mistaken; ``inputs`` changes Q, K
-    and V before the layer sees them, ``finish(out, Q)`` its output."""
+    and V before the layer sees them (``query_step`` Q alone), ``finish(out, Q)`` its output."""
     def make(module):
         def forward(self, Q, K, V, return_weights=False):
             if inputs is not None:
                 Q, K, V = inputs(Q), inputs(K), inputs(V)
+            if query_step is not None:
+                Q = query_step(Q)
             query_input = Q
             W = {name: getattr(self, name) for name in ("W_Q", "W_K", "W_V", "W_O")}
             if weights_from is not None:
@@ -249,6 +251,7 @@ TWINS: tuple[Twin, ...] = (
     Twin("mha-adds-residual", "adds the query input to the output", FORWARD, _forward(finish=lambda out, Q: out + Q)),
     Twin("mha-adds-layer-norm", "layer norm of the output", FORWARD, _forward(finish=lambda out, Q: layer_norm(out))),
     Twin("mha-adds-layer-norm", "layer norm of Q, K and V", FORWARD, _forward(inputs=layer_norm)),
+    Twin("mha-adds-layer-norm", "layer norm of Q alone", FORWARD, _forward(query_step=layer_norm)),
     Twin("mha-wrong-weights-returned", "weights averaged over heads", FORWARD,
          _forward(returned=lambda out, w, asked: (out, w.mean(axis=1)) if asked else out)),
     Twin("mha-wrong-weights-returned", "always returns a tuple", FORWARD,

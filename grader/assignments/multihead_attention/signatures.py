@@ -56,12 +56,34 @@ def softmax_normalizer(case: Case, got) -> list[Finding]:
         return []
     last = values.ndim - 1
     if sums_to_one(values, last):
-        return []
+        return _shift_over_other_axes(case, values)
+    vanished = (values == 0).all(axis=-1) & np.isfinite(np.asarray(case.args[0], dtype=np.float64)).any(axis=-1)
+    if vanished.any():
+        return []  # a row of finite logits with no weight at all broke (0/0 patched to 0): no normalizer is wrong
     for axes in axis_sets(values.ndim):
         if axes != (last,) and sums_to_one(values, axes):
             return [Finding("softmax-wrong-axis", case.function,
                             message_data("sig_normalized_over", {"what": case.call_text or case.function,
                                                             "axes": axes_code(axes, values.ndim)}))]
+    return []
+
+
+def _shift_over_other_axes(case: Case, values: np.ndarray) -> list[Finding]:
+    """Rows that sum to 1 but are shifted by a maximum taken over other axes: the shift then differs along a
+    row (a column's maximum, say), so the row's ratios change."""
+    x = np.asarray(case.args[0], dtype=np.float64)
+    if not np.isfinite(x).all() or x.shape != values.shape:
+        return []
+    last = x.ndim - 1
+    for axes in axis_sets(x.ndim):
+        if last in axes:
+            continue  # a shift constant along each row leaves the softmax right
+        with np.errstate(all="ignore"):  # large logits over- or underflow here: such a candidate just fails
+            powers = np.exp(x - x.max(axis=axes, keepdims=True))
+            shifted = powers / powers.sum(axis=-1, keepdims=True)
+        if not same_value(shifted, case.expected) and same_value(values, shifted):
+            return [Finding("softmax-wrong-axis", case.function, message_data("sig_shifted_over", {
+                "what": case.call_text or case.function, "axes": axes_code(axes, x.ndim)}))]
     return []
 
 
@@ -136,6 +158,19 @@ def heads_layout(case: Case, got) -> list[Finding]:
         if layout.shape == got.shape and not same_value(layout, expected) and same_value(got, layout):
             return [Finding(misconception, case.function, message_data("sig_layout", {
                 "what": case.call_text or case.function, "layout": label})) for misconception in misconceptions]
+    return _fixed_head_count(case, x, got, H)
+
+
+def _fixed_head_count(case: Case, x: np.ndarray, got: np.ndarray, H: int) -> list[Finding]:
+    """x cut right into another number of heads (a constant, not num_heads): every other divisor of D tried."""
+    B, T, D = x.shape
+    for heads in range(1, D + 1):
+        if D % heads or heads == H or got.shape != (B, heads, T, D // heads):
+            continue
+        if same_value(got, x.reshape(B, T, heads, D // heads).transpose(0, 2, 1, 3)):  # (B, heads, T, D/heads)
+            return [Finding("split-heads-hardcoded-shape", case.function, message_data("sig_head_count", {
+                "what": case.call_text or case.function, "got": heads, "width": D // heads, "heads": H,
+                "d_k": D // H}))]
     return []
 
 
@@ -253,16 +288,21 @@ def block_steps(case: Case, got) -> list[Finding]:
         (misconception, value[0] if isinstance(value, tuple) else value) for misconception, _, value in case.known_twins()
         if is_array(value[0] if isinstance(value, tuple) and value else value, expected_out.shape)]
     values = out.astype(np.float64)
+    W_O = (case.weights or {}).get("W_O")
+    # the residual added to the combined heads, before W_O: (heads + Q) @ W_O = layer + Q @ W_O
+    projected = query @ np.asarray(W_O, dtype=np.float64) if W_O is not None and query.shape[-1] == len(W_O) else None
     for misconception, layer in inner:
         layer = layer.astype(np.float64)
         if not np.isfinite(layer).all():
             continue
-        steps = (("mha-adds-residual",) if same_value(values, layer + query) else
+        before = projected is not None and same_value(values, layer + projected)
+        steps = (("mha-adds-residual",) if same_value(values, layer + query) or before else
                  ("mha-adds-layer-norm",) if _normalized_rows(values, layer) else
                  ("mha-adds-residual", "mha-adds-layer-norm") if _normalized_rows(values, layer + query) else ())
         if steps:
+            residual = "sig_residual_before_output_projection" if before else "sig_residual_added"
             findings = [Finding(step, case.function, message_data(
-                "sig_residual_added" if step == "mha-adds-residual" else "sig_layer_norm_applied",
+                residual if step == "mha-adds-residual" else "sig_layer_norm_applied",
                 {"what": case.call_text or case.function})) for step in steps]
             if misconception is not None:
                 findings.append(Finding(misconception, _home(misconception, case.function), message_data(

@@ -1,0 +1,39 @@
+# expect: attention-softmax-wrong-axis
+# softmax takes dim like Tensor.softmax, and the attention asks for dim=-2:
+# each key's column sums to 1 over the queries.
+import math
+
+import numpy as np
+
+
+def softmax(x, dim=-1):
+    x_max = np.max(x, axis=dim, keepdims=True)
+    unnormalized = np.exp(x - x_max)
+    return unnormalized / np.sum(unnormalized, axis=dim, keepdims=True)
+
+
+def scaled_dot_product_attention(Q, K, V):
+    scores = np.matmul(Q, K.swapaxes(-2, -1)) / math.sqrt(Q.shape[-1])
+    p_attn = softmax(scores, dim=-2)
+    return np.matmul(p_attn, V), p_attn
+
+
+class MultiHeadAttention:
+    def __init__(self, d_model=8, num_heads=2):
+        if d_model % num_heads != 0:
+            raise ValueError("d_model is indivisible by num_heads")
+        self.num_heads, self.d_head = num_heads, d_model // num_heads
+
+    def split_heads(self, x):
+        bsz, seq_len, _ = x.shape
+        return x.reshape(bsz, seq_len, self.num_heads, self.d_head).swapaxes(1, 2)
+
+    def combine_heads(self, x):
+        bsz, _, seq_len, _ = x.shape
+        return x.swapaxes(1, 2).reshape(bsz, seq_len, -1)
+
+    def forward(self, Q, K, V, return_weights=False):
+        o, w = scaled_dot_product_attention(self.split_heads(Q @ self.W_Q), self.split_heads(K @ self.W_K),
+                                            self.split_heads(V @ self.W_V))
+        o = self.combine_heads(o) @ self.W_O
+        return (o, w) if return_weights else o
