@@ -15,6 +15,7 @@ whether a mistake of another function is to blame: only one the call entered.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -235,8 +236,10 @@ def failure_from_value(case: Case, got, *, student: StudentCode | None = None, r
     if matches:
         failure = _best(matches, case)
     else:
-        findings = (_companion_findings(case, student, got) or explain(case, got)) if case.names_mistakes else []
+        findings = (_companion_findings(case, student, got) or explain(_rules_case(case, student), got)) \
+            if case.names_mistakes else []
         failure = _from_findings(case, findings, reached) if findings else generic_failure(case, got)
+        _rule_out_twins(case, student, findings, got)
         if case.overflow_ids and failure.misconception in case.overflow_ids:
             failure.misconception = _seen_overflow(case, student, failure.misconception, reached)
     failure.function, failure.reached = case.function, reached
@@ -263,10 +266,47 @@ def _matching_twins(case: Case, got, student: StudentCode | None) -> list[tuple[
                  if _same_outcome(got, value)]
         if found:
             return found
+    ruled_out = getattr(student, "twins_ruled_out", None)
+    if ruled_out is not None and case.function in ruled_out and not hinted and not case.twins_ready:
+        return []  # no twin explained this function's first failure: a mistake none of them makes
     found = [(misconception, label) for misconception, label, value in case.known_twins() if _same_outcome(got, value)]
     if hints is not None and found:
         hints[case.function] = frozenset(found)
     return found
+
+
+def _rules_case(case: Case, student: StudentCode | None) -> Case:
+    """The case the signature rules see: without twins once they are ruled out for its function (a rule
+    that reads the twins' values, such as a residual on top of a catalogued mistake, has none to read)."""
+    ruled_out = getattr(student, "twins_ruled_out", None)
+    if ruled_out and case.function in ruled_out and not case.twins_ready:
+        return dataclasses.replace(case, twins=[])
+    return case
+
+
+def _rule_out_twins(case: Case, student: StudentCode | None, findings: list, got) -> None:
+    """After a failure of a case that names mistakes, explained by no twin and by no rule (every twin run on
+    it, a rule given their values), with values of the expected layout: the function's mistake is none the
+    twins make, alone or under another step, and the same code gives the same kind of value on its other
+    inputs, so its later failures are not run through every twin again (the 25 to 100 runs of the
+    reference each would cost). A function whose failure a twin explained keeps its hint instead
+    (``_matching_twins``). A value of another shape is not enough: on other sizes (one head) a twin of that
+    other shape may give exactly the same values."""
+    ruled_out = getattr(student, "twins_ruled_out", None)
+    if ruled_out is None or findings or not case.names_mistakes or case.function in student.twin_hints:
+        return
+    if case.twins_ready and _same_layout(got, case.expected):
+        ruled_out.add(case.function)
+
+
+def _same_layout(got, expected) -> bool:
+    """Arrays of the same shapes and dtype kinds, in the same tuple structure (or the same non-array type)."""
+    if isinstance(expected, tuple):
+        return isinstance(got, tuple) and len(got) == len(expected) and all(
+            _same_layout(item, want) for item, want in zip(got, expected))
+    if isinstance(expected, np.ndarray):
+        return isinstance(got, np.ndarray) and got.shape == expected.shape and got.dtype.kind == expected.dtype.kind
+    return type(got) is type(expected)
 
 
 def _seen_overflow(case: Case, student: StudentCode | None, guessed: str, reached: tuple) -> str:
