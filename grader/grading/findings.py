@@ -142,7 +142,8 @@ def quiet_overflow_kind(x: np.ndarray, got: np.ndarray, ids: tuple[str, str], ex
     0 for 0/0 and inf/inf, so a row's weights vanish) or avoided wrongly (logits clipped or capped).
 
     The rows that are wrong must all be rows with large logits (beyond +-80, where exp leaves float32's
-    range), and either every one of them vanished (all 0 where the expected row is not) or rows with
+    range) or rows far below the top that vanished (one global shift underflows those, whatever their
+    size), and either every one of them vanished (all 0 where the expected row is not) or rows with
     moderate logits exist and are right: a mistake of another kind shows on those too. Then which rows
     broke tells the two mistakes apart, as for NaN (``overflow_kind``).
     """
@@ -158,7 +159,11 @@ def quiet_overflow_kind(x: np.ndarray, got: np.ndarray, ids: tuple[str, str], ex
         return "numeric-mismatch"
     large = np.abs(finite_max) > 80
     vanished = (got == 0).all(axis=-1) & ~(np.asarray(expected) == 0).all(axis=-1)
-    if (wrong & ~large).any() or not (vanished[wrong].all() or (~large).any()):
+    # one global shift underflows every row far below the top, moderate ones too: when all of those
+    # vanished, a moderate one among them is broken by that mistake, not by another one
+    far_below = finite_max < np.max(finite_max[np.isfinite(finite_max)], initial=-np.inf) - 750
+    explained = large | (far_below & vanished) if vanished[far_below].all() else large
+    if (wrong & ~explained).any() or not (vanished[wrong].all() or (~large).any()):
         return "numeric-mismatch"
     return overflow_kind(x, got, ids, expected, broken=wrong)
 
