@@ -44,4 +44,5 @@ def _course_key(monkeypatch, tmp_path_factory, _recordings):
     monkeypatch.setenv("MHA_COURSE_KEY", "test-course-key")
     monkeypatch.setenv("MHA_CONFIG_DIR", str(tmp_path_factory.mktemp("config")))
     monkeypatch.setenv("MHA_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))  # calibrations of `mha check`
+    monkeypatch.setenv("MHA_CHECK_SERVER", "off")  # no `mha check` of a test leaves a warm server behind
     monkeypatch.setenv("MHA_RECORDING_CACHE", str(_recordings))  # the release's recorded run, made once

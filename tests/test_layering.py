@@ -69,7 +69,7 @@ def test_a_check_imports_only_what_its_path_uses(tmp_path):
 
 # ---- the layer map of DESIGN.md: each row may import only the rows below it -------------------
 LAYERS = (
-    ("grader", "grader.cli", "grader.verbs", "grader.notebook", "grader.pytest_plugin"),  # entry points
+    ("grader", "grader.cli", "grader.verbs", "grader.notebook", "grader.pytest_plugin", "grader.warm"),  # entry points
     ("grader.authoring", "grader.similarity"),
     ("grader.batch", "grader.viz"),
     ("grader.tinymodel",),  # computes with the core exercise's blocks: the student's own work in a release
@@ -141,7 +141,7 @@ FOUNDATION = frozenset(LAYERS[-2] + LAYERS[-1])  # imported by all; of the grade
 EVERY = "every layer"
 ALLOWED = {
     "grader": EVERY, "grader.cli": EVERY, "grader.verbs": EVERY, "grader.notebook": EVERY,
-    "grader.pytest_plugin": EVERY,
+    "grader.pytest_plugin": EVERY, "grader.warm": EVERY,
     "grader.authoring": {"batch", "viz", "entries", "practice", "assignments", "grading", "render", "sandbox",
                          "stubs", "tinymodel", "content"},
     "grader.similarity": {"batch", "grading", "render", "sandbox", "content"},

@@ -273,6 +273,21 @@ def test_release_installs_in_a_fresh_venv_and_checks_stubs_and_reference(release
     verbs = subprocess.run([str(mha), "--help"], cwd=copy, env=env, capture_output=True, text=True, check=True)
     assert "quiz" in verbs.stdout and "check" in verbs.stdout
     assert not re.search(r"^\s+(grade|release)\s", verbs.stdout, re.MULTILINE)
+    _the_warm_server_answers_in_the_release(mha, copy, env)
+
+
+def _the_warm_server_answers_in_the_release(mha: Path, copy: Path, env: dict) -> None:
+    """The release's `mha` is the warm server's launcher: a second check is answered warm, and says the same."""
+    from test_warm_check import _served_count, _wait_listening, warm_settings
+
+    with warm_settings() as (runtime, settings):
+        runs = []
+        for _ in range(2):
+            runs.append(subprocess.run([str(mha), "check"], cwd=copy, env={**env, **settings}, capture_output=True,
+                                       text=True, stdin=subprocess.DEVNULL))
+            _wait_listening(runtime)
+        assert [run.returncode for run in runs] == [0, 0], runs[-1].stderr
+        assert runs[0].stdout == runs[1].stdout and _served_count(runtime) == 1
 
 
 def solution_lines_of(path: Path) -> set[str]:

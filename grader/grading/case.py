@@ -214,7 +214,13 @@ def same_value(a, b, *, rtol: float = 1e-4, atol: float = 1e-6) -> bool:
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
         if a.shape != b.shape:
             return False
-        a64, b64 = a.astype(np.float64), b.astype(np.float64)
+        a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        if np.isfinite(a64).all() and np.isfinite(b64).all():
+            # np.allclose's own test without its set-up (most comparisons, and each costs it ~50 us): on finite
+            # values isclose is |a - b| <= atol + rtol * |b| exactly, the same scale and tolerances as below
+            magnitude = np.abs(b64)
+            scale = float(magnitude.max()) if magnitude.size else 0.0
+            return bool((np.abs(a64 - b64) <= max(atol, 1e-5 * scale) + rtol * magnitude).all())
         if not np.array_equal(np.isnan(a64), np.isnan(b64)):
             return False
         # float32 arithmetic errs in proportion to the values summed, not to each entry: a near-zero entry

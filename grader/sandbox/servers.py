@@ -100,6 +100,40 @@ def launch_server(*, hidden=(), packages=STUDENT_PACKAGES, without=(), spares: i
                              without=(*without, *layers_left_out()), spares=spares)
 
 
+class KeptLaunch:
+    """A fork server another process owns and keeps (the warm check server's), as a ``ServerLaunch``:
+    ``ready()`` attaches to it (one handle, whose pool holds this process's workers), ``stop()`` settles those
+    workers and leaves the server running."""
+
+    def __init__(self, address: str, info: dict):
+        self.address, self.info = address, info
+        self._server = None
+
+    def ready(self):
+        from grader.sandbox.link import ForkServer
+
+        if self._server is None:
+            self._server = ForkServer.attach(self.address, self.info)
+        return self._server
+
+    def stop(self) -> None:
+        self.ready().stop()  # attached: its workers settled, no process of its own to end
+
+
+_kept: list[KeptLaunch] = []
+
+
+def keep_server(server) -> None:
+    """Have this process's checks use ``server`` (a ``ForkServer`` another process keeps) instead of
+    launching their own."""
+    _kept[:] = [KeptLaunch(server.address, server.info)]
+
+
+def kept_launch() -> KeptLaunch | None:
+    """The fork server ``keep_server`` gave this process, if any."""
+    return _kept[0] if _kept else None
+
+
 def layers_left_out() -> tuple[str, ...]:
     """Layers the instructor leaves out of every server of this process: ``MHA_SANDBOX_WITHOUT`` (names
     separated by commas), to see or test a fallback through the real commands on a machine that has all."""
