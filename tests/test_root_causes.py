@@ -402,3 +402,11 @@ def test_moderate_rows_that_vanish_without_a_global_shift_stay_unnamed(tmp_path)
                       "    return np.where(np.abs(x).max(axis=-1, keepdims=True) < 1, 0.0, out)")
     result = graded(tmp_path, source, "zeroed_small_rows")
     assert "softmax-global-max" not in result.misconceptions and "softmax-unstable" not in result.misconceptions
+
+
+@pytest.mark.parametrize("name", ["softmax_last_two_axes", "attention_softmax_over_whole_matrix"])
+def test_rows_that_vanish_under_a_normalizer_over_more_axes_are_no_patched_global_shift(tmp_path, name):
+    """A softmax over a whole matrix also zeroes the rows far below the top, but leaves rows nearer it
+    wrong and not vanished, which one global shift would have left right: no overflow id is named."""
+    result = graded(tmp_path, (LIBRARY / f"{name}.py").read_text(encoding="utf-8"), name)
+    assert not {"softmax-unstable", "softmax-global-max"} & set(result.misconceptions), result.misconceptions

@@ -159,10 +159,13 @@ def quiet_overflow_kind(x: np.ndarray, got: np.ndarray, ids: tuple[str, str], ex
         return "numeric-mismatch"
     large = np.abs(finite_max) > 80
     vanished = (got == 0).all(axis=-1) & ~(np.asarray(expected) == 0).all(axis=-1)
-    # one global shift underflows every row far below the top, moderate ones too: when all of those
-    # vanished, a moderate one among them is broken by that mistake, not by another one
-    far_below = finite_max < np.max(finite_max[np.isfinite(finite_max)], initial=-np.inf) - 750
-    explained = large | (far_below & vanished) if vanished[far_below].all() else large
+    # one global shift underflows every row far below the top, moderate ones too, and leaves the rest right:
+    # when every row that far below vanished and every wrong row vanished below the top (float32 underflows
+    # 87 below it), a moderate one among them is broken by that mistake, not by another one
+    top = np.max(finite_max[np.isfinite(finite_max)], initial=-np.inf)
+    far_below, below = finite_max < top - 750, finite_max < top - 87
+    shifted_once = vanished[far_below].all() and (vanished & below)[wrong].all()
+    explained = large | (below & vanished) if shifted_once else large
     if (wrong & ~explained).any() or not (vanished[wrong].all() or (~large).any()):
         return "numeric-mismatch"
     return overflow_kind(x, got, ids, expected, broken=wrong)
