@@ -1,6 +1,6 @@
 """How well the diagnosis does on code written the way public implementations are written.
 
-    python benchmarks/bench_diagnosis_corpus.py [--jobs 2] [--json figures.json] [FOLDER ...]
+    python benchmarks/bench_diagnosis_corpus.py [--corpus corpus2] [--jobs 2] [--json figures.json] [FOLDER ...]
 
 The held-out corpus lives in the core exercise's mutant library, in
 ``mutants/correct/corpus/`` and ``mutants/mistakes/corpus/``: modules on the
@@ -17,7 +17,10 @@ figures of the diagnosis goal are printed:
     spurious ids            catalog ids named that the module does not have
 
 followed by every miss (a correct module losing points, a mistake that
-survives, an expected id not named, an id named that is not there). FOLDER
+survives, an expected id not named, an id named that is not there). ``--corpus corpus2``
+measures the second corpus (``mutants/*/corpus2/``), written in styles neither
+corpus nor the rest of the library holds, after the rules had been fixed
+against the first; ``--corpus`` is repeatable. FOLDER
 (repeatable) replaces the corpus, for example the whole library:
 ``grader/assignments/multihead_attention/mutants``.
 """
@@ -39,7 +42,12 @@ sys.path.insert(0, str(PROJECT))
 from grader.authoring.audit import CORRECT, UNCATALOGUED, library_modules  # noqa: E402
 
 LIBRARY = PROJECT / "grader" / "assignments" / "multihead_attention" / "mutants"
-CORPUS = (LIBRARY / "correct" / "corpus", LIBRARY / "mistakes" / "corpus")
+CORPORA = ("corpus", "corpus2")  # corpus2: written after the rules were fixed against corpus, held out from them
+
+
+def corpus_folders(name: str) -> tuple[Path, Path]:
+    """The correct and the mistaken half of one corpus of the library."""
+    return LIBRARY / "correct" / name, LIBRARY / "mistakes" / name
 
 
 @dataclass(frozen=True)
@@ -127,11 +135,14 @@ def misses(found: list[Checked]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="*", type=Path, help="library folders to measure (default: the corpus)")
+    parser.add_argument("--corpus", choices=CORPORA, action="append",
+                        help="which corpus to measure, repeatable (default: corpus; ignored when FOLDERs are given)")
     parser.add_argument("--jobs", type=int, default=2, help="checks run at once (default 2)")
     parser.add_argument("--json", type=Path, help="also write the figures and every module's result here")
     options = parser.parse_args()
+    chosen = [folder for name in (options.corpus or ["corpus"]) for folder in corpus_folders(name)]
     mha = shutil.which("mha") or str(Path(sys.executable).with_name("mha"))
-    modules = [module for folder in (options.folders or CORPUS) for module in library_modules(folder.resolve())]
+    modules = [module for folder in (options.folders or chosen) for module in library_modules(folder.resolve())]
     with ThreadPoolExecutor(max_workers=max(1, options.jobs)) as pool:
         found = list(pool.map(lambda module: check(*module, mha), modules))
     numbers = figures(found)

@@ -383,3 +383,69 @@ def test_a_mistake_no_twin_makes_is_not_run_through_every_twin_again_on_the_same
                for check in ends)  # the twin that matches on one head only is still found there
     assert runs["ruled out"] < 0.8 * runs["every twin"], runs
 
+
+# ---- the second corpus (mutants/*/corpus2/): written after the rules were fixed against the first ----
+CORPUS2 = LIBRARY / "corpus2"
+
+
+@pytest.mark.parametrize("binding", ["functools.partial(_normalise, axis=1)",
+                                     "functools.partial(functools.partial(_normalise), axis=1)"])
+def test_a_softmax_bound_by_partial_is_recorded_so_attention_is_not_charged_for_it(tmp_path, binding):
+    """A top-level name bound to a partial of the student's own function is that function for the record:
+    attention that calls it enters softmax, so softmax's wrong axis is softmax's, not attention's."""
+    source = (CORPUS2 / "partial_fixes_axis_one.py").read_text(encoding="utf-8")
+    source = source.replace("functools.partial(_normalise, axis=1)", binding)
+    result = graded(tmp_path, source, "partial_axis")
+    assert result.misconceptions == ("softmax-wrong-axis",)
+    values = _failing(result, "test_attention_values")
+    assert values.misconception == "softmax-wrong-axis" and values.root_cause == "softmax", values.message
+
+
+def test_an_overflow_error_from_an_exponential_inside_attention_is_attentions_unstable_softmax(tmp_path):
+    """math.exp raises instead of returning inf: raised in attention's own code, it is the unshifted
+    exponential there, whatever the student's (right) softmax does."""
+    result = graded(tmp_path, (CORPUS2 / "vectorized_math_exp_in_attention.py").read_text(encoding="utf-8"),
+                    "vectorized_exp")
+    assert result.misconceptions == ("softmax-unstable",)
+    attention = _failing(result, "test_attention_is_stable_for_large_scores")
+    assert attention.misconception == "softmax-unstable" and attention.root_cause is None, attention.message
+    assert _failing(result, "test_forward_is_stable_for_large_scores").misconception == "softmax-unstable"
+    assert all(test.outcome == "passed" for test in result.tests if test.function == "softmax")
+
+
+@pytest.mark.parametrize("patch", [
+    ("    shifted = x - np.max(x, axis=-1, keepdims=True)  # (..., N)", "    shifted = x - np.max(x)",
+     "    return exponentials / np.sum(exponentials, axis=-1, keepdims=True)",
+     "    with np.errstate(all='ignore'):\n"
+     "        return np.nan_to_num(exponentials / np.sum(exponentials, axis=-1, keepdims=True))"),
+    None,  # the numpy.ma module of corpus2
+])
+def test_a_global_shift_whose_vanished_rows_were_patched_to_zero_is_named(tmp_path, patch):
+    """One global shift patched over (0/0 filled with 0) leaves every row far below the top at zero, the
+    moderate ones among them too: those rows vanished as the mistake predicts, so it is named."""
+    if patch is None:
+        source = (CORPUS2 / "masked_array_shift_by_array_max.py").read_text(encoding="utf-8")
+    else:
+        source = _changed(patch[2], patch[3], _changed(patch[0], patch[1]))
+    result = graded(tmp_path, source, "global_patched")
+    assert result.misconceptions == ("softmax-global-max",)
+    stability = _failing(result, "test_softmax_is_stable_for_large_logits")
+    assert stability.misconception == "softmax-global-max", stability.message
+
+
+def test_moderate_rows_that_vanish_without_a_global_shift_stay_unnamed(tmp_path):
+    """Rows zeroed where no global shift explains it (a moderate row the top is not far above) are no
+    overflow mistake: the rule for patched rows stays quiet."""
+    source = _changed("    return exponentials / np.sum(exponentials, axis=-1, keepdims=True)",
+                      "    out = exponentials / np.sum(exponentials, axis=-1, keepdims=True)\n"
+                      "    return np.where(np.abs(x).max(axis=-1, keepdims=True) < 1, 0.0, out)")
+    result = graded(tmp_path, source, "zeroed_small_rows")
+    assert "softmax-global-max" not in result.misconceptions and "softmax-unstable" not in result.misconceptions
+
+
+@pytest.mark.parametrize("name", ["softmax_last_two_axes", "attention_softmax_over_whole_matrix"])
+def test_rows_that_vanish_under_a_normalizer_over_more_axes_are_no_patched_global_shift(tmp_path, name):
+    """A softmax over a whole matrix also zeroes the rows far below the top, but leaves rows nearer it
+    wrong and not vanished, which one global shift would have left right: no overflow id is named."""
+    result = graded(tmp_path, (LIBRARY / f"{name}.py").read_text(encoding="utf-8"), name)
+    assert not {"softmax-unstable", "softmax-global-max"} & set(result.misconceptions), result.misconceptions

@@ -657,6 +657,37 @@ def test_each_call_reports_the_students_functions_it_entered_in_order(server):
     assert hung.timed_out and hung.reached == ("__init__", "hang", "split_heads")  # announced before the hang
 
 
+PARTIAL_BOUND = """
+import functools
+import numpy as np
+
+def _normalise(x, *, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return e / e.sum(axis=axis, keepdims=True)
+
+softmax = functools.partial(_normalise, axis=-1)
+last_axis = functools.partial(functools.partial(_normalise), axis=-1)
+numpy_one = functools.partial(np.sum, axis=-1)
+
+def scaled_dot_product_attention(Q, K, V):
+    w = softmax(Q @ np.swapaxes(K, -1, -2))
+    return w @ V, w
+"""
+
+
+def test_a_name_bound_to_a_partial_of_a_students_function_is_recorded_under_that_name(server):
+    x = np.arange(24.0).reshape(1, 2, 3, 4) / 10
+    with Sandbox.open(source=source(PARTIAL_BOUND), limits=Limits(call_timeout=2, max_restarts=1),
+                      server=server) as box:
+        attention = box.call("scaled_dot_product_attention", x, x, x)
+        nested = box.call("last_axis", x)
+        foreign = box.call("numpy_one", x)
+    assert attention.ok and attention.reached == ("scaled_dot_product_attention", "softmax")
+    assert nested.ok and nested.reached == ("last_axis",)
+    assert foreign.ok and foreign.reached == ()  # a partial of NumPy's own function is none of the student's
+    assert np.allclose(attention.value[1].sum(axis=-1), 1.0)
+
+
 def test_the_in_process_stand_in_records_the_same_names(tmp_path):
     from grader.sandbox.in_process import InProcessBox
 

@@ -72,11 +72,12 @@ def _localized_parameter(parameter: click.Parameter, verb: str, lang: str) -> cl
     return localized
 
 
-def help_language(ctx: click.Context) -> str:
-    """The language of the help page ``ctx`` shows: the command line's ``--lang``, else the locale's."""
+def help_language(ctx: click.Context | None) -> str:
+    """The language of the help page ``ctx`` shows: the command line's ``--lang``, else the locale's (also
+    where a command is looked up with no context, as ``group.get_command(None, name)`` may be)."""
     from grader.i18n import resolve_language
 
-    return ctx.meta.get(LANG_KEY) or resolve_language(None)
+    return (ctx.meta.get(LANG_KEY) if ctx is not None else None) or resolve_language(None)
 
 
 class LocalizedFormatter(click.HelpFormatter):

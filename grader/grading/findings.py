@@ -142,7 +142,8 @@ def quiet_overflow_kind(x: np.ndarray, got: np.ndarray, ids: tuple[str, str], ex
     0 for 0/0 and inf/inf, so a row's weights vanish) or avoided wrongly (logits clipped or capped).
 
     The rows that are wrong must all be rows with large logits (beyond +-80, where exp leaves float32's
-    range), and either every one of them vanished (all 0 where the expected row is not) or rows with
+    range) or rows far below the top that vanished (one global shift underflows those, whatever their
+    size), and either every one of them vanished (all 0 where the expected row is not) or rows with
     moderate logits exist and are right: a mistake of another kind shows on those too. Then which rows
     broke tells the two mistakes apart, as for NaN (``overflow_kind``).
     """
@@ -158,7 +159,14 @@ def quiet_overflow_kind(x: np.ndarray, got: np.ndarray, ids: tuple[str, str], ex
         return "numeric-mismatch"
     large = np.abs(finite_max) > 80
     vanished = (got == 0).all(axis=-1) & ~(np.asarray(expected) == 0).all(axis=-1)
-    if (wrong & ~large).any() or not (vanished[wrong].all() or (~large).any()):
+    # one global shift underflows every row far below the top, moderate ones too, and leaves the rest right:
+    # when every row that far below vanished and every wrong row vanished below the top (float32 underflows
+    # 87 below it), a moderate one among them is broken by that mistake, not by another one
+    top = np.max(finite_max[np.isfinite(finite_max)], initial=-np.inf)
+    far_below, below = finite_max < top - 750, finite_max < top - 87
+    shifted_once = vanished[far_below].all() and (vanished & below)[wrong].all()
+    explained = large | (below & vanished) if shifted_once else large
+    if (wrong & ~explained).any() or not (vanished[wrong].all() or (~large).any()):
         return "numeric-mismatch"
     return overflow_kind(x, got, ids, expected, broken=wrong)
 

@@ -53,13 +53,15 @@ class Recorder:
 
         A function counts when it was compiled from one of ``filenames`` (the
         submission's cells), so names imported from NumPy do not. Methods are
-        named by their attribute (``forward``); static and class methods and
+        named by their attribute (``forward``); a top-level name bound to a
+        ``functools.partial`` of one of the submission's functions is wrapped
+        under that name (``softmax = partial(_normalise, axis=-1)``); static and class methods and
         properties are wrapped inside their descriptor. A class that refuses
         new attributes keeps its methods as they are.
         """
         names = []
         for name, value in list(namespace.items()):
-            if _own(value, filenames):
+            if _own(value, filenames) or _own(_bound(value), filenames):
                 namespace[name] = self._wrapped(value, name)
                 names.append(name)
             elif isinstance(value, type) and value.__module__ == namespace.get("__name__"):
@@ -93,6 +95,14 @@ class Recorder:
             return function(*args, **kwargs)
 
         return recorded
+
+
+def _bound(value, _depth=4):
+    """The function a ``functools.partial`` (of a partial ...) calls, else None: ``softmax =
+    partial(_normalise, axis=-1)`` makes ``softmax`` one of the student's functions for the record."""
+    while _depth and type(value) is functools.partial:
+        value, _depth = value.func, _depth - 1
+    return value if type(value) is types.FunctionType else None
 
 
 def _own(value, filenames) -> bool:

@@ -1,0 +1,49 @@
+# expect: mha-kv-uses-query-length
+# Head objects that remember the query's length when they are built and use it
+# for the keys and values too.
+import numpy as np
+
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def scaled_dot_product_attention(Q, K, V):
+    w = softmax(Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]))
+    return w @ V, w
+
+
+class _Projector:
+    def __init__(self, heads, width, length):
+        self.heads, self.width, self.length = heads, width, length
+
+    def __call__(self, x, W):
+        y = x @ W
+        return y.reshape(y.shape[0], self.length, self.heads, self.width).transpose(0, 2, 1, 3)
+
+
+class MultiHeadAttention:
+    def __init__(self, d_model=8, num_heads=2):
+        if d_model % num_heads != 0:
+            raise ValueError("d_model must be divisible by num_heads")
+        self.num_heads = num_heads
+        self.d_k = d_model // num_heads
+        rng = np.random.default_rng(0)
+        self.W_Q = rng.normal(0.0, 1.0 / np.sqrt(d_model), (d_model, d_model))
+        self.W_K = rng.normal(0.0, 1.0 / np.sqrt(d_model), (d_model, d_model))
+        self.W_V = rng.normal(0.0, 1.0 / np.sqrt(d_model), (d_model, d_model))
+        self.W_O = rng.normal(0.0, 1.0 / np.sqrt(d_model), (d_model, d_model))
+
+    def split_heads(self, x):
+        b, t, _ = x.shape
+        return x.reshape(b, t, self.num_heads, self.d_k).transpose(0, 2, 1, 3)
+
+    def combine_heads(self, x):
+        b, h, t, d = x.shape
+        return x.transpose(0, 2, 1, 3).reshape(b, t, h * d)
+
+    def forward(self, Q, K, V, return_weights=False):
+        project = _Projector(self.num_heads, self.d_k, Q.shape[1])
+        ctx, w = scaled_dot_product_attention(project(Q, self.W_Q), project(K, self.W_K), project(V, self.W_V))
+        out = self.combine_heads(ctx) @ self.W_O
+        return (out, w) if return_weights else out
