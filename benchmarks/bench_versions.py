@@ -1,10 +1,12 @@
 """The trusted side's CPU per submission under two versions of the code, alternating in one run.
 
     git archive <commit> | tar -x -C /tmp/before
-    python benchmarks/bench_versions.py /tmp/before . [--n 40] [--rounds 3]
+    python benchmarks/bench_versions.py /tmp/before . [--n 40] [--rounds 3] [--mistaken-share 0.8]
 
 Writes a generated class (``generated_class.write_class``: correct code in six
-styles, the reference with one catalogued mistake, a syntax error), then, for
+styles, the reference with one catalogued mistake, a syntax error; with
+``--mistaken-share``, ``write_mistaken_class``: that share with one or two
+mistakes, the rest correct), then, for
 each round, grades it in one fresh process per tree (``in_process.grade_in_process``:
 every check, the cases drawn for each student, the twins and the fits, with
 the submission imported: no sandbox), the trees taking turns so load falls on
@@ -24,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from generated_class import write_class  # noqa: E402
+from generated_class import write_class, write_mistaken_class  # noqa: E402
 
 ONE_TREE = """
 import json, statistics, sys, time
@@ -51,11 +53,16 @@ def main() -> None:
     parser.add_argument("after", type=Path)
     parser.add_argument("--n", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--mistaken-share", type=float, default=None,
+                        help="grade the class where this share carries one or two mistakes instead")
     options = parser.parse_args()
     trees = [str(options.before.resolve()), str(options.after.resolve())]
     spent: dict[str, list[float]] = {tree: [] for tree in trees}
     with tempfile.TemporaryDirectory(prefix="mha-bench-versions-") as folder:
-        write_class(Path(folder), options.n)
+        if options.mistaken_share is None:
+            write_class(Path(folder), options.n)
+        else:
+            write_mistaken_class(Path(folder), options.n, share=options.mistaken_share)
         for _ in range(options.rounds):
             for tree in trees:
                 done = subprocess.run([sys.executable, "-c", ONE_TREE, tree, folder], capture_output=True,

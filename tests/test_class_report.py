@@ -37,7 +37,7 @@ def graded(tmp_path_factory) -> Path:
 
 def test_roster_comes_first_with_every_student_linked_to_their_feedback(graded):
     page = (graded / "en" / "report.html").read_text(encoding="utf-8")
-    assert page.index("id=roster") < page.index("data:image/png") < page.index("Item analysis")
+    assert page.index("id=roster") < page.index("<svg class=histogram") < page.index("Item analysis")
     links = re.findall(r"<a href='(feedback/[^']+)'>([^<]+)</a>", page)
     assert [name for _, name in links] == ["ann", "ben", "cat", "dan dan", "Zoë Müller"]  # as a reader sorts
     assert all((graded / "en" / link).is_file() for link, _ in links)
@@ -85,6 +85,11 @@ def test_roster_sorts_and_searches_in_a_browser(graded, tmp_path):
                          " s.dispatchEvent(new Event('input')); })()")
         browser.click("#students th:nth-child(1)")  # by name: letters first, case and accents aside
         assert browser.evaluate(names) == ["ann", "ben", "cat", "dan dan", "Zoë Müller"]
+        bars = browser.evaluate("[...document.querySelectorAll('svg.histogram rect.bin')].map(r => {"
+                                " const b = r.getBoundingClientRect(); return [b.width, b.height]; })")
+        assert len(bars) == 20 and all(width > 10 for width, _ in bars)  # scores out of 60: twenty bins, drawn
+        heights = sorted(height for _, height in bars)
+        assert heights[-1] > 2 * heights[-2] > 0 and heights[-3] == 0  # three at 60, one lower, the rest empty
         assert browser.console_errors() == []
         assert [u for u in browser.requested_urls() if u != url and not u.startswith("data:")] == []
     finally:
@@ -116,3 +121,28 @@ def test_a_cell_with_a_separator_is_quoted_alone():
     assert alice.startswith("alice,60,60,graded,,60,\"late -6: a day; late waived: ill\"")
     assert bob == "bob,60,60,graded,,60,"
     assert list(csv.reader([alice]))[0][6] == "late -6: a day; late waived: ill"
+
+
+def test_the_histogram_bins_every_score_as_numpy_does_the_last_bin_closed():
+    from grader.render.histogram import score_bins
+
+    bins = score_bins(scores=[0.0, 2.9, 3.0, 59.9, 60.0, 60.0], max_score=60.0)
+    assert len(bins.counts) == 20 and bins.edges[0] == 0 and bins.edges[-1] == 60
+    assert bins.counts[0] == 2 and bins.counts[1] == 1 and bins.counts[-1] == 3 and sum(bins.counts) == 6
+    bonus = score_bins(scores=[50.0, 63.0], max_score=60.0)  # a score past the maximum widens the axis
+    assert bonus.top == 63.0 and sum(bonus.counts) == 2
+    assert len(score_bins(scores=[1.0, 2.0], max_score=3.0).counts) == 5  # at least five bins
+
+
+def test_the_histogram_is_labelled_in_the_runs_language_and_escapes_its_text():
+    from grader.render.histogram import histogram_svg, score_bins
+
+    tally = ClassTally()
+    page = render_report(tally, title="t", lang="zh")
+    assert "<svg" not in page  # nothing graded: no figure
+    bins = score_bins(scores=[10.0, 20.0], max_score=20.0)
+    figure = histogram_svg(bins=bins, title="<b>&", x_label="得分", y_label="学生人数", alt="得分分布直方图")
+    assert "<b>" not in figure and "&lt;b&gt;&amp;" in figure and ">得分<" in figure
+    assert "aria-label='得分分布直方图'" in figure and figure.count("<rect class=bin") == 20
+    ticks = [float(t) for t in re.findall(r"text-anchor=middle>([0-9.]+)</text>", figure)]
+    assert ticks[0] == 0 and ticks[-1] == 20 and len(ticks) <= 9  # round ticks along the scores

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import csv
 import io
 import json
@@ -245,8 +244,11 @@ def test_class_tally_gives_pass_rates_shares_and_discrimination():
 
 def test_report_html_has_an_inline_histogram_item_analysis_and_the_problem_submissions():
     page = render_report(class_tally(), title="demo", lang="en")
-    image = re.search(r'src="data:image/png;base64,([^"]+)"', page)
-    assert image and base64.b64decode(image.group(1)).startswith(b"\x89PNG")
+    figure = page[page.index("<svg class=histogram"):page.index("</svg>") + 6]
+    assert "<img" not in page and "data:image" not in page  # drawn by the page, nothing encoded
+    counts = [int(n) for n in re.findall(r"<title>\[[^<]*: (\d+)</title>", figure)]
+    assert len(counts) == 17 and counts[-1] == 6 and counts[9] == 3 and counts[14] == 1  # one bin per point
+    assert "Score distribution (10 graded, max 17)" in figure and ">students<" in figure and ">score<" in figure
     assert "test_attention_values" in page and "70%" in page
     assert load_catalog()[SCALE].text("title", "en") in page and "30%" in page
     assert "bob" in page and "SyntaxError" in page and "sam" in page

@@ -206,7 +206,7 @@ def test_mixed_class_outputs_and_summary(demo_run):
         assert (out / "gradescope" / student / "results.json").is_file()
     assert "skipped \\`%matplotlib inline\\`" in (out / "feedback" / "ines.md").read_text(encoding="utf-8")
     report = (out / "report.html").read_text(encoding="utf-8")
-    assert "data:image/png;base64," in report and "jonas_syntax_error" in report and "kemal_infinite_loop" in report
+    assert "<svg class=histogram" in report and "jonas_syntax_error" in report and "kemal_infinite_loop" in report
     assert "Graded 13 submissions" in completed.stdout
     assert "timeout kemal_infinite_loop" in completed.stdout and "error   jonas_syntax_error" in completed.stdout
     assert "isolation:" in completed.stdout

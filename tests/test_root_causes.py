@@ -15,6 +15,7 @@ from grader.content.catalog import misconception_ids
 from grader.grading.assignment import get_assignment
 from grader.grading.runner import collect, run_tests
 from grader.grading.student import StudentCode
+from grader.paths import solution_path
 from grader.results import summarize
 from grader.sandbox.in_process import InProcessBox
 
@@ -343,6 +344,44 @@ def test_a_one_tuple_returned_without_the_weights_is_the_returned_weights_mistak
                     "one_tuple")
     assert result.misconceptions == ("mha-wrong-weights-returned",)
     assert _failing(result, "test_forward_values_for_cross_attention").misconception == "mha-wrong-weights-returned"
+
+
+NO_SCALE = ("/ np.sqrt(d_k)", "")
+NO_TRANSPOSE = ("x = x.reshape(batch, length, self.num_heads, self.d_k)  # (B, T, H, d_k)\n"
+                "        return x.transpose(0, 2, 1, 3)", "return x.reshape(batch, self.num_heads, length, self.d_k)")
+
+
+def _without_ruling_out(init):
+    def made(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        self.twins_ruled_out = None
+    return made
+
+
+def test_a_mistake_no_twin_makes_is_not_run_through_every_twin_again_on_the_same_sizes(monkeypatch, tmp_path):
+    """A softmax over the batch axis breaks attention and forward in a way no twin gives: once a failure of
+    theirs on some sizes was run through every twin, later failures on sizes of that pattern are not, and
+    every check ends as when every twin runs each time. Also where a twin matches only on other sizes: with
+    one head, a split without its transpose is right and the scale's twin matches; the weights of one head
+    are exactly the twin's weights averaged over heads."""
+    source = solution_path("multihead_attention").read_text(encoding="utf-8")
+    batch_axis = source.replace("np.sum(exponentials, axis=-1, keepdims=True)", "np.sum(exponentials, axis=0, keepdims=True)")
+    axis = tmp_path / "softmax_batch_axis.py"
+    axis.write_text(batch_axis, encoding="utf-8")
+    double = tmp_path / "no_scale_and_no_transpose.py"
+    double.write_text(source.replace(*NO_SCALE, 1).replace(*NO_TRANSPOSE, 1), encoding="utf-8")
+    assert batch_axis != source and double.read_text(encoding="utf-8").count("transpose(0, 2, 1, 3)") < source.count("transpose(0, 2, 1, 3)")
+    modules = [("multihead_attention", axis), ("multihead_attention", double),
+               ("multihead_attention", LIBRARY / "forward_returns_last_head_weights.py")]
+    runs = {"ruled out": 0, "every twin": 0}
+    ruled = _library_ends(monkeypatch, modules, runs, "ruled out")
+    monkeypatch.setattr(StudentCode, "__init__", _without_ruling_out(StudentCode.__init__))
+    every = _library_ends(monkeypatch, modules, runs, "every twin")
+    assert ruled == every
+    ends = ruled["multihead_attention", "no_scale_and_no_transpose"]
+    assert any(check[0] == "test_one_head_is_plain_attention_of_the_projections" and "no scaling" in check[4]
+               for check in ends)  # the twin that matches on one head only is still found there
+    assert runs["ruled out"] < 0.8 * runs["every twin"], runs
 
 
 # ---- the second corpus (mutants/*/corpus2/): written after the rules were fixed against the first ----

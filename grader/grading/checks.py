@@ -15,6 +15,7 @@ whether a mistake of another function is to blame: only one the call entered.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -235,8 +236,10 @@ def failure_from_value(case: Case, got, *, student: StudentCode | None = None, r
     if matches:
         failure = _best(matches, case)
     else:
-        findings = (_companion_findings(case, student, got) or explain(case, got)) if case.names_mistakes else []
+        findings = (_companion_findings(case, student, got) or explain(_rules_case(case, student), got)) \
+            if case.names_mistakes else []
         failure = _from_findings(case, findings, reached) if findings else generic_failure(case, got)
+        _rule_out_twins(case, student, findings)
         if case.overflow_ids and failure.misconception in case.overflow_ids:
             failure.misconception = _seen_overflow(case, student, failure.misconception, reached)
     failure.function, failure.reached = case.function, reached
@@ -263,10 +266,64 @@ def _matching_twins(case: Case, got, student: StudentCode | None) -> list[tuple[
                  if _same_outcome(got, value)]
         if found:
             return found
+    ruled_out = getattr(student, "twins_ruled_out", None)
+    if ruled_out and not hinted and not case.twins_ready and _size_pattern(case) in ruled_out:
+        return []  # no twin explained this function's failure on these sizes: a mistake none of them makes
     found = [(misconception, label) for misconception, label, value in case.known_twins() if _same_outcome(got, value)]
     if hints is not None and found:
         hints[case.function] = frozenset(found)
     return found
+
+
+def _rules_case(case: Case, student: StudentCode | None) -> Case:
+    """The case the signature rules see: without twins once they are ruled out for its function and sizes
+    (a rule that reads the twins' values, such as a residual on top of a catalogued mistake, has none)."""
+    ruled_out = getattr(student, "twins_ruled_out", None)
+    if ruled_out and _size_pattern(case) in ruled_out and not case.twins_ready:
+        return dataclasses.replace(case, twins=[])
+    return case
+
+
+def _size_pattern(case: Case) -> tuple:
+    """``case``'s function and the pattern of its sizes: each array's shape and each whole number of its call
+    (arguments, constructor, weights), a one kept as one and every other size by its order of first
+    appearance; other values as they are. Cases of one pattern differ only in sizes no mistake can vanish on:
+    one head, one key, as many keys as queries (a mistake may give the right value there) are other patterns."""
+    labels: dict[int, int] = {}
+
+    def size(n: int):
+        return 1 if n == 1 else labels.setdefault(n, len(labels) + 2)
+
+    def pattern(value):
+        if isinstance(value, np.ndarray):
+            return ("array", value.dtype.kind, tuple(size(n) for n in value.shape))
+        if isinstance(value, bool) or value is None or isinstance(value, (str, float)):
+            return value
+        if isinstance(value, (int, np.integer)):
+            return ("int", size(int(value)))
+        if isinstance(value, dict):
+            return tuple((key, pattern(item)) for key, item in value.items())
+        if isinstance(value, (tuple, list)):
+            return tuple(pattern(item) for item in value)
+        return type(value).__name__
+
+    return (case.function, case.class_name, pattern(case.init), pattern(case.args), pattern(case.kwargs),
+            pattern(case.weights), pattern(case.calls))
+
+
+def _rule_out_twins(case: Case, student: StudentCode | None, findings: list) -> None:
+    """After a failure of a case that names mistakes, explained by no twin and by no rule (every twin run on
+    it, a rule given their values): on inputs of the same pattern of sizes (``_size_pattern``) the same
+    code makes the same mistake, none the twins make alone or under another step, so later failures of
+    that pattern are not run through every twin again (the 25 to 100 runs of the reference each would
+    cost). Other sizes are tried afresh: with one head, a split that forgets its transpose is right and
+    the other mistake's twin matches; the weights of one head are the twin's weights averaged over heads.
+    A function whose failure a twin explained keeps its hint instead (``_matching_twins``)."""
+    ruled_out = getattr(student, "twins_ruled_out", None)
+    if ruled_out is None or findings or not case.names_mistakes or case.function in (student.twin_hints or {}):
+        return
+    if case.twins_ready:
+        ruled_out.add(_size_pattern(case))
 
 
 def _seen_overflow(case: Case, student: StudentCode | None, guessed: str, reached: tuple) -> str:

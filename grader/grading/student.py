@@ -73,6 +73,9 @@ class StudentCode:
         self.ledger = Ledger()
         # function -> the (misconception, label) of the twins its last explained failure matched
         self.twin_hints: dict[str, frozenset] = {}
+        # (function, size pattern) of failures no twin explained (grading.checks._rule_out_twins): a mistake
+        # the catalogue's twins do not make, so later failures of that kind are not run through every twin
+        self.twins_ruled_out: set[tuple] = set()
         self._cache: dict[str, tuple[CallOutcome, Stop | None]] = {}
         self._printed: dict[str, str] = {}  # case id -> what its call printed
         self._check_printed: list[str] | None = None  # what the calls of the running check printed

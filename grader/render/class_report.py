@@ -2,7 +2,7 @@
 
 The figures come from ``grader.tally.ClassTally``, fed one result at a time;
 ``write_report`` renders ``report.html``, self-contained (the histogram
-inlined as a PNG, a few lines of script for sorting and searching the
+an inline SVG, a few lines of script for sorting and searching the
 roster, nothing fetched), every word in the run's language
 (``content/report.toml``). The roster links each student to their
 ``feedback/<student>.html`` and the page to ``grades.csv``, both beside it.
@@ -10,8 +10,6 @@ roster, nothing fetched), every word in the run's language
 
 from __future__ import annotations
 
-import base64
-import io
 from pathlib import Path
 
 from grader.content.catalog import load_catalog
@@ -19,6 +17,8 @@ from grader.content.loader import TextTable
 from grader.content.messages import check_title
 from grader.files import atomic_write_text, file_key
 from grader.paths import CONTENT_DIR
+from grader.render.histogram import STYLE as HISTOGRAM_STYLE
+from grader.render.histogram import histogram_svg, score_bins
 from grader.render.text_safety import html_text
 from grader.tally import ClassTally, RosterRow
 
@@ -29,42 +29,17 @@ REPORT = TextTable(REPORT_TEXTS)
 say = REPORT.say
 
 
-def histogram_png(scores: list[float], max_score: float, *, lang: str = "en") -> bytes:
-    """A histogram of the scores, as PNG bytes, labelled in ``lang``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import rc_context
-
-    from grader.render.fonts import find_cjk_font
-
-    cjk = find_cjk_font() if lang == "zh" else None
-    if lang == "zh" and cjk is None:
-        lang = "en"  # English labels rather than empty boxes where no installed font draws Chinese
-    with rc_context({"font.family": ["DejaVu Sans", cjk] if cjk else ["DejaVu Sans"]}):
-        return _histogram(scores, max_score, lang=lang)
-
-
-def _histogram(scores: list[float], max_score: float, *, lang: str) -> bytes:
-    from matplotlib.figure import Figure
-
-    figure = Figure(figsize=(6.4, 3.2), dpi=100)
-    axis = figure.add_subplot()
-    top = max(max_score, max(scores, default=0.0), 1.0)
-    bins = min(20, max(5, int(top)))
-    axis.hist(scores, bins=bins, range=(0, top), color="#4a7bb7", edgecolor="white")
-    axis.set_xlabel(say("histogram_x", lang))
-    axis.set_ylabel(say("histogram_y", lang))
-    axis.set_title(say("histogram_title", lang, graded=len(scores), top=f"{top:g}"))
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    return buffer.getvalue()
-
-
 def write_report(path: Path, tally: ClassTally, *, title: str, lang: str = "en", similarity: dict | None = None) -> None:
     """Write ``report.html`` for ``tally`` (with ``similarity``, a similarity.json's data: a section on it)."""
     atomic_write_text(path, render_report(tally, title=title, lang=lang, similarity=similarity))
+
+
+def score_histogram(tally: ClassTally, lang: str) -> str:
+    """The graded scores' histogram, an inline SVG labelled in ``lang``."""
+    bins = score_bins(scores=tally.scores, max_score=tally.max_score)
+    return histogram_svg(bins=bins, title=say("histogram_title", lang, graded=len(tally.scores), top=f"{bins.top:g}"),
+                         x_label=say("histogram_x", lang), y_label=say("histogram_y", lang),
+                         alt=say("histogram_alt", lang))
 
 
 def render_report(tally: ClassTally, *, title: str, lang: str = "en", similarity: dict | None = None) -> str:
@@ -72,8 +47,7 @@ def render_report(tally: ClassTally, *, title: str, lang: str = "en", similarity
     catalog = load_catalog()
     parts = [f"<h1>{e(title)}</h1>", _overview(tally, lang), _roster(tally, lang)]
     if tally.scores:
-        image = base64.b64encode(histogram_png(tally.scores, tally.max_score, lang=lang)).decode("ascii")
-        parts.append(f'<img alt="{e(say("histogram_alt", lang))}" src="data:image/png;base64,{image}">')
+        parts.append(score_histogram(tally, lang))
     rows = []
     for check in tally.checks.values():
         index = check.discrimination
@@ -106,7 +80,7 @@ def render_report(tally: ClassTally, *, title: str, lang: str = "en", similarity
     language = "zh-Hans" if lang == "zh" else "en"
     return (f"<!DOCTYPE html><html lang='{language}'><head><meta charset='utf-8'>"
             f"<meta name=viewport content='width=device-width,initial-scale=1'><title>{e(title)}</title>"
-            f"<style>{_STYLE}</style></head><body>{''.join(parts)}<script>{ROSTER_SCRIPT}</script></body></html>\n")
+            f"<style>{_STYLE}{HISTOGRAM_STYLE}</style></head><body>{''.join(parts)}<script>{ROSTER_SCRIPT}</script></body></html>\n")
 
 
 SIMILARITY_TEXTS = CONTENT_DIR / "similarity.toml"

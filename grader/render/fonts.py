@@ -1,4 +1,4 @@
-"""Which installed font can draw Chinese, for the figures (heatmaps, the class report's histogram)."""
+"""Which installed font can draw Chinese, for the figures (the attention heatmaps, the trained-model views)."""
 
 from __future__ import annotations
 
