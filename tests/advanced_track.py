@@ -159,6 +159,7 @@ def install_alone(release: Path, root: Path) -> tuple[Path, Path, dict]:
     assert install.returncode == 0, install.stdout + install.stderr
     env = {key: value for key, value in os.environ.items()
            if key not in ("PYTHONPATH", "MHA_SOLUTIONS", "MHA_EXERCISES", "VIRTUAL_ENV")}
+    env["MHA_CHECK_SERVER"] = "off"  # made once per module, before conftest's setting: no warm server left behind
     return copy, root / "venv" / "bin" / "mha", env
 
 
