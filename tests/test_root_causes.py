@@ -449,3 +449,73 @@ def test_rows_that_vanish_under_a_normalizer_over_more_axes_are_no_patched_globa
     wrong and not vanished, which one global shift would have left right: no overflow id is named."""
     result = graded(tmp_path, (LIBRARY / f"{name}.py").read_text(encoding="utf-8"), name)
     assert not {"softmax-unstable", "softmax-global-max"} & set(result.misconceptions), result.misconceptions
+
+
+# ---- the third corpus (mutants/*/corpus3/): written after corpus2's fixes, held out from the rules ----
+CORPUS3 = LIBRARY / "corpus3"
+
+
+@pytest.mark.parametrize("path", [CORPUS3 / "einsum_query_axis_softmax_then_scaled.py",
+                                  LIBRARY / "scipy_softmax_over_queries_then_scaled.py",
+                                  LIBRARY / "softmax_over_heads_then_scaled.py"], ids=lambda path: path.stem)
+def test_weights_normalized_over_another_axis_and_then_scaled_name_both_mistakes(tmp_path, path):
+    """Weights that sum to one constant (1/sqrt(d_k)) over the queries or the heads, not to 1: a softmax over
+    the wrong axis and a scale after it, two mistakes of one line, are each named with what shows them."""
+    result = graded(tmp_path, path.read_text(encoding="utf-8"), path.stem)
+    assert result.misconceptions == ("attention-scale-after-softmax", "attention-softmax-wrong-axis")
+    values = _failing(result, "test_attention_values")
+    assert "instead of 1: the scaling was applied after the softmax" in values.message, values.message
+    assert "normalized over axis=" in values.message and "not over the keys" in values.message, values.message
+
+
+def test_a_softmax_over_whole_matrices_with_identical_keys_is_not_called_a_scale_after_it(tmp_path):
+    """With identical keys, a softmax over T and S is a softmax over T divided by S: one normalization
+    explains it, so no scale after the softmax is named there."""
+    result = graded(tmp_path, (LIBRARY / "attention_softmax_over_whole_matrix.py").read_text(encoding="utf-8"),
+                    "whole_matrix")
+    assert "attention-scale-after-softmax" not in result.misconceptions, result.misconceptions
+
+
+@pytest.mark.parametrize("path", [CORPUS3 / "integer_reciprocal_of_head_width.py",
+                                  LIBRARY / "attention_scale_int_of_reciprocal_root.py",
+                                  LIBRARY / "attention_scale_floor_division_root.py"], ids=lambda path: path.stem)
+def test_a_scale_that_rounds_to_zero_is_the_wrong_scale(tmp_path, path):
+    """An integer reciprocal, int(...) or 1 // ... makes the scale 0: every weight is 1/S whatever the
+    scores, which no positive scale fits; it is named as the wrong scale, with the uniform weight shown."""
+    result = graded(tmp_path, path.read_text(encoding="utf-8"), path.stem)
+    assert result.misconceptions == ("attention-wrong-scale",)
+    values = _failing(result, "test_attention_values")
+    assert values.misconception == "attention-wrong-scale" and "multiplied by 0" in values.message, values.message
+
+
+@pytest.mark.parametrize("path", [CORPUS3 / "scores_divided_by_query_norms.py",
+                                  LIBRARY / "attention_scores_over_query_lengths.py",
+                                  LIBRARY / "attention_scores_over_row_peak.py"], ids=lambda path: path.stem)
+def test_scores_scaled_by_a_factor_of_each_query_are_the_wrong_scale(tmp_path, path):
+    """Each query's scores divided by its own factor (its norm, its largest score): every row is a softmax of
+    its scores, at a scale that varies from row to row; named as the wrong scale."""
+    result = graded(tmp_path, path.read_text(encoding="utf-8"), path.stem)
+    assert result.misconceptions == ("attention-wrong-scale",)
+    values = _failing(result, "test_attention_values")
+    assert "a factor of its own" in values.message, values.message
+
+
+def test_weights_of_two_keys_show_no_scale_of_their_own_per_query(tmp_path):
+    """With two keys any row fits any scale: weights the rules cannot explain stay unexplained there rather
+    than be called a scale per query (the one-key and drawn cases of a softmax over the batch, say)."""
+    source = _changed("    weights = softmax(scores)  # (B, H, T, S), rows sum to 1 over S",
+                      "    weights = np.exp(scores) / np.exp(scores).sum(axis=0, keepdims=True)")
+    result = graded(tmp_path, source, "softmax_over_batch")
+    assert all("a factor of its own" not in test.message for test in result.tests), result.misconceptions
+
+
+@pytest.mark.parametrize("path", [CORPUS3 / "array_max_with_keepdims_and_gcd_check.py",
+                                  LIBRARY / "init_refuses_only_coprime_sizes_lcm.py",
+                                  LIBRARY / "init_refuses_by_fraction_denominator.py"], ids=lambda path: path.stem)
+def test_a_constructor_that_refuses_only_coprime_sizes_is_caught(tmp_path, path):
+    """A check through gcd, lcm or a reduced fraction refuses 10 with 3 heads but accepts 12 with 8: the
+    constructor is also tried with sizes that share a factor."""
+    result = graded(tmp_path, path.read_text(encoding="utf-8"), path.stem)
+    assert "mha-no-divisibility-check" in result.misconceptions
+    check = _failing(result, "test_constructor_rejects_a_width_the_heads_do_not_divide")
+    assert check.misconception == "mha-no-divisibility-check" and "12" in check.message and "8" in check.message
