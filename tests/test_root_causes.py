@@ -519,3 +519,23 @@ def test_a_constructor_that_refuses_only_coprime_sizes_is_caught(tmp_path, path)
     assert "mha-no-divisibility-check" in result.misconceptions
     check = _failing(result, "test_constructor_rejects_a_width_the_heads_do_not_divide")
     assert check.misconception == "mha-no-divisibility-check" and "12" in check.message and "8" in check.message
+
+
+@pytest.mark.parametrize("path", [CORPUS3 / "einsum_weights_read_keys_first.py",
+                                  LIBRARY / "attention_value_einsum_ellipsis_keys_first.py",
+                                  LIBRARY / "attention_value_broadcast_sum_over_queries.py"], ids=lambda path: path.stem)
+def test_a_value_product_that_raises_where_its_twin_raises_is_not_the_keys_length(tmp_path, path):
+    """Weights read as (S, T) by an einsum or a broadcast product raise when S != T, in other words than the
+    matmul of the twin that shows them on the same-length companion: that one mistake explains the raise,
+    and the keys' length is not named beside it."""
+    result = graded(tmp_path, path.read_text(encoding="utf-8"), path.stem)
+    assert result.misconceptions == ("attention-wrong-value-product",)
+
+
+def test_a_reshape_error_beside_a_product_mistake_on_the_companion_is_still_the_keys_length(tmp_path):
+    """The kind of error matters: keys cut with the query's length fail in a reshape, which no product
+    mistake's twin explains, so the keys' length stays named."""
+    result = graded(tmp_path, (LIBRARY / "kv_query_length_and_split_axes.py").read_text(encoding="utf-8"),
+                    "kv_and_axes")
+    assert "mha-kv-uses-query-length" in result.misconceptions
+    assert _failing(result, "test_forward_shape_for_cross_attention").misconception == "mha-kv-uses-query-length"

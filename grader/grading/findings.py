@@ -58,6 +58,9 @@ class CompanionRule:
     length_like: frozenset = frozenset()
     # function -> the function whose code may hold the same mistake (named as an alternative)
     upstream: dict = field(default_factory=dict)
+    # fragments of the messages of one kind of error (operands of a product that do not line up, however the
+    # product is written): a twin raising such an error where the student raises one too explains the raise
+    alike_errors: tuple = ()
 
 
 def rules_module(exercise: str | None) -> ModuleType | None:

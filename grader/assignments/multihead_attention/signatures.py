@@ -357,4 +357,7 @@ COMPANION = CompanionRule(
     length_like=frozenset({"attention-wrong-value-product", "attention-wrong-transpose",
                            "attention-softmax-wrong-axis", "mha-wrong-weights-returned", "mha-ignores-key-value"}),
     upstream={"forward": "scaled_dot_product_attention"},
+    # a product whose operands do not line up, as matmul, einsum or broadcasting word it (a reshape's own
+    # error is another kind: the keys cut with the query's length)
+    alike_errors=("matmul", "einstein", "subscripts", "operand", "broadcast", "aligned"),
 )
