@@ -539,3 +539,19 @@ def test_a_reshape_error_beside_a_product_mistake_on_the_companion_is_still_the_
                     "kv_and_axes")
     assert "mha-kv-uses-query-length" in result.misconceptions
     assert _failing(result, "test_forward_shape_for_cross_attention").misconception == "mha-kv-uses-query-length"
+
+
+@pytest.mark.parametrize("path", [CORPUS3 / "log_softmax_over_queries_and_query_as_memory.py",
+                                  LIBRARY / "forward_query_as_memory_and_no_scale.py",
+                                  LIBRARY / "self_attention_shortcut_and_softmax_axis_two.py",
+                                  CORPUS / "self_attention_port_without_scale.py"], ids=lambda path: path.stem)
+def test_keys_from_the_query_input_are_named_beside_the_mistake_of_the_weights(tmp_path, path):
+    """Keys and values projected from Q, and a second mistake in the weights (an axis, no scale): forward's
+    weights are fitted against the keys projected from Q, so both are named on forward's own check, each
+    with what shows it, instead of the first hiding the second."""
+    result = graded(tmp_path, path.read_text(encoding="utf-8"), path.stem)
+    assert "mha-ignores-key-value" in result.misconceptions and len(result.misconceptions) == 2
+    weights = _failing(result, "test_forward_returns_per_head_weights_when_asked")
+    assert weights.misconception == "mha-ignores-key-value", weights.message
+    assert "projected from the query input" in weights.message and "Your weights" in weights.message.split(
+        "ignores its K and V arguments.")[1], weights.message

@@ -212,7 +212,12 @@ def multihead(case: Case, got) -> list[Finding]:
     if not (isinstance(expected, tuple) and isinstance(got, tuple) and len(got) == 2 and "value_heads" in evidence):
         return []
     out, weights = got
-    if not (is_array(weights, expected[1].shape) and is_array(out, expected[0].shape)):
+    if not is_array(out, expected[0].shape):
+        return []
+    from_query = _from_query_input(evidence, weights, expected[1])
+    if from_query is not None:
+        return from_query
+    if not is_array(weights, expected[1].shape):
         return []
     queries, keys, values = (evidence[name] for name in ("query_heads", "key_heads", "value_heads"))
     findings: list[Finding] = []
@@ -230,6 +235,24 @@ def multihead(case: Case, got) -> list[Finding]:
                 return findings
             findings.append(tail)
     return findings
+
+
+def _from_query_input(evidence: dict, weights, expected_weights: np.ndarray) -> list[Finding] | None:
+    """Wrong weights that are attention over keys projected from the query input (Q @ W_K), with or without a
+    mistake of their own: forward ignored K and V, named beside what the weights show besides. None when the
+    keys from Q are not what the weights show (or are the real keys: self-attention)."""
+    keys = (evidence.get("projections") or {}).get("Q @ W_K")
+    queries = evidence["query_heads"]
+    if keys is None or keys.shape == evidence["key_heads"].shape and same_value(keys, evidence["key_heads"]):
+        return None
+    if not is_array(weights, queries.shape[:-1] + (keys.shape[-2],)) or (
+            weights.shape == expected_weights.shape and same_value(weights, expected_weights)):
+        return None
+    found = weights_findings(queries, keys, weights, function="scaled_dot_product_attention",
+                             sizes=attention_sizes(queries, keys))
+    if found is None:
+        return None
+    return [Finding("mha-ignores-key-value", "forward", message_data("sig_keys_from_query", {}))] + found
 
 
 def _tail(evidence: dict, weights: np.ndarray, out: np.ndarray, W_O: np.ndarray) -> Finding | None:
