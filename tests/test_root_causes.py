@@ -555,3 +555,25 @@ def test_keys_from_the_query_input_are_named_beside_the_mistake_of_the_weights(t
     assert weights.misconception == "mha-ignores-key-value", weights.message
     assert "projected from the query input" in weights.message and "Your weights" in weights.message.split(
         "ignores its K and V arguments.")[1], weights.message
+
+
+@pytest.mark.parametrize(("path", "said"), [
+    (CORPUS3 / "inputs_scaled_to_unit_norm.py", "Q, K and V scaled to unit length"),
+    (LIBRARY / "forward_rms_norm_of_inputs.py", "RMS norm of Q, K and V"),
+    (LIBRARY / "forward_output_rms_normalised.py", "root mean square"),
+], ids=lambda item: getattr(item, "stem", ""))
+def test_a_normalisation_without_centring_inside_forward_is_the_blocks_norm(tmp_path, path, said):
+    """Q, K and V scaled to unit length or by their RMS before the projections, or the output divided by its
+    RMS: normalisations over the model width that do not centre are the block's norm done inside the layer."""
+    result = graded(tmp_path, path.read_text(encoding="utf-8"), path.stem)
+    assert result.misconceptions == ("mha-adds-layer-norm",)
+    values = _failing(result, "test_forward_values_for_cross_attention")
+    assert values.misconception == "mha-adds-layer-norm" and said in values.message, values.message
+
+
+def test_an_output_scaled_by_one_constant_is_no_rms_norm(tmp_path):
+    """Rows scaled by a factor that is not each row's own 1/RMS (one constant for every row) are no norm."""
+    source = _changed("        out = self.combine_heads(heads) @ self.W_O  # (B, T, D)",
+                      "        out = self.combine_heads(heads) @ self.W_O * 0.5  # (B, T, D)")
+    result = graded(tmp_path, source, "halved_output")
+    assert "mha-adds-layer-norm" not in result.misconceptions, result.misconceptions

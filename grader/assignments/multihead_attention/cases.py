@@ -138,6 +138,17 @@ def layer_norm(x, eps=1e-5):
     return centred / np.sqrt((centred ** 2).mean(axis=-1, keepdims=True) + eps)
 
 
+def unit_length(x):
+    """Each position scaled to length 1 over the model width, not centred (an L2 normalisation)."""
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def rms_norm(x):
+    """Each position divided by its root mean square over the model width, not centred (an RMS norm; a
+    student's epsilon of 1e-8 or less changes nothing the comparison sees)."""
+    return x / np.sqrt((x ** 2).mean(axis=-1, keepdims=True))
+
+
 def _forward(*, project=_right, project_output=None, output=True, keys_from_query=False, weights_from=None,
              returned=None, inputs=None, query_step=None, finish=None):
     """A forward whose projections, inputs, weights or returned value are mistaken; ``inputs`` changes Q, K
@@ -252,6 +263,8 @@ TWINS: tuple[Twin, ...] = (
     Twin("mha-adds-layer-norm", "layer norm of the output", FORWARD, _forward(finish=lambda out, Q: layer_norm(out))),
     Twin("mha-adds-layer-norm", "layer norm of Q, K and V", FORWARD, _forward(inputs=layer_norm)),
     Twin("mha-adds-layer-norm", "layer norm of Q alone", FORWARD, _forward(query_step=layer_norm)),
+    Twin("mha-adds-layer-norm", "RMS norm of Q, K and V", FORWARD, _forward(inputs=rms_norm)),
+    Twin("mha-adds-layer-norm", "Q, K and V scaled to unit length", FORWARD, _forward(inputs=unit_length)),
     Twin("mha-wrong-weights-returned", "weights averaged over heads", FORWARD,
          _forward(returned=lambda out, w, asked: (out, w.mean(axis=1)) if asked else out)),
     Twin("mha-wrong-weights-returned", "always returns a tuple", FORWARD,

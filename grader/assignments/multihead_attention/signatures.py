@@ -319,13 +319,16 @@ def block_steps(case: Case, got) -> list[Finding]:
         if not np.isfinite(layer).all():
             continue
         before = projected is not None and same_value(values, layer + projected)
-        steps = (("mha-adds-residual",) if same_value(values, layer + query) or before else
-                 ("mha-adds-layer-norm",) if _normalized_rows(values, layer) else
+        residual_added = same_value(values, layer + query) or before
+        rescaled = not residual_added and not _normalized_rows(values, layer) and _rescaled_rows(values, layer)
+        steps = (("mha-adds-residual",) if residual_added else
+                 ("mha-adds-layer-norm",) if rescaled or _normalized_rows(values, layer) else
                  ("mha-adds-residual", "mha-adds-layer-norm") if _normalized_rows(values, layer + query) else ())
         if steps:
             residual = "sig_residual_before_output_projection" if before else "sig_residual_added"
+            norm = "sig_rms_norm_applied" if rescaled else "sig_layer_norm_applied"
             findings = [Finding(step, case.function, message_data(
-                residual if step == "mha-adds-residual" else "sig_layer_norm_applied",
+                residual if step == "mha-adds-residual" else norm,
                 {"what": case.call_text or case.function})) for step in steps]
             if misconception is not None:
                 findings.append(Finding(misconception, _home(misconception, case.function), message_data(
@@ -348,6 +351,20 @@ def _normalized_rows(values: np.ndarray, layer: np.ndarray) -> bool:
     residual = float(np.linalg.norm(values - fitted)) / max(float(np.linalg.norm(values)), 1e-300)
     # the factor is 1/sqrt(variance + eps) or 1/(std + eps): within a few percent of 1/std whatever the eps
     return residual < FIT_TOLERANCE and bool(np.all(np.abs(factor * spread - 1.0) < 0.05))
+
+
+def _rescaled_rows(values: np.ndarray, layer: np.ndarray) -> bool:
+    """``values`` is ``layer`` with each row divided by its root mean square or its length over the last axis,
+    not centred (an RMS norm or an L2 normalisation, up to a small epsilon)."""
+    size = (layer ** 2).sum(axis=-1, keepdims=True)
+    if (size <= 1e-24).any():
+        return False
+    factor = (values * layer).sum(axis=-1, keepdims=True) / size  # each row's own factor
+    residual = float(np.linalg.norm(values - factor * layer)) / max(float(np.linalg.norm(values)), 1e-300)
+    if residual >= FIT_TOLERANCE:
+        return False
+    rms, length = np.sqrt(size / layer.shape[-1]), np.sqrt(size)
+    return any(bool(np.all(np.abs(factor * norm - 1.0) < 0.05)) for norm in (rms, length))
 
 
 def _home(misconception: str, function: str) -> str:
