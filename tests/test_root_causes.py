@@ -577,3 +577,16 @@ def test_an_output_scaled_by_one_constant_is_no_rms_norm(tmp_path):
                       "        out = self.combine_heads(heads) @ self.W_O * 0.5  # (B, T, D)")
     result = graded(tmp_path, source, "halved_output")
     assert "mha-adds-layer-norm" not in result.misconceptions, result.misconceptions
+
+
+def test_uniform_weights_are_not_taken_for_keys_from_the_query_input(tmp_path):
+    """A scale rounded to 0 gives weights of 1/S whatever the keys: on every check, public and hidden, they
+    say nothing about where the keys came from, so only the scale is named."""
+    from grader.grading.grade import plan_checks, run_checks
+
+    path = CORPUS3 / "integer_reciprocal_of_head_width.py"
+    plan = plan_checks(assignment="multihead_attention", visibility="all", student="library")
+    results = run_checks(InProcessBox.load(path, name="uniform_weights_all_checks"), plan=plan, visibility="all")
+    named = summarize(student="uniform", tests=results, max_score=sum(result.max_score for result in results),
+                      assignment="multihead_attention", catalog_ids=misconception_ids()).misconceptions
+    assert named == ("attention-wrong-scale",), named

@@ -248,6 +248,12 @@ def _from_query_input(evidence: dict, weights, expected_weights: np.ndarray) -> 
     if not is_array(weights, queries.shape[:-1] + (keys.shape[-2],)) or (
             weights.shape == expected_weights.shape and same_value(weights, expected_weights)):
         return None
+    if np.allclose(weights, 1.0 / weights.shape[-1], rtol=1e-9, atol=0.0):
+        return None  # uniform weights show nothing about which keys they were computed from
+    if weights.shape == expected_weights.shape and weights_findings(
+            queries, evidence["key_heads"], weights, function="scaled_dot_product_attention",
+            sizes=attention_sizes(queries, evidence["key_heads"])) is not None:
+        return None  # the real keys explain them: the mistake is in the weights, not in where the keys came from
     found = weights_findings(queries, keys, weights, function="scaled_dot_product_attention",
                              sizes=attention_sizes(queries, keys))
     if found is None:
