@@ -590,3 +590,18 @@ def test_uniform_weights_are_not_taken_for_keys_from_the_query_input(tmp_path):
     named = summarize(student="uniform", tests=results, max_score=sum(result.max_score for result in results),
                       assignment="multihead_attention", catalog_ids=misconception_ids()).misconceptions
     assert named == ("attention-wrong-scale",), named
+
+
+@pytest.mark.parametrize(("path", "mistake"), [
+    (CORPUS3 / "forward_splits_keys_depth_major.py", "split-heads-interleaved"),
+    (LIBRARY / "forward_cuts_keys_round_robin_inline.py", "split-heads-interleaved"),
+    (LIBRARY / "forward_reshapes_queries_straight_inline.py", "split-heads-no-transpose"),
+], ids=lambda item: getattr(item, "stem", item))
+def test_heads_cut_wrongly_inside_forward_are_named_from_its_weights(tmp_path, path, mistake):
+    """split_heads is right, but forward cuts the queries or the keys into heads itself, the wrong way: the
+    weights are right attention of heads cut so, and that layout's mistake is named in forward."""
+    result = graded(tmp_path, path.read_text(encoding="utf-8"), path.stem)
+    assert result.misconceptions == (mistake,)
+    weights = _failing(result, "test_forward_returns_per_head_weights_when_asked")
+    assert weights.misconception == mistake and weights.root_cause is None, weights.message
+    assert "cut the wrong way" in weights.message, weights.message

@@ -226,6 +226,8 @@ def multihead(case: Case, got) -> list[Finding]:
                                  sizes=attention_sizes(queries, keys))
         if found is None:
             found = _projections_of_weights(evidence, weights)
+        if found is None:
+            found = _split_in_forward(evidence, weights)
         findings += found or []
     if not same_value(out, expected[0]) and np.isfinite(weights).all():
         W_O = case.weights["W_O"]
@@ -235,6 +237,35 @@ def multihead(case: Case, got) -> list[Finding]:
                 return findings
             findings.append(tail)
     return findings
+
+
+def _head_layouts(heads: np.ndarray) -> dict[str, tuple[tuple[str, ...], np.ndarray]]:
+    """The reference's (B, H, L, d_k) heads of one input cut the ways a split goes wrong: features dealt
+    round-robin, or a reshape straight to (B, H, L, d_k); each with its mistake, by its layout."""
+    B, H, L, d_k = heads.shape
+    merged = heads.transpose(0, 2, 1, 3).reshape(B, L, H * d_k)  # (B, L, D): the projected input again
+    return {"x.reshape(B, L, d_k, H), axes (0, 3, 1, 2)": (("split-heads-interleaved",),
+                                                          merged.reshape(B, L, d_k, H).transpose(0, 3, 1, 2)),
+            "x.reshape(B, H, L, d_k)": (("split-heads-no-transpose",), merged.reshape(B, H, L, d_k))}
+
+
+def _split_in_forward(evidence: dict, weights: np.ndarray) -> list[Finding] | None:
+    """Weights that are right attention of queries or keys cut into heads another way: forward splits them
+    itself (or split_heads does), wrongly. Only weights right in every other respect count."""
+    queries, keys = evidence["query_heads"], evidence["key_heads"]
+    query_options = [((), queries, "")] + [(ids, layout, f"Q @ W_Q cut as {label}")
+                                           for label, (ids, layout) in _head_layouts(queries).items()]
+    key_options = [((), keys, "")] + [(ids, layout, f"K @ W_K cut as {label}")
+                                      for label, (ids, layout) in _head_layouts(keys).items()]
+    for (query_ids, query, query_label), (key_ids, key, key_label) in itertools.product(query_options, key_options):
+        if not query_ids and not key_ids:
+            continue
+        if weights_findings(query, key, weights, function="forward", sizes=attention_sizes(query, key)) != []:
+            continue  # not explained, or explained only with a mistake of the weights besides
+        layout = ", ".join(label for label in (query_label, key_label) if label)
+        return [Finding(misconception, "forward", message_data("sig_heads_cut_in_forward", {"layout": layout}))
+                for misconception in dict.fromkeys(query_ids + key_ids)]
+    return None
 
 
 def _from_query_input(evidence: dict, weights, expected_weights: np.ndarray) -> list[Finding] | None:
