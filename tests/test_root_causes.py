@@ -605,3 +605,14 @@ def test_heads_cut_wrongly_inside_forward_are_named_from_its_weights(tmp_path, p
     weights = _failing(result, "test_forward_returns_per_head_weights_when_asked")
     assert weights.misconception == mistake and weights.root_cause is None, weights.message
     assert "cut the wrong way" in weights.message, weights.message
+
+
+@pytest.mark.parametrize("path", [CORPUS3 / "causal_mask_always_applied.py",
+                                  LIBRARY / "attention_causal_mask_minus_1e9.py",
+                                  LIBRARY / "forward_adds_causal_triangle.py"], ids=lambda path: path.stem)
+def test_a_causal_mask_applied_on_every_call_has_its_own_id(tmp_path, path):
+    """A decoder's causal mask always on (-inf or -1e9 above the diagonal, in attention or in forward's own
+    attention) was only a mismatch; it is the catalogued attention-causal-mask now."""
+    assert "attention-causal-mask" in misconception_ids()
+    result = graded(tmp_path, path.read_text(encoding="utf-8"), path.stem)
+    assert result.misconceptions == ("attention-causal-mask",)

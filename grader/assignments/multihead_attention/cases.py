@@ -100,6 +100,12 @@ def _attention(*, scale=None, keys=None, product=None, returns_scores=False, axi
     return make
 
 
+def _causal(scores, Q, K):
+    """The scaled scores with every key after its query masked to -inf: a decoder's causal mask, always on."""
+    later = np.triu(np.ones(scores.shape[-2:], dtype=bool), k=1)  # (T, S): key s > query t
+    return np.where(later, -np.inf, scores / np.sqrt(Q.shape[-1]))
+
+
 # ---- split / combine twins ----------------------------------------------------------------
 def _split(arrange):
     def make(module):
@@ -226,6 +232,7 @@ TWINS: tuple[Twin, ...] = (
     Twin("attention-softmax-wrong-axis", "softmax over the queries", ATTENTION, _attention(axis=-2)),
     Twin("attention-softmax-wrong-axis", "softmax over the heads", ATTENTION, _attention(axis=1)),
     Twin("attention-softmax-wrong-axis", "softmax over the batch", ATTENTION, _attention(axis=0)),
+    Twin("attention-causal-mask", "masks each query's later keys", ATTENTION, _attention(scale=_causal)),
     Twin("attention-returns-scores", "returns the scaled scores", ATTENTION, _attention(returns_scores="scaled")),
     Twin("attention-returns-scores", "returns the unscaled scores", ATTENTION, _attention(returns_scores="raw")),
     Twin("attention-wrong-value-product", "weights @ K", ATTENTION, _attention(product=lambda w, K, V: w @ K)),

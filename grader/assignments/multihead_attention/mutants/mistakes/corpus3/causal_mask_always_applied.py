@@ -1,5 +1,5 @@
-# expect: uncatalogued
-# No catalog id: a decoder's causal mask (-inf above the diagonal) is applied to every attention call.
+# expect: attention-causal-mask
+# A decoder's causal mask (-inf above the diagonal) is applied to every attention call (no catalog id when this module was written; attention-causal-mask was added after).
 """Multi-head attention with softmax from pairwise differences, 1 / sum_j exp(x_j - x_i), and scores built keys first."""
 
 import numpy as np
