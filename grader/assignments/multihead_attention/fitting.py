@@ -26,6 +26,11 @@ def is_array(value, shape=None) -> bool:
     return isinstance(value, np.ndarray) and value.dtype.kind in "biuf" and (shape is None or value.shape == shape)
 
 
+def uniform_rows(values: np.ndarray) -> bool:
+    """Every row (last axis) is 1/N throughout: weights that say nothing about the scores or the keys."""
+    return bool(np.allclose(values, 1.0 / values.shape[-1], rtol=1e-9, atol=0.0))
+
+
 def axis_sets(ndim: int, first: tuple = ()) -> list[tuple[int, ...]]:
     """Every non-empty set of axes, ``first`` ones first, then by size."""
     every = [axes for size in range(1, ndim + 1) for axes in itertools.combinations(range(ndim), size)]
@@ -253,7 +258,7 @@ def _unevenly_scaled(Q: np.ndarray, K: np.ndarray, weights, *, function: str) ->
     if (size < 1e-12 * max(float(np.abs(raw).max(initial=0.0)), 1e-300) ** 2).any():
         return None  # a query that scores every key alike: its row shows no scale
     right = 1.0 / np.sqrt(Q.shape[-1])
-    if np.allclose(values, 1.0 / values.shape[-1], rtol=1e-9, atol=0.0):
+    if uniform_rows(values):
         return [Finding("attention-wrong-scale", function, message_data("sig_scores_zeroed", {
             "uniform": f"1/S = {1.0 / values.shape[-1]:.4g}", "right": f"{1.0 / right:.4g}"}))]
     logs = np.log(values)

@@ -40,7 +40,8 @@ import numpy as np
 
 from grader.assignments.multihead_attention.fitting import (FIT_TOLERANCE, attention_sizes, axes_code, axis_sets,
                                                             divisor_text, exponential_rows, fit_logs, is_array,
-                                                            returned_scores, sums_to_one, weights_findings)
+                                                            returned_scores, sums_to_one, uniform_rows,
+                                                            weights_findings)
 from grader.grading.case import Case, same_value
 from grader.grading.findings import CompanionRule, Finding, message_data
 
@@ -279,7 +280,7 @@ def _from_query_input(evidence: dict, weights, expected_weights: np.ndarray) -> 
     if not is_array(weights, queries.shape[:-1] + (keys.shape[-2],)) or (
             weights.shape == expected_weights.shape and same_value(weights, expected_weights)):
         return None
-    if np.allclose(weights, 1.0 / weights.shape[-1], rtol=1e-9, atol=0.0):
+    if uniform_rows(weights.astype(np.float64)):
         return None  # uniform weights show nothing about which keys they were computed from
     if weights.shape == expected_weights.shape and weights_findings(
             queries, evidence["key_heads"], weights, function="scaled_dot_product_attention",
