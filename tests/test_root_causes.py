@@ -616,3 +616,17 @@ def test_a_causal_mask_applied_on_every_call_has_its_own_id(tmp_path, path):
     assert "attention-causal-mask" in misconception_ids()
     result = graded(tmp_path, path.read_text(encoding="utf-8"), path.stem)
     assert result.misconceptions == ("attention-causal-mask",)
+
+
+@pytest.mark.parametrize("path", [CORPUS3 / "moveaxis_sum_everything_and_width_last.py",
+                                  LIBRARY / "split_width_before_length_and_softmax_axis_zero.py",
+                                  LIBRARY / "split_swapaxes_width_and_global_shift.py"], ids=lambda path: path.stem)
+def test_a_raise_that_only_looks_like_a_twin_of_a_function_its_own_checks_clear_is_not_charged_to_it(tmp_path, path):
+    """split_heads returns (B, H, d_k, T), so forward's scores raise the very matmul error a value-product twin
+    raises; attention's own checks fail, but for softmax's mistake, and never show that one: forward's
+    checks trust them and charge the functions that fail, naming no value-product mistake."""
+    result = graded(tmp_path, path.read_text(encoding="utf-8"), path.stem)
+    assert "attention-wrong-value-product" not in result.misconceptions, result.misconceptions
+    assert "split-heads-wrong-axes" in result.misconceptions
+    shape = _failing(result, "test_forward_shape_for_cross_attention")
+    assert shape.misconception != "attention-wrong-value-product" and shape.root_cause is not None, shape.message

@@ -173,8 +173,9 @@ def _result(test: SuiteTest, failure: CheckFailure | None, chosen: CheckFailure 
     for part in parts_of_finding:
         cause = part.root_cause if part.root_cause and part.root_cause != test.function else None
         cause = cause or _home(part, own, order)
-        if cause and own.get(cause) and part.misconception not in own[cause]:
-            # the values point at a mistake in ``cause`` that its own checks do not find: trust those
+        if cause and (own.get(cause) or cause in elsewhere) and part.misconception not in own.get(cause, ()):
+            # the values point at a mistake in ``cause`` that its own checks do not find: trust those (also
+            # when they fail for a mistake found upstream of it, or for none they can name)
             upstream = upstream or cause
             continue
         if not kept:
