@@ -630,3 +630,18 @@ def test_a_raise_that_only_looks_like_a_twin_of_a_function_its_own_checks_clear_
     assert "split-heads-wrong-axes" in result.misconceptions
     shape = _failing(result, "test_forward_shape_for_cross_attention")
     assert shape.misconception != "attention-wrong-value-product" and shape.root_cause is not None, shape.message
+
+
+@pytest.mark.parametrize("path", [CORPUS3 / "layout_remembered_from_first_call.py",
+                                  LIBRARY / "split_length_kept_from_the_first_call.py",
+                                  LIBRARY / "split_sizes_setdefault_on_the_layer.py"], ids=lambda path: path.stem)
+def test_sizes_a_layer_keeps_from_its_first_split_are_the_hardcoded_shape_not_the_keys_length(tmp_path, path):
+    """split_heads keeping the first array's sizes on the layer passes every fresh-layer check; one layer
+    splitting the query and then the key input catches it, and forward's keys cut with the queries' length
+    are then that one mistake of split_heads, not also mha-kv-uses-query-length."""
+    result = graded(tmp_path, path.read_text(encoding="utf-8"), path.stem)
+    assert result.misconceptions == ("split-heads-hardcoded-shape",)
+    split = _failing(result, "test_split_heads_works_for_any_batch_and_length")
+    assert split.misconception == "split-heads-hardcoded-shape", split.message
+    forward = _failing(result, "test_forward_shape_for_cross_attention")
+    assert forward.misconception == "split-heads-hardcoded-shape" and forward.root_cause == "split_heads"

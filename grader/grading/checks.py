@@ -417,7 +417,8 @@ def _companion_findings(case: Case, student: StudentCode | None, here) -> list[F
             if not named or named & rule.length_like:
                 return []
     upstream = ((rule.misconception, rule.upstream[case.function]),) if case.function in rule.upstream else ()
-    return [Finding(rule.misconception, case.function, rule.evidence(case, companion), alternatives=upstream)]
+    return [Finding(rule.misconception, case.function, rule.evidence(case, companion),
+                    alternatives=upstream + tuple(rule.stand_ins.get(case.function, ())))]
 
 
 def _raises_alike(got, value, fragments: tuple) -> bool:

@@ -335,7 +335,8 @@ OVERFLOW_IDS = {function: ("softmax-unstable", "softmax-global-max")
 
 
 def _case(prefix: str, name: str, function: str, args: tuple, sizes: Sizes, *, kwargs=None, weights=None,
-          heads: int | None = None, companion: str | None = None, evidence: dict | None = None) -> Case:
+          heads: int | None = None, companion: str | None = None, evidence: dict | None = None,
+          calls: tuple | None = None) -> Case:
     method = function in METHODS
     returns_weights = bool((kwargs or {}).get("return_weights"))
     init = (sizes.D, heads or sizes.H) if method else None
@@ -356,7 +357,7 @@ def _case(prefix: str, name: str, function: str, args: tuple, sizes: Sizes, *, k
         names_mistakes=name.split("/")[1] not in SIZES_OF_ONE, inline_ids=INLINE_IDS.get(function),
         output_names=("out", "weights") if returns_weights or function == ATTENTION else
         ("out",) if function == "forward" else None,
-        evidence=evidence,
+        evidence=evidence, calls=calls,
     )
     return with_expectations(case, ASSIGNMENT, TWINS)
 
@@ -492,6 +493,11 @@ def build_cases(rng: np.random.Generator, sizes: Sizes, prefix: str) -> dict[str
     cases = {name: _case(prefix, name, function, args, sizes, kwargs=kwargs,
                          weights=weights if function == "forward" else None, companion=companions.get(name))
              for name, function, args, kwargs in specs}
+    # One layer splitting the query input and then the key input (T != S), as forward does: sizes remembered
+    # from the first call (kept on the instance) fail on the second. Drawn nothing new: the other cases keep
+    # their inputs.
+    cases["layer/split-twice"] = _case(prefix, "layer/split-twice", "split_heads", (), sizes, calls=(
+        ("split_heads", (queries_in,), {}), ("split_heads", (keys_in,), {})))
     cases["forward/one-head"] = _case(prefix, "forward/one-head", "forward", (queries_in, keys_in, values_in), sizes,
                                       kwargs={"return_weights": True}, weights=weights, heads=1)
     # Scores near +-1000 through attention and through forward: an unshifted exponential anywhere on the path
