@@ -19,6 +19,7 @@ that differ are printed and the exit status is 1.
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import tempfile
@@ -73,6 +74,21 @@ def dump(tree: Path, out: Path) -> Path:
     return out
 
 
+def differences(old: list, new: list) -> list[str]:
+    """What differs between two gradings of one module: each check's fields that changed, before and after."""
+    label, student, before = old
+    after = new[2]
+    lines = [f"{label} ({student}):"]
+    if isinstance(before, str) or isinstance(after, str) or len(before) != len(after):
+        return lines + [f"  - {str(before)[:1500]}", f"  + {str(after)[:1500]}"]
+    for check, changed in zip(before, after):
+        for key in sorted(set(check) | set(changed)):
+            if check.get(key) != changed.get(key):
+                lines += [f"  {check.get('name')} {key}:", f"    - {str(check.get(key))[:700]}",
+                          f"    + {str(changed.get(key))[:700]}"]
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("before", type=Path, help="a tree of the code, or a dump this script kept")
@@ -89,7 +105,7 @@ def main() -> None:
         raise SystemExit(f"{len(first)} gradings against {len(second)}: the library or the templates differ")
     differing = [(old, new) for old, new in zip(first, second) if old != new]
     for old, new in differing[:options.show]:
-        print(f"- {old[:2000]}\n+ {new[:2000]}\n")
+        print("\n".join(differences(json.loads(old), json.loads(new))) + "\n")
     print(f"{len(first)} gradings, {len(differing)} differing")
     sys.exit(1 if differing else 0)
 
