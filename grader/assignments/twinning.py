@@ -68,13 +68,19 @@ def fresh_copy(value, memo: dict | None = None):
     return copy.deepcopy(value, memo)
 
 
-def run_case(module: ModuleType, case: Case):
-    """What ``module`` returns for ``case``, called the way the worker calls a submission."""
+def run_case(module: ModuleType, case: Case, *, copied_instances: bool = False):
+    """What ``module`` returns for ``case``, called the way the worker calls a submission.
+
+    With ``copied_instances`` the instance may be a copy of one its class made before from the same
+    arguments (``_new_instance``): the same object as a fresh one, without running the constructor again."""
     memo: dict = {}
     args, kwargs = fresh_copy(case.args, memo), fresh_copy(case.kwargs, {})
     if case.class_name is None:
         return getattr(module, case.function)(*args, **kwargs)
-    instance = getattr(module, case.class_name)(*(case.init or ()))
+    cls = getattr(module, case.class_name)
+    instance = _new_instance(cls, tuple(case.init or ()), case.weights) if copied_instances else None
+    if instance is None:
+        instance = cls(*(case.init or ()))
     for name, value in (case.weights or {}).items():
         setattr(instance, name, np.array(value, copy=True))
     if case.calls is None:
@@ -89,11 +95,51 @@ def run_case(module: ModuleType, case: Case):
     return tuple(results)
 
 
+# what the constructor leaves that no call can change in place: an attribute holding one of these is the
+# same object in a copy of the instance as in a fresh one
+_IMMUTABLE = (bool, int, float, complex, str, bytes, type(None), np.generic)
+
+
+@functools.lru_cache(maxsize=512)
+def _made(cls: type, init: tuple) -> tuple[object, frozenset[str]] | None:
+    """``cls(*init)`` made once, and the names of its attributes that hold anything but a plain number or
+    string; None when copying its instances could differ from making them (a ``__new__`` or ``__slots__``
+    of its own, or a constructor that raises: that is made, and raises, on every call)."""
+    if cls.__new__ is not object.__new__ or any("__slots__" in vars(owner) for owner in cls.__mro__[:-1]):
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            made = cls(*init)
+    except Exception:
+        return None
+    if type(made) is not cls or not hasattr(made, "__dict__"):
+        return None
+    return made, frozenset(name for name, value in vars(made).items() if not isinstance(value, _IMMUTABLE))
+
+
+def _new_instance(cls: type, init: tuple, weights: dict | None):
+    """A copy of the instance ``cls(*init)`` made once, when the copy is the same as a fresh instance for this
+    call: the constructor's arrays (and anything else a call could change in place) are all attributes the
+    case sets anew (``weights``), and its other attributes are plain numbers and strings. Else None.
+
+    The core exercise's twins each build ``MultiHeadAttention(D, H)``, whose constructor draws four random
+    matrices that the case's weights replace: a third of a twin's run on forward."""
+    try:
+        made = _made(cls, init)
+    except TypeError:  # unhashable constructor arguments
+        return None
+    if made is None or not made[1] <= (weights or {}).keys():
+        return None
+    instance = object.__new__(cls)
+    instance.__dict__.update(vars(made[0]))
+    return instance
+
+
 def outcome_of(module: ModuleType, case: Case):
     """``run_case``'s value, or ``Raised`` when the call raises."""
     try:
         with np.errstate(all="ignore"):
-            value = run_case(module, case)
+            value = run_case(module, case, copied_instances=True)
     except Exception as error:  # a mistake may raise, e.g. a shape error in matmul
         return Raised(type(error).__name__, str(error))
     return np.array(value, copy=True) if isinstance(value, np.ndarray) else value
@@ -118,7 +164,11 @@ def untouched(assignment: str, case: Case) -> frozenset[str]:
     """
     module, recorder, names = _recorded_reference(assignment)
     with recorder.call() as reached:
-        outcome_of(module, case)
+        try:
+            with np.errstate(all="ignore"):
+                run_case(module, case)  # a fresh instance: its constructor is entered as a twin's would be
+        except Exception:
+            pass
     return names - set(reached)
 
 

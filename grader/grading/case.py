@@ -13,6 +13,7 @@ hide behind a coincidence of sizes.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
@@ -215,11 +216,13 @@ def same_value(a, b, *, rtol: float = 1e-4, atol: float = 1e-6) -> bool:
         if a.shape != b.shape:
             return False
         a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-        if np.isfinite(a64).all() and np.isfinite(b64).all():
-            # np.allclose's own test without its set-up (most comparisons, and each costs it ~50 us): on finite
-            # values isclose is |a - b| <= atol + rtol * |b| exactly, the same scale and tolerances as below
-            magnitude = np.abs(b64)
-            scale = float(magnitude.max()) if magnitude.size else 0.0
+        magnitude = np.abs(b64)
+        scale = float(magnitude.max()) if magnitude.size else 0.0
+        if math.isfinite(scale):
+            # b is finite (a NaN or an infinity would be its maximum): np.allclose's own test without its set-up
+            # (most comparisons, and each costs it ~50 us), for on finite values isclose is |a - b| <= atol +
+            # rtol * |b| exactly, the same scale and tolerances as below; where a is not finite the inequality
+            # fails, as the test below does, so a need not be tested first
             return bool((np.abs(a64 - b64) <= max(atol, 1e-5 * scale) + rtol * magnitude).all())
         if not np.array_equal(np.isnan(a64), np.isnan(b64)):
             return False
