@@ -48,10 +48,15 @@ def patched(assignment: str, twin: Twin) -> ModuleType:
     return module
 
 
+_ATOMIC = frozenset({bool, int, float, complex, str, bytes, type(None)})  # copy.deepcopy gives these back as they are
+
+
 def fresh_copy(value, memo: dict | None = None):
     """``copy.deepcopy(value)``, quicker for what cases hold (arrays in tuples, lists and dicts): each array
     copied once in its own memory order, an array given twice (self-attention's Q, K, V) copied once and given
     twice, anything else through ``deepcopy`` with the same memo."""
+    if type(value) in _ATOMIC:
+        return value  # what deepcopy returns for these too: themselves
     memo = {} if memo is None else memo
     if isinstance(value, np.ndarray) and not value.dtype.hasobject:
         found = memo.get(id(value))

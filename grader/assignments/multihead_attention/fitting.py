@@ -122,9 +122,10 @@ def arranged_scores(Q: np.ndarray, K: np.ndarray) -> Arranged:
     pairs = [(label, Q.astype(np.float64) @ keys) for label, keys in key_arrangements(K.astype(np.float64))]
     arranged = Arranged(tuple(label for label, _ in pairs), tuple(raw for _, raw in pairs),
                         np.stack([raw for _, raw in pairs]))
-    if len(_ARRANGED) >= _ARRANGED_KEPT:
+    while _ARRANGED and len(_ARRANGED) >= _ARRANGED_KEPT:
         del _ARRANGED[next(iter(_ARRANGED))]
-    _ARRANGED[id(Q), id(K)] = (Q, K, arranged)
+    if _ARRANGED_KEPT:
+        _ARRANGED[id(Q), id(K)] = (Q, K, arranged)
     return arranged
 
 
