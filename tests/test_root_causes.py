@@ -194,7 +194,7 @@ def test_diagnosing_with_less_work_names_every_mistake_as_before(monkeypatch):
     for assignment in {assignment for assignment, _ in modules}:
         monkeypatch.setattr(importlib.import_module(f"grader.assignments.{assignment}.cases"), "with_expectations",
                             every_time)
-    monkeypatch.setattr(fitting, "_candidates", lambda logs, stacked, axes: list(range(len(stacked))))
+    monkeypatch.setattr(fitting, "_candidates", lambda logs, stacked, axes, **_: list(range(len(stacked))))
     monkeypatch.setattr(fitting, "_scaled_candidates", lambda values, stacked: list(range(len(stacked))))
     monkeypatch.setattr(fitting, "_ARRANGED_KEPT", 0)  # no arrangement kept: every fit arranges K again
     monkeypatch.setattr(twinning, "_new_instance", lambda cls, init, weights: None)  # every instance made afresh

@@ -107,6 +107,7 @@ class Arranged:
     labels: tuple[str, ...]
     raws: tuple[np.ndarray, ...]  # each (B, H, T, S), as ``Q.astype(np.float64) @ keys`` computes it
     stacked: np.ndarray  # (arrangements, B, H, T, S)
+    squares: np.ndarray  # (arrangements,): the sum of each one's squared entries
 
 
 _ARRANGED: dict = {}  # (id(Q), id(K)) -> (Q, K, Arranged): the last pairs arranged, the arrays kept alive
@@ -120,8 +121,10 @@ def arranged_scores(Q: np.ndarray, K: np.ndarray) -> Arranged:
     if kept is not None and kept[0] is Q and kept[1] is K:
         return kept[2]
     pairs = [(label, Q.astype(np.float64) @ keys) for label, keys in key_arrangements(K.astype(np.float64))]
-    arranged = Arranged(tuple(label for label, _ in pairs), tuple(raw for _, raw in pairs),
-                        np.stack([raw for _, raw in pairs]))
+    stacked = np.stack([raw for _, raw in pairs])
+    flat = stacked.reshape(len(stacked), -1)
+    arranged = Arranged(tuple(label for label, _ in pairs), tuple(raw for _, raw in pairs), stacked,
+                        np.einsum("ij,ij->i", flat, flat))
     while _ARRANGED and len(_ARRANGED) >= _ARRANGED_KEPT:
         del _ARRANGED[next(iter(_ARRANGED))]
     if _ARRANGED_KEPT:
@@ -143,7 +146,7 @@ def fit_weights(Q: np.ndarray, K: np.ndarray, weights) -> ScoresFit | None:
     for axes in axis_sets(values.ndim, first=((last,), (last - 1,), (last - 1, last))):
         # every arrangement's fit at once, to find the few that may fit; each of those is then fitted on its
         # own (fit_logs), in order, so what is found (and its alpha) is exactly what fitting one by one finds
-        for index in _candidates(logs, stacked, axes):
+        for index in _candidates(logs, stacked, axes, squares=arranged.squares):
             label, raw = raws[index]
             fitted = fit_logs(logs, raw, axes)
             if fitted is not None and fitted[1] < FIT_TOLERANCE and fitted[0] > 0:
@@ -151,26 +154,35 @@ def fit_weights(Q: np.ndarray, K: np.ndarray, weights) -> ScoresFit | None:
     return None
 
 
-def _candidates(logs: np.ndarray, stacked: np.ndarray, axes: tuple[int, ...]) -> list[int]:
+def _candidates(logs: np.ndarray, stacked: np.ndarray, axes: tuple[int, ...], *,
+                squares: np.ndarray | None = None) -> list[int]:
     """The arrangements (indices into ``stacked``) whose fit over ``axes`` is within ten times the tolerance,
     in order: the vectorized ``fit_logs``, whose rounding differs from it by far less than that margin.
 
-    The residual of the least-squares fit is ``sqrt(1 - <c, l>^2 / (|c|^2 |l|^2))`` for the centred scores ``c``
-    and log-weights ``l``: three passes over the arrangements where the fit itself makes six."""
+    For the log-weights ``l`` centred on each slice of ``axes`` and the scores ``r`` (``c`` centred so), the
+    least-squares residual is ``sqrt(1 - <c, l>^2 / (|c|^2 |l|^2))``, where ``<c, l> = <r, l>`` (``l`` sums to
+    0 on each slice, where the slice means of ``r`` are constant) and ``|c|^2 = |r|^2 - n |slice means|^2``:
+    two passes over the arrangements per set of axes where the fit itself makes six. Scores nearly constant
+    on the slices, whose ``|c|^2`` that difference cannot resolve, are always left to ``fit_logs``.
+    ``squares``: each arrangement's ``|r|^2``, when known."""
     centred_logs = logs - logs.mean(axis=axes, keepdims=True)
     spread = float(np.linalg.norm(centred_logs))
     if spread < 1e-9:
         return []  # fit_logs gives None for every arrangement
     count = len(stacked)
-    centred = (stacked - stacked.mean(axis=tuple(axis + 1 for axis in axes), keepdims=True)).reshape(count, -1)
+    flat = stacked.reshape(count, -1)
+    if squares is None:
+        squares = np.einsum("ij,ij->i", flat, flat)
+    means = stacked.mean(axis=tuple(axis + 1 for axis in axes)).reshape(count, -1)  # (arrangements, slices)
     with np.errstate(all="ignore"):
-        raw_spread_squared = np.einsum("ij,ij->i", centred, centred)
-        product = centred @ centred_logs.reshape(-1)
+        raw_spread_squared = squares - (flat.shape[1] // means.shape[1]) * np.einsum("ij,ij->i", means, means)
+        product = flat @ centred_logs.reshape(-1)
         alpha = product / raw_spread_squared
         unexplained = 1.0 - product * alpha / spread ** 2  # the squared relative residual
         residual = np.sqrt(np.maximum(unexplained, 0.0))
+        unresolved = ~(raw_spread_squared > 1e-6 * squares)
     near = np.isfinite(residual) & (residual < 10 * FIT_TOLERANCE) & ~(alpha <= 0)
-    return [int(index) for index in np.flatnonzero(near)]
+    return [int(index) for index in np.flatnonzero(near | unresolved)]
 
 
 def returned_scores(Q: np.ndarray, K: np.ndarray, weights) -> tuple[str, float, np.ndarray] | None:
