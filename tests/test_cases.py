@@ -133,3 +133,27 @@ def test_a_case_never_changes_once_built():
     assert cases["attention/cross"].companion_case is cases["attention/self"]  # linked in the dict returned
     assert all(case.shows_values for case in cases.values())  # the shipped fixtures
     assert not any(case.shows_values for case in public_cases(seed=5).values())  # a graded run's draw
+
+
+def test_comparing_many_values_at_once_agrees_with_comparing_each():
+    """same_values compares a twin's dozens of outcomes with the expected value at once: for arrays near and
+    far, float32, NaN and infinities on either side, other shapes, tuples, exceptions and None it says what
+    same_value says of each."""
+    from grader.grading.case import Raised, same_value, same_values
+
+    rng = np.random.default_rng(3)
+    expected = rng.normal(size=(2, 3, 4))
+    values = [expected + rng.normal(size=expected.shape) * size for size in (0, 1e-9, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1)]
+    values[4] = values[4].copy()
+    values[4][0, 0, 0] = np.inf
+    values += [expected.astype(np.float32), np.full(expected.shape, np.nan), expected[0], expected.astype(int),
+               Raised("ValueError", "no"), None, (expected, expected), expected > 0]
+    with_nan = expected.copy()
+    with_nan[1, 2, 3] = np.nan
+    for target in (expected, with_nan, expected > 0, np.zeros((2, 0))):
+        assert same_values(values, target) == [same_value(value, target) for value in values]
+    pair = (expected, expected[0])
+    pairs = [(value, expected[0]) for value in values[:10]] + [(expected,), expected, Raised("E", ""),
+                                                              (expected, expected[0] * np.nan), pair]
+    assert same_values(pairs, pair) == [same_value(value, pair) for value in pairs]
+    assert same_values(pairs, pair).count(True) >= 4 and same_values(values, expected).count(False) >= 6

@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from grader.grading.case import PUBLIC_SIZES, Case, Raised, draw_sizes, link_companions, same_value
+from grader.grading.case import PUBLIC_SIZES, Case, Raised, draw_sizes, link_companions, same_value, same_values
 from grader.grading.reference import fresh_reference, load_reference
 from grader.sandbox.worker.recording import Recorder
 
@@ -192,20 +192,16 @@ def with_expectations(case: Case, assignment: str, twins: tuple[Twin, ...], *, e
     unreached: list[frozenset[str]] = []
 
     def differing(case: Case, only=None) -> list:
-        found = []
         if not unreached:
             unreached.append(untouched(assignment, case))
-        for twin in twins:
-            if only is not None and (twin.misconception, twin.label) not in only:
-                continue
-            if twin.target.rpartition(".")[2] in unreached[0]:
-                continue  # the mistake is in code this call never runs: the twin returns the expected value
-            if twin not in outcomes:
-                value = outcome_of(patched(assignment, twin), case)
-                outcomes[twin] = None if same_value(value, case.expected) else (value,)
-            if outcomes[twin] is not None:
-                found.append((twin.misconception, twin.label, outcomes[twin][0]))
-        return found
+        # the mistake of a twin whose function this call never enters is in code it never runs: that twin
+        # returns the expected value
+        asked = [twin for twin in twins if (only is None or (twin.misconception, twin.label) in only)
+                 and twin.target.rpartition(".")[2] not in unreached[0]]
+        made = [(twin, outcome_of(patched(assignment, twin), case)) for twin in asked if twin not in outcomes]
+        for (twin, value), same in zip(made, same_values([value for _, value in made], case.expected)):
+            outcomes[twin] = None if same else (value,)
+        return [(twin.misconception, twin.label, outcomes[twin][0]) for twin in asked if outcomes[twin] is not None]
 
     return replace(case, expected=expected, twins=None, twin_builder=differing)
 
