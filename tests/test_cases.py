@@ -157,3 +157,26 @@ def test_comparing_many_values_at_once_agrees_with_comparing_each():
                                                               (expected, expected[0] * np.nan), pair]
     assert same_values(pairs, pair) == [same_value(value, pair) for value in pairs]
     assert same_values(pairs, pair).count(True) >= 4 and same_values(values, expected).count(False) >= 6
+
+
+def test_comparing_rows_at_once_agrees_with_comparing_each_row():
+    """same_rows tells the wrong rows of a value (which rows large logits broke) as same_value row by row
+    does: 400 drawn pairs of every scale, float32 against float64, NaN and infinities in either, no columns."""
+    from grader.grading.case import same_rows, same_value
+
+    rng = np.random.default_rng(1)
+    agreed = right = 0
+    for trial in range(400):
+        rows, width = int(rng.integers(1, 6)), int(rng.integers(0, 5))
+        expected = rng.normal(size=(rows, width)) * 10.0 ** int(rng.integers(-3, 4))
+        got = expected + rng.normal(size=(rows, width)) * 10.0 ** int(rng.integers(-12, 1))
+        if trial % 5 == 0 and expected.size:
+            expected[int(rng.integers(0, rows)), 0] = rng.choice([np.nan, np.inf, -np.inf])
+        if trial % 7 == 0 and got.size:
+            got[int(rng.integers(0, rows)), 0] = rng.choice([np.nan, np.inf])
+        if trial % 3 == 0:
+            got = got.astype(np.float32)
+        each = [same_value(a, b) for a, b in zip(got, expected)]
+        agreed += list(same_rows(got, expected)) == each
+        right += sum(each)
+    assert agreed == 400 and 200 < right < 1000 * 2

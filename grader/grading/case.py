@@ -240,6 +240,20 @@ def same_value(a, b, *, rtol: float = RTOL, atol: float = ATOL) -> bool:
     return a is None and b is None or type(a) is type(b) and isinstance(a, (bool, int, float, str)) and a == b
 
 
+def same_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``same_value`` of each row of ``a`` (rows, width) with the same row of ``b``, the rows of a finite b
+    all at once under its own inequality (each row's largest entry sets that row's absolute tolerance)."""
+    a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    magnitude = np.abs(b64)
+    scale = magnitude.max(axis=1, initial=0.0)
+    finite = np.isfinite(scale)
+    with np.errstate(invalid="ignore"):
+        same = (np.abs(a64 - b64) <= np.maximum(ATOL, SCALE_ATOL * scale)[:, None] + RTOL * magnitude).all(axis=1)
+    for row in np.flatnonzero(~finite):
+        same[row] = same_value(a[row], b[row])
+    return same
+
+
 def same_values(values: list, b) -> list[bool]:
     """``[same_value(value, b) for value in values]``, with the real arrays among them of b's shape (or the
     items of tuples shaped like b) compared with a finite b all at once: the same inequality on the same
