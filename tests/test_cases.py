@@ -180,3 +180,30 @@ def test_comparing_rows_at_once_agrees_with_comparing_each_row():
         agreed += list(same_rows(got, expected)) == each
         right += sum(each)
     assert agreed == 400 and 200 < right < 1000 * 2
+
+
+def test_one_value_against_many_agrees_with_each_comparison():
+    """same_as_each compares a submission's output with every twin's at once: for 300 drawn values of every
+    scale and shape (none, empty), with NaN and infinities on either side, float32, tuples and exceptions it
+    says what same_value says of each pair."""
+    from grader.grading.case import Raised, same_as_each, same_value
+
+    rng = np.random.default_rng(2)
+    equal = 0
+    for trial in range(300):
+        shape = tuple(int(size) for size in rng.integers(0, 4, size=int(rng.integers(0, 3))))
+        got = rng.normal(size=shape) * 10.0 ** int(rng.integers(-3, 4))
+        values = []
+        for kind in range(int(rng.integers(0, 8))):
+            value = got + rng.normal(size=shape) * 10.0 ** int(rng.integers(-12, 1))
+            if kind % 6 == 1 and value.size:
+                value.flat[0] = rng.choice([np.nan, np.inf])
+            values.append(value.astype(np.float32) if kind % 6 == 2 else Raised("E", "m") if kind % 6 == 3
+                          else (value, value) if kind % 6 == 4 else value)
+        if trial % 4 == 0 and got.size:
+            got.flat[-1] = np.nan
+        assert same_as_each(got, values) == [same_value(got, value) for value in values], trial
+        pairs = [(value, got) if isinstance(value, np.ndarray) else value for value in values]
+        assert same_as_each((got, got), pairs) == [same_value((got, got), value) for value in pairs], trial
+        equal += sum(same_value(got, value) for value in values)
+    assert 100 < equal < 1000

@@ -254,6 +254,31 @@ def same_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return same
 
 
+def same_as_each(a, values: list) -> list[bool]:
+    """``[same_value(a, value) for value in values]``: ``a`` against each of many values (a submission's output
+    against every twin's), the real arrays of a's shape (or the items of tuples like it) all at once under
+    same_value's own inequality, each value's largest entry setting its tolerance; anything else one by one."""
+    if isinstance(a, tuple):
+        parts = [position for position, value in enumerate(values) if isinstance(value, tuple) and len(value) == len(a)]
+        found = [position in parts or same_value(a, value) for position, value in enumerate(values)]
+        for item, part in enumerate(a):
+            for position, same in zip(parts, same_as_each(part, [values[position][item] for position in parts])):
+                found[position] = found[position] and same
+        return found
+    alike = [position for position, value in enumerate(values) if isinstance(value, np.ndarray)
+             and value.shape == getattr(a, "shape", None) and value.dtype.kind in "biuf"]
+    if not isinstance(a, np.ndarray) or a.dtype.kind not in "biuf" or len(alike) < 2:
+        return [same_value(a, value) for value in values]
+    stacked = np.stack([np.asarray(values[position], dtype=np.float64) for position in alike])
+    magnitude = np.abs(stacked)
+    scale = magnitude.reshape(len(alike), -1).max(axis=1, initial=0.0)
+    tolerance = np.maximum(ATOL, SCALE_ATOL * scale).reshape((-1,) + (1,) * a.ndim) + RTOL * magnitude
+    with np.errstate(invalid="ignore"):
+        equal = (np.abs(np.asarray(a, dtype=np.float64) - stacked) <= tolerance).reshape(len(alike), -1).all(axis=1)
+    found = {position: bool(same) for position, same, finite in zip(alike, equal, np.isfinite(scale)) if finite}
+    return [found[position] if position in found else same_value(a, value) for position, value in enumerate(values)]
+
+
 def same_values(values: list, b) -> list[bool]:
     """``[same_value(value, b) for value in values]``, with the real arrays among them of b's shape (or the
     items of tuples shaped like b) compared with a finite b all at once: the same inequality on the same
