@@ -111,7 +111,7 @@ class Arranged:
 
 
 _ARRANGED: dict = {}  # (id(Q), id(K)) -> (Q, K, Arranged): the last pairs arranged, the arrays kept alive
-_ARRANGED_KEPT = 8
+_ARRANGED_KEPT = 4  # a case's rules fit one or two pairs; each pair keeps about 70 score arrays
 
 
 def arranged_scores(Q: np.ndarray, K: np.ndarray) -> Arranged:
@@ -123,8 +123,8 @@ def arranged_scores(Q: np.ndarray, K: np.ndarray) -> Arranged:
     pairs = [(label, Q.astype(np.float64) @ keys) for label, keys in key_arrangements(K.astype(np.float64))]
     stacked = np.stack([raw for _, raw in pairs])
     flat = stacked.reshape(len(stacked), -1)
-    arranged = Arranged(tuple(label for label, _ in pairs), tuple(raw for _, raw in pairs), stacked,
-                        np.einsum("ij,ij->i", flat, flat))
+    # each arrangement's scores as a view of the stack (the same numbers, kept once)
+    arranged = Arranged(tuple(label for label, _ in pairs), tuple(stacked), stacked, np.einsum("ij,ij->i", flat, flat))
     while _ARRANGED and len(_ARRANGED) >= _ARRANGED_KEPT:
         del _ARRANGED[next(iter(_ARRANGED))]
     if _ARRANGED_KEPT:
