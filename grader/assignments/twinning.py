@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from grader.grading.case import PUBLIC_SIZES, Case, Raised, draw_sizes, link_companions, same_value, same_values
+from grader.grading.case import PUBLIC_SIZES, Case, Raised, draw_sizes, link_companions, same_values
 from grader.grading.reference import fresh_reference, load_reference
 from grader.sandbox.worker.recording import Recorder
 
