@@ -351,6 +351,8 @@ def block_steps(case: Case, got) -> list[Finding]:
         (misconception, value[0] if isinstance(value, tuple) else value) for misconception, _, value in case.known_twins()
         if is_array(value[0] if isinstance(value, tuple) and value else value, expected_out.shape)]
     values = out.astype(np.float64)
+    # rows of mean zero, the first thing a layer norm leaves: without them no step below is a layer norm
+    normalized = _centred_rows(values)
     W_O = (case.weights or {}).get("W_O")
     # the residual added to the combined heads, before W_O: (heads + Q) @ W_O = layer + Q @ W_O
     projected = query @ np.asarray(W_O, dtype=np.float64) if W_O is not None and query.shape[-1] == len(W_O) else None
@@ -360,10 +362,13 @@ def block_steps(case: Case, got) -> list[Finding]:
             continue
         before = projected is not None and same_value(values, layer + projected)
         residual_added = same_value(values, layer + query) or before
-        rescaled = not residual_added and not _normalized_rows(values, layer) and _rescaled_rows(values, layer)
+        layer_normed = normalized and _normalized_rows(values, layer)
+        # rows divided by their own RMS or length are not centred: the screen above does not apply to them
+        rescaled = not residual_added and not layer_normed and _rescaled_rows(values, layer)
         steps = (("mha-adds-residual",) if residual_added else
-                 ("mha-adds-layer-norm",) if rescaled or _normalized_rows(values, layer) else
-                 ("mha-adds-residual", "mha-adds-layer-norm") if _normalized_rows(values, layer + query) else ())
+                 ("mha-adds-layer-norm",) if rescaled or layer_normed else
+                 ("mha-adds-residual", "mha-adds-layer-norm") if normalized and _normalized_rows(values, layer + query)
+                 else ())
         if steps:
             residual = "sig_residual_before_output_projection" if before else "sig_residual_added"
             norm = "sig_rms_norm_applied" if rescaled else "sig_layer_norm_applied"
@@ -377,14 +382,17 @@ def block_steps(case: Case, got) -> list[Finding]:
     return []
 
 
+def _centred_rows(values: np.ndarray) -> bool:
+    """Every row of ``values`` (its last axis) has mean 0, relative to its largest entry."""
+    scale = max(float(np.abs(values).max(initial=0.0)), 1e-12)
+    return not np.abs(values.mean(axis=-1)).max(initial=0.0) > 1e-4 * scale
+
+
 def _normalized_rows(values: np.ndarray, layer: np.ndarray) -> bool:
     """``values`` is ``layer`` normalized over its last axis (mean 0, variance 1 up to a small epsilon)."""
     centred = layer - layer.mean(axis=-1, keepdims=True)
     spread = np.sqrt((centred ** 2).mean(axis=-1, keepdims=True))
-    if (spread <= 1e-12).any():
-        return False
-    scale = max(float(np.abs(values).max(initial=0.0)), 1e-12)
-    if np.abs(values.mean(axis=-1)).max(initial=0.0) > 1e-4 * scale:
+    if (spread <= 1e-12).any() or not _centred_rows(values):
         return False
     factor = (values * centred).sum(axis=-1, keepdims=True) / (centred ** 2).sum(axis=-1, keepdims=True)
     fitted = factor * centred
