@@ -340,6 +340,74 @@ def warm_up(numpy):
     numpy.allclose(x, x), numpy.isfinite(x).all(), numpy.random.default_rng(0).normal(size=3)
 
 
+REHEARSAL_FILE = "<rehearsal>"
+# Trusted code in the shapes a submission's calls take (projections, heads split and joined, a stable softmax,
+# a method on an instance), run once by each fresh worker before its request: see ``rehearse``.
+REHEARSAL_SOURCE = """
+import numpy as np
+
+
+def normalise(x, axis=-1):
+    peak = np.max(x, axis=axis, keepdims=True)
+    weights = np.exp(x - peak)
+    return weights / np.sum(weights, axis=axis, keepdims=True)
+
+
+def heads(x, count):
+    batch, length, width = x.shape
+    return x.reshape(batch, length, count, width // count).transpose(0, 2, 1, 3)  # (B, H, T, d_k)
+
+
+def attend(x, w, count=2):
+    q = heads(x @ w, count)  # (B, H, T, d_k)
+    scores = np.matmul(q, np.swapaxes(q, -1, -2)) / np.sqrt(q.shape[-1])  # (B, H, T, T)
+    out = np.einsum("bhts,bhsd->bhtd", normalise(scores), q)  # (B, H, T, d_k)
+    batch, count, length, width = out.shape
+    return out.transpose(0, 2, 1, 3).reshape(batch, length, count * width), scores.astype(np.float32)
+
+
+class Layer:
+    def __init__(self, width):
+        self.w = np.eye(width)
+
+    def forward(self, x):
+        return attend(x, self.w)[0]
+"""
+
+
+def rehearse(numpy):
+    """Serve a few calls of trusted code through the whole path a request takes (framing, decoding, the
+    recorder, NumPy's kernels, encoding), in this fresh worker, before its request exists.
+
+    A forked worker's first touch of each page it shares with the fork
+    server (every object whose reference count changes, every allocator
+    arena) copies that page: about 650 such faults made a fresh worker's
+    first calls twice as slow as the same calls a second time. Taken here,
+    while the worker waits as a spare, they overlap the grading of the
+    submission before it. Nothing of it is left for the submission: the
+    worker that serves it (``serve``) is a new ``Worker``, and the rehearsal's
+    source is dropped from the line cache.
+    """
+    import io
+
+    worker = Worker(numpy)
+    cells = [json.dumps([[REHEARSAL_FILE, "rehearsal"]]).encode(), REHEARSAL_SOURCE.encode()]
+    framed = protocol.frame({"op": "load", "mode": "module"}, cells)
+    header, blobs = protocol.read_message(io.BytesIO(framed))
+    worker.load(header, blobs)
+    x = numpy.linspace(-1.0, 1.0, 24).reshape(1, 3, 8)  # (B, T, D)
+    sent, calls = [], []
+    for function, args in (("normalise", (x,)), ("heads", (x, 2)), ("attend", (x, numpy.eye(8)))):
+        calls.append({"target": {"function": function}, "args": encode(args, sent, worker.codec), "kwargs": {}})
+    calls.append({"target": {"class": "Layer", "init": [8], "calls": [["forward", [encode(x, sent, worker.codec)],
+                                                                       {}]]}})
+    framed = protocol.frame({"op": "batch", "calls": calls}, sent)
+    header, blobs = protocol.read_message(io.BytesIO(framed))
+    reply, reply_blobs = worker.batch(header, blobs)
+    protocol.frame(reply, reply_blobs)
+    linecache.cache.pop(REHEARSAL_FILE, None)
+
+
 def serve(read_fd, write_fd, numpy, hello=None):
     """Answer requests on ``read_fd`` until it closes; ``hello`` is sent first, before any request."""
     incoming = os.fdopen(read_fd, "rb", buffering=0)
