@@ -53,7 +53,8 @@ def opened(code: str, server) -> Sandbox:
 def test_a_worker_rehearses_before_it_is_ready_and_the_submission_finds_nothing_of_it(server):
     with opened(SNOOP, server) as box:
         steps = dict(box.timings.phases)
-        assert box.load_report.names == ("first", "linecache", "sys", "traces")  # the rehearsal's functions are not the submission's
+        # the rehearsal's functions are not the submission's
+        assert box.load_report.names == ("first", "linecache", "sys", "traces")
         cached, rehearsed, modules = box.call("traces").value
         doubled = box.call("first", np.arange(3.0)).value
     assert steps["worker forked"] < steps["rehearsed"] <= steps["ready"] < steps["hello"], steps
@@ -76,4 +77,5 @@ def test_the_reference_scores_the_same_through_a_rehearsed_worker_and_without_sp
         finally:
             bare.stop()
     assert made_ahead.score == made_ahead.max_score == on_request.score
-    assert [(t.name, t.outcome, t.message) for t in made_ahead.tests] == [(t.name, t.outcome, t.message) for t in on_request.tests]
+    assert [(t.name, t.outcome, t.message) for t in made_ahead.tests] == [
+        (t.name, t.outcome, t.message) for t in on_request.tests]
