@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from grader.sandbox.codec import BadReply, decode_reply, encode_request
+from grader.sandbox.codec import BadReply, decode_arguments_after, decode_reply, encode_request
 from grader.sandbox.endings import CRASH, ENDINGS, REFUSED, STOPPED, TIMEOUT, UNAVAILABLE
 from grader.sandbox.isolation import SandboxWarning, describe_isolation
 from grader.sandbox.link import ForkServer, ForkServerError, ServerLaunch, WorkerGone, WorkerLink
@@ -296,7 +296,8 @@ class Sandbox:
                 if reply.get("op") != "item" or reply.get("index") != index:
                     raise WorkerGone("the worker broke the protocol (a reply that is not the next call's)")
                 now = time.monotonic()
-                outcomes[index] = self._outcome(reply, reply_blobs, limits[index], seconds=now - begun)
+                outcomes[index] = self._outcome(reply, reply_blobs, limits[index], seconds=now - begun,
+                                                sent=calls[index][1])
                 index, begun, self._entered = index + 1, now, []
                 if index < len(calls) and on_start is not None:
                     on_start(index)
@@ -370,7 +371,7 @@ class Sandbox:
         except WorkerGone as gone:
             self._kill()
             return self._gone(gone, timeout if within_budget else None, seconds=time.monotonic() - started)
-        return self._outcome(reply, reply_blobs, limit, seconds=time.monotonic() - started)
+        return self._outcome(reply, reply_blobs, limit, seconds=time.monotonic() - started, sent=args)
 
     def _gone(self, gone: WorkerGone, limit: float | None, seconds: float | None = None) -> CallOutcome:
         """The outcome of a call whose worker overran ``limit`` (None: the submission's budget) or died."""
@@ -383,8 +384,10 @@ class Sandbox:
         return CallOutcome(error=CallError("Stopped", name), ended=STOPPED, stopped_at=name,
                            reached=tuple(self._entered), seconds=seconds)
 
-    def _outcome(self, reply: dict, reply_blobs: list[bytes], limit: int, seconds: float | None = None) -> CallOutcome:
-        """The checked outcome of one call's reply (``seconds``: how long it took, as this side measured)."""
+    def _outcome(self, reply: dict, reply_blobs: list[bytes], limit: int, seconds: float | None = None,
+                 sent: tuple = ()) -> CallOutcome:
+        """The checked outcome of one call's reply (``seconds``: how long it took, as this side measured;
+        ``sent``: the call's positional arguments, which the reply may say it left unchanged)."""
         if not isinstance(reply, dict):
             return CallOutcome(error=CallError("BadReply", "the worker sent a malformed reply"), ended=REFUSED,
                                seconds=seconds)
@@ -393,7 +396,7 @@ class Sandbox:
             return CallOutcome(error=_call_error(reply.get("error")), reached=reached, seconds=seconds)
         try:
             value = decode_reply(reply.get("value"), reply_blobs, limit)
-            after = decode_reply({"__tuple__": reply.get("args_after", [])}, reply_blobs, limit)
+            after = decode_arguments_after(reply.get("args_after", []), reply_blobs, limit, sent)
         except (BadReply, RecursionError) as bad:
             return CallOutcome(error=CallError("BadReply", str(bad)[:300]), ended=REFUSED, reached=reached,
                                seconds=seconds)

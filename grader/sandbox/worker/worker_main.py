@@ -8,7 +8,9 @@ sends back, and never trusts this side to have behaved.
 
 Messages are framed by ``protocol``. Arrays travel as ``.npy`` bytes; in the
 JSON tree an array is ``{"__array__": i}``, a tuple ``{"__tuple__": [...]}``,
-anything that is not plain data ``{"__object__": "<description>"}``.
+anything that is not plain data ``{"__object__": "<description>"}``. A reply
+gives back the call's positional arguments as the call left them; one left
+byte for byte as it came is ``{"__unchanged__": true}``, not its bytes again.
 """
 
 import builtins
@@ -51,6 +53,21 @@ def encode(value, blobs, codec, limit=MESSAGE_LIMIT):
         items = [encode(item, blobs, codec, limit) for item in value]
         return {"__tuple__": items} if type(value) is tuple else items
     return {"__object__": _describe(value, codec)}
+
+
+UNCHANGED = {"__unchanged__": True}  # an argument the call left exactly as it came: not sent back
+
+
+def _unchanged(value, sent, blobs, codec):
+    """Whether ``value`` (an argument after the call) is still, byte for byte, the array ``sent`` named."""
+    if type(value) is not codec.ndarray or type(sent) is not dict or len(sent) != 1:
+        return False
+    index = sent.get("__array__")
+    if type(index) is not int or not 0 <= index < len(blobs):
+        return False
+    dtype, shape, fortran_order, start = codec.header(blobs[index])
+    return (not fortran_order and value.dtype == dtype and value.shape == tuple(shape)
+            and value.tobytes() == blobs[index][start:])
 
 
 def _describe(value, codec):
@@ -265,7 +282,9 @@ class Worker:
             limit = asked
         try:
             encoded = encode(value, out_blobs, codec, limit)
-            after = [encode(arg, out_blobs, codec, limit) for arg in args]
+            sent = request.get("args", [])
+            after = [UNCHANGED if position < len(sent) and _unchanged(arg, sent[position], blobs, codec)
+                     else encode(arg, out_blobs, codec, limit) for position, arg in enumerate(args)]
         except BaseException as error:  # noqa: BLE001 - a hostile object may fail to encode
             return {"ok": False, "error": {"kind": "unencodable", "type": "UnencodableResult",
                                                   "message": repr(type(error))},
