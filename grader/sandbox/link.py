@@ -317,7 +317,7 @@ class WorkerLink:
             if remaining <= 0 or not select.select([], [self.to_worker], [], remaining)[1]:
                 raise WorkerGone("the call did not finish in time", timed_out=True)
             try:
-                view = view[os.write(self.to_worker, view[:1 << 16]):]
+                view = view[os.write(self.to_worker, view[:PIPE_SIZE]):]  # as much as the pipe takes: one wake-up
             except BlockingIOError:
                 continue
             except OSError as broken:
