@@ -79,3 +79,15 @@ def test_the_reference_scores_the_same_through_a_rehearsed_worker_and_without_sp
     assert made_ahead.score == made_ahead.max_score == on_request.score
     assert [(t.name, t.outcome, t.message) for t in made_ahead.tests] == [
         (t.name, t.outcome, t.message) for t in on_request.tests]
+
+
+def test_a_server_told_to_leave_the_rehearsal_out_serves_the_same_without_it():
+    bare = start_server(without=("rehearsal",))
+    try:
+        with opened(SNOOP, bare) as box:
+            steps = dict(box.timings.phases)
+            doubled = box.call("first", np.arange(3.0)).value
+    finally:
+        bare.stop()
+    assert "rehearsed" not in steps and steps["ready"] < steps["hello"], steps
+    np.testing.assert_array_equal(doubled, [0.0, 2.0, 4.0])

@@ -134,7 +134,7 @@ def start_server(*, hidden=(), packages=STUDENT_PACKAGES, without=(), spares: in
     """A fork server for many submissions; ``hidden`` folders (e.g. the output folder) are masked too.
 
     Student code may import the standard library, NumPy and ``packages``.
-    ``without`` ("landlock", "namespaces", "cgroups", "uid-pool", "spares";
+    ``without`` ("landlock", "namespaces", "cgroups", "uid-pool", "spares", "rehearsal";
     portable: "rlimit_as") leaves a layer out, to check the fallbacks
     (``MHA_SANDBOX_WITHOUT`` adds to it). ``spares``: workers kept made ahead of
     requests, each for one request (e.g. the number of submissions graded at

@@ -58,7 +58,8 @@ class ForkServer:
 
         ``without`` ("landlock", "namespaces", "cgroups", "spares") leaves a
         layer out, to see the fallbacks at work on a machine that has
-        everything. ``spares`` is how many workers the server keeps made
+        everything; "rehearsal" leaves out each worker's rehearsal of calls
+        before its request (``worker_main.rehearse``), to measure what it saves. ``spares`` is how many workers the server keeps made
         ahead of requests (each serves one request only).
         """
         return cls.launch(hidden=hidden, packages=packages, without=without, spares=spares,

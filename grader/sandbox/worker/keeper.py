@@ -208,7 +208,7 @@ def _worker(channel: socket.socket, context: dict, plan: dict, marks: list) -> N
             enforced = _lock_down(context, plan["scratch"], marks)
     except BaseException as failed:  # noqa: BLE001 - reported in the hello, once there is a pipe to say it on
         failure = failed
-    if failure is None:
+    if failure is None and context.get("rehearse", True):
         try:  # the first touches of memory shared with the server, taken while this worker waits (trusted code)
             context["worker_main"].rehearse(context["numpy"])
         except Exception:  # noqa: BLE001 - it only saves time: the request's calls pay for what it did not do
