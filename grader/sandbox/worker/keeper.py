@@ -4,8 +4,9 @@ The fork server forks a **keeper** ahead of time (a spare), which prepares all
 that no request decides: its own pid, network, IPC, UTS and mount namespaces,
 its own scratch tmpfs in the read-only tree, its cgroups; then it forks the
 **worker**, which confines itself as far as it can without a request (its
-session and cgroups; in the tree, its root, Landlock and uid ``nobody``) and
-waits. The server hands the keeper a request (limits, environment), the
+session and cgroups; in the tree, its root, Landlock and uid ``nobody``),
+rehearses a few calls of trusted code (``worker_main.rehearse``: the first
+touches of memory it shares with the server, taken ahead) and waits. The server hands the keeper a request (limits, environment), the
 client's three descriptors (the worker's pipes and output file) and the
 client's connection. The keeper sets the limits on the cgroups and the tmpfs,
 passes the descriptors to the worker, which finishes (descriptors,
