@@ -7,17 +7,14 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
-import warnings
 
 import numpy as np
 import pytest
 
-from grader.sandbox.client import Limits, Sandbox, SandboxWarning, start_server
+from grader.sandbox.client import start_server
 from grader.sandbox.codec import BadReply, decode_arguments_after, encode_request
-from grader.sandbox.source import Cell, SubmissionSource
 from grader.sandbox.worker import worker_main
-
-FAST = Limits(call_timeout=2.0, submission_timeout=20.0, max_restarts=1)
+from test_worker_pool import opened as open_box  # a box of the code given, on a shared server
 
 CODE = """
 import numpy as np
@@ -48,11 +45,7 @@ def box():
     if not sys.platform.startswith("linux"):
         pytest.skip("the fork server is Linux's")
     server = start_server()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SandboxWarning)
-        opened = Sandbox.open(source=SubmissionSource(cells=(Cell(textwrap.dedent(CODE), "s.py", "s.py"),),
-                                                      mode="module"), limits=FAST, server=server)
-    assert opened.load_report.ok, opened.load_report.error
+    opened = open_box(server, CODE)
     yield opened
     opened.close()
     server.stop()

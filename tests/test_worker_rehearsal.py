@@ -5,19 +5,16 @@ reach the submission, and a submission must be served as if it had never happene
 from __future__ import annotations
 
 import sys
-import textwrap
 import warnings
 
 import numpy as np
 import pytest
 
 from conftest import PROJECT
-from grader.sandbox.client import Limits, Sandbox, SandboxWarning, start_server
-from grader.sandbox.source import Cell, SubmissionSource
+from grader.sandbox.client import SandboxWarning, start_server
+from test_worker_pool import opened  # a box of the code given, on a shared server
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the fork server is Linux's")
-
-FAST = Limits(call_timeout=2.0, submission_timeout=20.0, max_restarts=1)
 
 SNOOP = """
 import linecache, sys
@@ -40,18 +37,8 @@ def server():
     shared.stop()
 
 
-def opened(code: str, server) -> Sandbox:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", SandboxWarning)
-        box = Sandbox.open(source=SubmissionSource(cells=(Cell(textwrap.dedent(code), "submission.py",
-                                                                  "submission.py"),), mode="module"),
-                           limits=FAST, server=server)
-    assert box.load_report.ok, box.load_report.error
-    return box
-
-
 def test_a_worker_rehearses_before_it_is_ready_and_the_submission_finds_nothing_of_it(server):
-    with opened(SNOOP, server) as box:
+    with opened(server, SNOOP) as box:
         steps = dict(box.timings.phases)
         # the rehearsal's functions are not the submission's
         assert box.load_report.names == ("first", "linecache", "sys", "traces")
@@ -84,7 +71,7 @@ def test_the_reference_scores_the_same_through_a_rehearsed_worker_and_without_sp
 def test_a_server_told_to_leave_the_rehearsal_out_serves_the_same_without_it():
     bare = start_server(without=("rehearsal",))
     try:
-        with opened(SNOOP, bare) as box:
+        with opened(bare, SNOOP) as box:
             steps = dict(box.timings.phases)
             doubled = box.call("first", np.arange(3.0)).value
     finally:
