@@ -148,9 +148,11 @@ def _serve(assignment, worker: int, channel: socket.socket, context: dict, plan:
             reason = f"its processes needed more than {limits['memory_mb']} MiB together"
         cgroup.remove()  # before the report: once the client hears of the end, nothing of the worker is left
         ending.append(("cgroups removed", time.monotonic()))
-    if client_gone:  # the grader died: nobody else will clear its folder for this worker (the host's)
-        shutil.rmtree(os.path.basename(request["scratch"]), dir_fd=client_folder, ignore_errors=True)
-    else:
+    # the client's folder for this worker (the host's) goes now, here beside the grading rather than in it: the
+    # client reads what the worker printed through its own descriptor, never by name (and if the grader died,
+    # nobody else would clear it)
+    shutil.rmtree(os.path.basename(request["scratch"]), dir_fd=client_folder, ignore_errors=True)
+    if not client_gone:
         client.send(json.dumps({"status": status, "reason": reason, "phases": ending}).encode())
 
 
