@@ -78,3 +78,16 @@ def test_a_server_told_to_leave_the_rehearsal_out_serves_the_same_without_it():
         bare.stop()
     assert "rehearsed" not in steps and steps["ready"] < steps["hello"], steps
     np.testing.assert_array_equal(doubled, [0.0, 2.0, 4.0])
+
+
+def test_every_call_of_the_rehearsal_succeeds_through_the_whole_path():
+    """A rehearsal whose calls failed would take none of the faults a submission's calls meet (its errors are
+    swallowed: it only saves time), so each of its calls must come back with a value."""
+    import linecache
+
+    from grader.sandbox.worker import worker_main
+
+    reply = worker_main.rehearse(np)
+    assert [item["ok"] for item in reply["replies"]] == [True] * 4, reply
+    assert reply["replies"][0]["args_after"] == [{"__unchanged__": True}]
+    assert worker_main.REHEARSAL_FILE not in linecache.cache
