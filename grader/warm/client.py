@@ -24,8 +24,8 @@ from grader.warm import place
 REPLY_LIMIT = 1 << 16
 CONNECT_TIMEOUT = 1.0
 START_TIMEOUT = 10.0  # seconds for the server to check its files and fork: past them, the check runs cold
-# the verbs a warm server runs; `--unlock` asks questions first (a prompt of its own), the portable worker has
-# nothing warm to offer
+# the verbs a warm server runs; `--unlock` asks questions first (a prompt of its own); a portable worker asked
+# for where the Linux sandbox runs is the cold path's (the relayed server keeps one only where it is the sandbox)
 SERVED_VERBS = ("check",)
 SPAWN_CODE = ("import sys, json; sys.path[:] = json.loads(sys.argv[1]); "
               "from grader.warm.server import main; main(sys.argv[2])")
@@ -50,6 +50,13 @@ def served(argv: list[str]) -> int | None:
     """The exit status of ``mha ARGV`` run by the warm server; None when it did not take the check."""
     if not eligible(argv):
         return None
+    if place.server_kind() == place.RELAY:
+        from grader.warm.relay import served as relayed
+
+        try:
+            return relayed(argv)
+        except Exception:  # noqa: BLE001 - nothing was written yet: the check runs cold and says what it says
+            return None
     folder = place.private_folder(create=False)
     path = place.socket_path(folder, place.server_key()) if folder is not None else None
     if path is None:
@@ -134,6 +141,10 @@ def start_server(argv: list[str], modules: list[str]) -> None:
     starting), handing it ``modules``: what the check imported, which the server imports before it listens."""
     if not eligible(argv):
         return
+    if place.server_kind() == place.RELAY:
+        from grader.warm.relay import start
+
+        return start(argv, modules)
     folder = place.private_folder(create=True)
     if folder is None:
         return

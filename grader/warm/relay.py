@@ -1,0 +1,186 @@
+"""The student's side of a relayed warm check (Windows, macOS): send it to the user's standby, print its output.
+
+``served(argv)`` connects to this interpreter's standby (``standby.py``) with
+``multiprocessing.connection`` (the user's key proves both ends; on a Unix
+socket the standby's user is asked too), sends the command line, folder,
+environment and what its streams are (encoding, terminal or not), writes the
+bytes the check writes to this process's stdout and stderr as they come, and
+returns the exit status; Ctrl-C here is sent there. Anything short of a
+standby that accepts the check gives None before anything is written, and the
+caller checks cold. It imports neither NumPy, click nor rich.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+
+from grader.warm import place
+
+START_TIMEOUT = 10.0  # seconds for the standby to check its files and say it started
+STARTING_WAIT = 5.0  # seconds to wait for a standby that is still warming (started by the previous check)
+STARTING_FRESH = 30.0  # a standby's start marker older than this is a failed start's, not waited for
+POLL = 0.25  # seconds between looks for the check's output (where a pipe's wait is not interrupted)
+
+
+def served(argv: list[str]) -> int | None:
+    folder = place.private_folder(create=False)
+    family = place.relay_family()
+    secret = place.authkey(create=False) if folder is not None else None
+    if folder is None or family is None or secret is None:
+        return None
+    key = place.server_key()
+    address = place.relay_address(folder, key, family)
+    connection = _connected(address, family, secret, folder, key) if address is not None else None
+    if connection is None:
+        return None
+    try:
+        connection.send_bytes(json.dumps(_request(argv, key)).encode("utf-8", "surrogateescape"))
+        first = _control(connection.recv_bytes()) if connection.poll(START_TIMEOUT) else None
+    except (OSError, EOFError, ValueError):
+        first = None
+    if not isinstance(first, dict) or not isinstance(first.get("started"), int):
+        connection.close()  # refused: stale, or not a request it takes
+        return None
+    return _followed(connection)
+
+
+def _connected(address: str, family: str, secret: bytes, folder, key: str):
+    """A connection to the standby at ``address``, waiting a little for one still warming; None: none."""
+    from multiprocessing.connection import AuthenticationError, Client
+
+    from grader.warm.standby import starting_path
+
+    deadline = time.monotonic() + STARTING_WAIT
+    while True:
+        try:
+            connection = Client(address, family, authkey=secret)
+        except (OSError, EOFError, AuthenticationError):
+            if not _starting(starting_path(folder, key)) or time.monotonic() > deadline:
+                return None
+            time.sleep(0.05)
+            continue
+        if family == "AF_UNIX" and not _standby_is_ours(connection):
+            connection.close()
+            return None
+        return connection
+
+
+def _starting(marker) -> bool:
+    try:
+        return time.time() - os.stat(marker).st_mtime < STARTING_FRESH
+    except OSError:
+        return False
+
+
+def _standby_is_ours(connection) -> bool:
+    import socket
+
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=os.dup(connection.fileno())) as peer:
+            return place.peer_uid(peer) == place.user_id()
+    except (OSError, ValueError):
+        return False
+
+
+def _request(argv: list[str], key: str) -> dict:
+    """What the standby needs to run the check as this process would: its words, folder, environment, and its
+    streams' encodings and terminals (the width of the terminal as COLUMNS, the standby has none)."""
+    terminals = [_isatty(stream) for stream in (sys.stdin, sys.stdout, sys.stderr)]
+    environment = dict(os.environ)
+    if (terminals[1] or terminals[2]) and "COLUMNS" not in environment:
+        try:
+            size = os.get_terminal_size(1 if terminals[1] else 2)
+            environment.update(COLUMNS=str(size.columns), LINES=str(size.lines))
+        except OSError:
+            pass
+    return {"key": key, "argv": argv, "argv0": sys.argv[0], "cwd": os.getcwd(), "environment": environment,
+            "terminals": terminals, "encodings": [getattr(sys.stdout, "encoding", None) or "utf-8",
+                                                  getattr(sys.stderr, "encoding", None) or "utf-8"],
+            "legacy_windows": _legacy_windows(terminals[1])}
+
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream is not None and stream.isatty())
+    except (OSError, ValueError):
+        return False
+
+
+def _legacy_windows(terminal: bool) -> bool | None:
+    """On a Windows console, whether it lacks escape sequences (rich draws it the old way then): the
+    standby has no console to ask."""
+    if os.name != "nt" or not terminal:
+        return None
+    try:
+        from rich._windows import get_windows_console_features
+
+        return not get_windows_console_features().vt
+    except Exception:  # noqa: BLE001 - an older rich: the standby decides as rich does
+        return None
+
+
+def _followed(connection) -> int:
+    """Print the check's output as it comes; its exit status. Ctrl-C here interrupts the check there."""
+    from grader.warm.standby import CONTROL, ERR, OUT
+
+    def interrupt(*_):
+        try:
+            connection.send_bytes(b'{"signal": "INT"}')
+        except OSError:
+            pass
+
+    previous = signal.signal(signal.SIGINT, interrupt)
+    outputs = {OUT: sys.stdout, ERR: sys.stderr}
+    try:
+        while True:
+            try:
+                if not connection.poll(POLL):
+                    continue
+                message = connection.recv_bytes()
+            except InterruptedError:
+                continue
+            except (OSError, EOFError):
+                return _lost()
+            tag, data = message[:1], message[1:]
+            if tag in outputs:
+                stream = outputs[tag]
+                stream.flush()
+                stream.buffer.write(data)
+                stream.buffer.flush()
+            elif tag == CONTROL:
+                control = _control(message)
+                if isinstance(control, dict) and isinstance(control.get("exit"), int):
+                    return control["exit"]
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        connection.close()
+
+
+def _control(message: bytes):
+    try:
+        return json.loads(message)
+    except ValueError:
+        return None
+
+
+def _lost() -> int:
+    from grader.warm.client import _lost as lost
+
+    return lost()
+
+
+def start(argv: list[str], modules: list[str]) -> None:
+    """After a cold check, start this interpreter's standby (unless one is starting)."""
+    from grader.warm.standby import spawn, starting_path
+
+    folder = place.private_folder(create=True)
+    if folder is None or place.relay_family() is None or place.authkey(create=True) is None:
+        return
+    key = place.server_key()
+    if place.relay_address(folder, key, place.relay_family()) is None or _starting(starting_path(folder, key)):
+        return
+    spawn(key=key, folder=folder, modules=modules)
