@@ -33,8 +33,7 @@ def served(argv: list[str]) -> int | None:
     if folder is None or family is None or secret is None:
         return None
     key = place.server_key()
-    address = place.relay_address(folder, key, family)
-    connection = _connected(address, family, secret, folder, key) if address is not None else None
+    connection = _connected(family, secret, folder, key)
     if connection is None:
         return None
     try:
@@ -48,25 +47,43 @@ def served(argv: list[str]) -> int | None:
     return _followed(connection)
 
 
-def _connected(address: str, family: str, secret: bytes, folder, key: str):
-    """A connection to the standby at ``address``, waiting a little for one still warming; None: none."""
+def _connected(family: str, secret: bytes, folder, key: str):
+    """A connection to the standby advertised, waiting a little for one still warming or taking over; None:
+    none. An advert whose standby no longer listens is taken down (the next in line puts up its own)."""
     from multiprocessing.connection import AuthenticationError, Client
 
-    from grader.warm.standby import starting_path
+    from grader.warm.standby import advert_path, starting_paths
 
+    path = advert_path(folder, key)
     deadline = time.monotonic() + STARTING_WAIT
     while True:
         try:
-            connection = Client(address, family, authkey=secret)
-        except (OSError, EOFError, AuthenticationError):
-            if not _starting(starting_path(folder, key)) or time.monotonic() > deadline:
-                return None
-            time.sleep(0.05)
-            continue
-        if family == "AF_UNIX" and not _standby_is_ours(connection):
-            connection.close()
+            advert = path.read_text(encoding="utf-8")
+            address = json.loads(advert)["address"]
+        except (OSError, ValueError, KeyError, TypeError):
+            advert = address = None
+        if isinstance(address, str):
+            try:
+                connection = Client(address, family, authkey=secret)
+            except (OSError, EOFError, AuthenticationError):
+                _taken_down(path, advert)
+            else:
+                if family == "AF_UNIX" and not _standby_is_ours(connection):
+                    connection.close()
+                    return None
+                return connection
+        if time.monotonic() > deadline or not any(_starting(marker) for marker in starting_paths(folder, key)):
             return None
-        return connection
+        time.sleep(0.05)
+
+
+def _taken_down(path, advert: str) -> None:
+    """Remove the advert ``advert`` of a standby that does not answer (unless another replaced it)."""
+    try:
+        if path.read_text(encoding="utf-8") == advert:
+            os.unlink(path)
+    except OSError:
+        pass
 
 
 def _starting(marker) -> bool:
@@ -174,13 +191,15 @@ def _lost() -> int:
 
 
 def start(argv: list[str], modules: list[str]) -> None:
-    """After a cold check, start this interpreter's standby (unless one is starting)."""
-    from grader.warm.standby import spawn, starting_path
+    """After a cold check, start this interpreter's line of standbys (unless one is on its way)."""
+    from grader.warm.standby import IN_LINE, spawn, starting_paths
 
     folder = place.private_folder(create=True)
-    if folder is None or place.relay_family() is None or place.authkey(create=True) is None:
+    family = place.relay_family()
+    if folder is None or family is None or place.authkey(create=True) is None:
         return
     key = place.server_key()
-    if place.relay_address(folder, key, place.relay_family()) is None or _starting(starting_path(folder, key)):
+    if place.relay_address(folder, key, family) is None:
         return
-    spawn(key=key, folder=folder, modules=modules)
+    for _ in range(IN_LINE - sum(_starting(marker) for marker in starting_paths(folder, key))):
+        spawn(key=key, folder=folder, modules=modules)

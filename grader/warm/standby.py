@@ -35,45 +35,63 @@ from grader.warm import place
 REQUEST_LIMIT = 1 << 20
 OUT, ERR, CONTROL = b"1", b"2", b"{"  # what a message from a standby holds, by its first byte
 SPAWN_CODE = ("import sys, json; sys.path[:] = json.loads(sys.argv[1]); "
-              "from grader.warm.standby import main; main(sys.argv[2])")
+              "from grader.warm.standby import main; main(sys.argv[2], sys.argv[3])")
+IN_LINE = 2  # standbys kept: the one advertised and the next, warm, waiting to be (back-to-back checks)
+LINE_LOOK = 0.05  # seconds between two looks of a waiting standby at the advert
 
 
-def starting_path(folder, key: str):
-    """A standby being started (its pid): another is not started meanwhile, and a client may wait for it."""
-    return folder / f"check-{key}.starting"
+def advert_path(folder, key: str):
+    """The address of the standby that takes the next check (``{"pid", "address"}``), written by it alone."""
+    return folder / f"check-{key}.address"
 
 
-def spawn(*, key: str, folder, modules: list[str], environment: dict | None = None) -> bool:
+def starting_paths(folder, key: str) -> list:
+    """One marker per standby started and not yet advertised (warming, or waiting in line)."""
+    return list(folder.glob(f"check-{key}.starting-*"))
+
+
+def spawn(*, key: str, folder, modules: list[str]) -> bool:
     """Start a standby for ``key`` in the background, handing it ``modules`` to import; False if it could not."""
+    import secrets
+
     options: dict = {}
     if hasattr(os, "setsid"):
         options["start_new_session"] = True  # not in the terminal's process group: the student's Ctrl-C is theirs
     else:  # Windows: its own group (Ctrl-C in the console is not its), and no console window of its own
         options["creationflags"] = (getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
                                     | getattr(subprocess, "CREATE_NO_WINDOW", 0))
+    marker = folder / f"check-{key}.starting-{secrets.token_hex(4)}"
     try:
+        marker.write_text("", encoding="ascii")
         with open(folder / f"check-{key}.log", "ab") as log:
-            process = subprocess.Popen([sys.executable, "-c", SPAWN_CODE, json.dumps(sys.path), key],
+            process = subprocess.Popen([sys.executable, "-c", SPAWN_CODE, json.dumps(sys.path), key, marker.name],
                                        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=log, cwd=folder,
-                                       env=environment, close_fds=True, **options)
-        starting_path(folder, key).write_text(str(process.pid), encoding="ascii")
+                                       close_fds=True, **options)
         process.stdin.write(json.dumps(modules).encode())
         process.stdin.close()
     except OSError:
+        _remove(marker)
         return False
     process.returncode = 0  # it outlives this process: no ResourceWarning, nobody waits for it
     return True
 
 
-def main(key: str) -> None:
+def main(key: str, marker: str = "") -> None:
     folder = place.private_folder(create=False)
     family = place.relay_family()
     secret = place.authkey(create=False)
-    if folder is None or family is None or secret is None or place.server_key() != key:
-        _ended_starting(folder, key)
-        print("not started: no private folder, no key, or this interpreter is not the one that asked",
-              file=sys.stderr)
-        return
+    mark = folder / os.path.basename(marker) if folder is not None and marker else None
+    try:
+        if folder is None or family is None or secret is None or place.server_key() != key:
+            print("not started: no private folder, no key, or this interpreter is not the one that asked",
+                  file=sys.stderr)
+            return
+        _standby(folder, key, family, secret, mark)
+    finally:
+        _remove(mark)
+
+
+def _standby(folder, key: str, family: str, secret: bytes, mark) -> None:
     from grader.warm.server import OpenedFiles, Snapshot, module_files, warm
 
     opened = OpenedFiles()
@@ -84,25 +102,32 @@ def main(key: str) -> None:
     modules = modules if isinstance(modules, list) else []
     warm(modules)
     portable = _portable_server()
+    listener = None
     try:
         snapshot = Snapshot.of(opened.stop() | module_files())
-        listener = _listener(place.relay_address(folder, key, family), family, secret)
-        _ended_starting(folder, key)
-        if listener is None:
-            print("not started: another standby listens", file=sys.stderr)
+        listener = _listener(folder, key, family, secret)
+        if listener is None or not _advertised(folder, key, listener.address):
+            return
+        _remove(mark)
+        stale = snapshot.changed()  # changed while it waited in line: it would refuse the check it is sent
+        if stale:
+            print(f"stale: {stale}", file=sys.stderr, flush=True)
             return
         print(f"pid {os.getpid()} listening on {listener.address}: {len(snapshot.files)} files watched",
               file=sys.stderr, flush=True)
-        _serve_one(listener, key=key, snapshot=snapshot, portable=portable, folder=folder, modules=modules)
+        _serve_one(listener, key=key, snapshot=snapshot, folder=folder, modules=modules)
     finally:
+        if listener is not None:
+            _withdrawn(folder, key, listener.address)
+            listener.close()
         portable.stop()
 
 
 def _portable_server():
     """The portable worker of the next check, started now (its NumPy imported while nobody waits)."""
     from grader.sandbox.client import Limits
-    from grader.sandbox.servers import STUDENT_PACKAGES, keep_portable, layers_left_out, linux_missing
     from grader.sandbox.portable import PortableServer
+    from grader.sandbox.servers import STUDENT_PACKAGES, keep_portable, layers_left_out, linux_missing
 
     server = PortableServer.start(packages=STUDENT_PACKAGES, spares=1, without=layers_left_out(),
                                   limits=asdict(Limits()), reason=linux_missing() or "asked for")
@@ -110,39 +135,98 @@ def _portable_server():
     return server
 
 
-def _ended_starting(folder, key: str) -> None:
-    if folder is not None:
+def _remove(path) -> None:
+    if path is not None:
         try:
-            os.unlink(starting_path(folder, key))
+            os.unlink(path)
         except OSError:
             pass
 
 
-def _listener(address: str | None, family: str, secret: bytes):
-    """A listener on ``address``, or None when a live standby has it (a Unix socket left by a dead one is
-    taken over; a named pipe goes with its process)."""
-    from multiprocessing.connection import Client, Listener
+def _listener(folder, key: str, family: str, secret: bytes):
+    """A listener of this standby's own (a named pipe, or a Unix socket in ``folder``: only this user may
+    connect), known to clients once advertised; None when none can be made."""
+    import secrets
+    from multiprocessing.connection import Listener
 
+    address = place.relay_address(folder, f"{key}-{secrets.token_hex(4)}", family)
     if address is None:
         return None
-    if family == "AF_UNIX" and os.path.exists(address):
-        try:
-            Client(address, family, authkey=secret).close()
-            return None
-        except (OSError, EOFError, ValueError):
-            os.unlink(address)
-        except Exception:  # noqa: BLE001 - AuthenticationError: someone's, not ours; leave it be
-            return None
-    old_mask = os.umask(0o177)  # a Unix socket only this user may connect to
+    old_mask = os.umask(0o177)
     try:
-        return Listener(address, family, authkey=secret)
-    except OSError:  # the pipe exists: another standby has it
+        return Listening(Listener(address, family, authkey=secret), address)
+    except OSError:
         return None
     finally:
         os.umask(old_mask)
 
 
-def _serve_one(listener, *, key: str, snapshot, portable, folder, modules: list[str]) -> None:
+class Listening:
+    """A ``multiprocessing.connection.Listener`` and the address clients give to reach it."""
+
+    def __init__(self, listener, address: str):
+        self.listener, self.address = listener, address
+
+    def accept(self):
+        return self.listener.accept()
+
+    def close(self) -> None:
+        self.listener.close()
+
+    @property
+    def closed(self) -> bool:
+        return getattr(self.listener, "_listener", None) is None
+
+
+def _advertised(folder, key: str, address: str) -> bool:
+    """Wait in line until this standby's address is the advert (the one before it took a check, or ended);
+    False when none came in the idle time."""
+    import time
+
+    path = advert_path(folder, key)
+    mine = json.dumps({"pid": os.getpid(), "address": address})
+    deadline = time.monotonic() + place.idle_seconds()
+    while time.monotonic() < deadline:
+        try:
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            if _dead_advert(path):
+                _remove(path)
+                continue
+            time.sleep(LINE_LOOK)
+            continue
+        except OSError:
+            return False
+        with os.fdopen(descriptor, "w", encoding="utf-8") as written:
+            written.write(mine)
+        return True
+    return False
+
+
+def _dead_advert(path) -> bool:
+    """Whether the advert names a standby that no longer runs (it was ended without withdrawing it)."""
+    import psutil
+
+    try:
+        advert = json.loads(path.read_text(encoding="utf-8"))
+        return not psutil.pid_exists(int(advert["pid"]))
+    except FileNotFoundError:
+        return False
+    except (OSError, ValueError, KeyError, TypeError):
+        return True  # half written by a standby ended meanwhile, or not one
+
+
+def _withdrawn(folder, key: str, address: str) -> None:
+    """Take this standby's advert down (not another's)."""
+    path = advert_path(folder, key)
+    try:
+        if json.loads(path.read_text(encoding="utf-8")).get("address") == address:
+            os.unlink(path)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _serve_one(listener, *, key: str, snapshot, folder, modules: list[str]) -> None:
     """Wait (at most the idle time) for a check from this user; refuse it if stale, else run it."""
     accepted: queue.Queue = queue.Queue()
 
@@ -151,7 +235,7 @@ def _serve_one(listener, *, key: str, snapshot, portable, folder, modules: list[
             try:
                 connection = listener.accept()
             except Exception:  # noqa: BLE001 - a failed handshake (not this user's key), or the listener closed
-                if getattr(listener, "_listener", None) is None:
+                if listener.closed:
                     return
                 continue
             if _same_user(connection):
@@ -163,23 +247,23 @@ def _serve_one(listener, *, key: str, snapshot, portable, folder, modules: list[
     try:
         connection = accepted.get(timeout=place.idle_seconds())
     except queue.Empty:
-        listener.close()
         return
+    _withdrawn(folder, key, listener.address)  # the next in line takes the next check
+    listener.close()
     with connection:
         request = _request(connection, key)
         stale = snapshot.changed()
         if request is None or stale:
-            listener.close()
             _send(connection, {"refused": stale or "a request this server does not take"})
             if stale:
                 print(f"stale: {stale}", file=sys.stderr, flush=True)
             return
-        listener.close()  # the next standby listens in its place
-        spawn(key=key, folder=folder, modules=modules)
         print(f"check {os.getpid()}: {' '.join(map(str, request['argv']))[:200]}", file=sys.stderr, flush=True)
         _send(connection, {"started": os.getpid()})
         code = run_relayed(connection, request)
         _send(connection, {"exit": code})
+    if len(starting_paths(folder, key)) < IN_LINE - 1:  # the next in line is made once this check is done
+        spawn(key=key, folder=folder, modules=modules)
 
 
 def _same_user(connection) -> bool:
