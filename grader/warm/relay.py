@@ -150,7 +150,9 @@ def _followed(connection) -> int:
         except OSError:
             pass
 
-    previous = signal.signal(signal.SIGINT, interrupt)
+    # a process started with Ctrl-C ignored (e.g. in the background of a script) keeps ignoring it, as a cold one
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN if ignored else interrupt)
     outputs = {OUT: sys.stdout, ERR: sys.stderr}
     try:
         while True:

@@ -372,8 +372,24 @@ def run_relayed(connection, request: dict) -> int:
 
 
 def _interrupts(connection, finished: threading.Event) -> None:
-    """The client's Ctrl-C, or its going away, as KeyboardInterrupt in the check (as a cold check gets it)."""
+    """The client's Ctrl-C, or its going away, as the check's own Ctrl-C: SIGINT to its main thread where
+    threads can be signalled (it wakes a wait there, as in a cold check); else (Windows) KeyboardInterrupt
+    raised there, and the workers ended, so that a wait for a hung call ends now and it is raised at once."""
     import _thread
+    import signal
+
+    def interrupt() -> None:
+        if hasattr(signal, "pthread_kill"):
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGINT)
+            return
+        _thread.interrupt_main()
+        import psutil
+
+        for worker in psutil.Process().children(recursive=True):  # this standby ends after the check
+            try:
+                worker.kill()
+            except psutil.Error:
+                pass
 
     while not finished.is_set():
         try:
@@ -385,6 +401,6 @@ def _interrupts(connection, finished: threading.Event) -> None:
         if finished.is_set():
             return
         if not data or b"INT" in data:
-            _thread.interrupt_main()
+            interrupt()
         if not data:
             return
