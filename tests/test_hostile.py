@@ -380,6 +380,64 @@ def _worker_cgroup_folders() -> list[str]:
     return sorted(set(left))
 
 
+def test_a_fork_server_removes_the_cgroups_a_killed_one_left_and_nothing_else(tmp_path):
+    """Keepers killed with their server (a machine's processes ended at once) leave their workers' cgroups: the
+    next fork server removes the empty ones of servers that are gone, and keeps a live server's, a busy one and
+    one made a moment ago."""
+    requires_root_and_namespaces()
+    from grader.sandbox.worker import cgroups
+
+    gone = _a_dead_pid()
+    hierarchies = [Path(hierarchy.folder) for hierarchy in cgroups.discover().hierarchies]  # where the server makes them
+    assert hierarchies, "no cgroup hierarchy to make a worker's cgroup in"
+    made = {}
+    for name in (f"mha-worker-{gone}-0badc0ffee00", "mha-worker-0badc0ffee01", f"mha-worker-{os.getpid()}-0badc0ffee02",
+                 f"mha-worker-{gone}-0badc0ffee03", f"mha-worker-{gone}-0badc0ffee04"):
+        made[name] = [folder / name for folder in hierarchies]
+        for folder in made[name]:
+            folder.mkdir()
+            if not name.endswith("03"):  # 03 was made a moment ago: its worker may be about to join it
+                os.utime(folder, (time.time() - 3600, time.time() - 3600))
+    busy = subprocess.Popen(["sleep", "60"])
+    try:
+        for folder in made[f"mha-worker-{gone}-0badc0ffee04"]:
+            (folder / "cgroup.procs").write_text(str(busy.pid))
+        class_folder = tmp_path / "class"
+        honest_class(class_folder, [], copies=1)
+        done = mha_grade(class_folder, tmp_path / "out", "--jobs", "1")
+        assert done.returncode == 0, done.stderr[-2000:]
+        left = {name: [folder.is_dir() for folder in folders] for name, folders in made.items()}
+        assert left == {f"mha-worker-{gone}-0badc0ffee00": [False] * len(hierarchies),  # a server that is gone
+                        "mha-worker-0badc0ffee01": [False] * len(hierarchies),  # named by an earlier version
+                        f"mha-worker-{os.getpid()}-0badc0ffee02": [True] * len(hierarchies),  # its server is alive
+                        f"mha-worker-{gone}-0badc0ffee03": [True] * len(hierarchies),  # a moment old
+                        f"mha-worker-{gone}-0badc0ffee04": [True] * len(hierarchies)}  # a process is in it
+    finally:
+        busy.kill()
+        busy.wait()
+        for folders in made.values():
+            for folder in folders:
+                for _ in range(100):
+                    try:
+                        folder.rmdir()
+                        break
+                    except FileNotFoundError:
+                        break
+                    except OSError:
+                        time.sleep(0.02)
+
+
+def _a_dead_pid() -> int:
+    """A pid no process has: one of a child that ended (reaped), checked."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    try:
+        os.kill(child.pid, 0)
+    except ProcessLookupError:
+        return child.pid
+    pytest.skip("the ended child's pid was taken again at once")
+
+
 def test_every_isolation_fixture_has_a_control():
     assert {path.stem for path in ISOLATION.glob("*.py")} == set(ISOLATION_CONTROLS)
 

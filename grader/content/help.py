@@ -14,10 +14,10 @@ from __future__ import annotations
 import copy
 import functools
 import re
-import unicodedata
 
 import click
 
+from grader.content.linebreak import wrapped
 from grader.content.loader import bilingual_texts, load_toml
 from grader.paths import CONTENT_DIR
 
@@ -143,39 +143,6 @@ class LocalizedFormatter(click.HelpFormatter):
         if part == "required":
             return self._word("required")
         return part  # a range such as x>=1, written in symbols
-
-
-_WIDE = "\u1100-\u115f\u2e80-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6"
-_TOKEN = re.compile(rf"`[^`\n]*`[^\s{_WIDE}`]*|[{_WIDE}]|[^\s{_WIDE}`]+|\s+|`")  # a code span is never broken
-_NO_LINE_START = set("，。、；：？！）》」』】”’")  # Chinese punctuation that closes: never first on a line
-_NO_LINE_END = set("（《「『【“‘")  # and that opens: never last
-
-
-def wrapped(text: str, width: int) -> list[list[str]]:
-    """The paragraphs of ``text`` as lines at most ``width`` columns wide, a wide character counting two.
-
-    click's wrapping counts characters and breaks only at spaces, so a Chinese line would run twice as wide as
-    the terminal and break where a space happens to be; here a line breaks at a space or beside any Chinese
-    character, never before closing punctuation or after opening punctuation. Written here because the
-    dependencies do not: textwrap breaks only at spaces, and rich folds a Chinese run only where it is wider
-    than a whole line and keeps no rule for punctuation.
-    """
-    paragraphs = []
-    for paragraph in re.split(r"\n\s*\n", text.strip()):
-        paragraph = re.sub(rf"(?<=[{_WIDE}])\n|\n(?=[{_WIDE}])", "", paragraph)  # a line end inside Chinese
-        lines, line, used = [], "", 0
-        for token in _TOKEN.findall(paragraph):
-            token = " " if token.isspace() else token
-            size = sum(2 if unicodedata.east_asian_width(char) in "WF" else 1 for char in token)
-            if used + size > width and line.strip() and token not in _NO_LINE_START:
-                carried = line[-1] if line[-1] in _NO_LINE_END else ""  # an opening bracket goes with what it opens
-                lines.append(line[: len(line) - len(carried)].rstrip())
-                line, used = carried, 2 * len(carried)
-                if token == " ":
-                    continue
-            line, used = line + token, used + size
-        paragraphs.append([*lines, line.rstrip()] if line.strip() else lines)
-    return paragraphs
 
 
 class LocalizedContext(click.Context):

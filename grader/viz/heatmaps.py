@@ -9,12 +9,12 @@ colour-vision deficiency, on a fixed [0, 1] scale so heads compare at a glance.
 
 from __future__ import annotations
 
-import re
 import textwrap
 from dataclasses import dataclass
 
 import numpy as np
 
+from grader.content.linebreak import fill
 from grader.render.fonts import CJK_FAMILIES, find_cjk_font  # noqa: F401  (public here too)
 from grader.viz.embedding import contains_cjk
 from grader.viz.maps import ALIKE_THRESHOLD, HeadMaps, alike_pairs, most_alike_pair
@@ -109,7 +109,7 @@ def _draw_weights(maps: HeadMaps, *, sentence: str, fonts: FontChoice, subset, t
         title = texts.text("figure.head", lang, head=head)  # numbered from 0, as in the text
         problem = maps.problems[head]
         if problem is not None:
-            detail = wrap(problem.describe(texts, lang), 30 if lang == "en" else 16, lang)
+            detail = wrap(problem.describe(texts, lang), 30, lang)
             axis.set_title(f"[!] {title}\n{detail}", fontsize=size(8), color=FLAG_COLOUR)
             for spine in axis.spines.values():
                 spine.set(color=FLAG_COLOUR, linewidth=3, linestyle="--")
@@ -205,26 +205,12 @@ def _source_text(maps: HeadMaps, texts: VizTexts, lang: str) -> str:
 
 # Chinese text has no spaces to break at: a line may break between any two
 # characters, but not inside a Latin word and never before closing punctuation.
-_UNIT = re.compile(r"[A-Za-z0-9_.,:;=+\-–*/^()\[\]{}'%#]+|\s+|.", re.S)
-_NO_LINE_START = set("，。；：？！、）》”’")
-
-
 def wrap(text: str, width: int, lang: str) -> str:
-    """``text`` in lines of at most ``width`` characters, the Chinese way for ``zh``."""
-    if lang != "zh":
-        return textwrap.fill(text, width)
-    lines, line = [], ""
-    for unit in _UNIT.findall(text):
-        if len(line) + len(unit.rstrip()) > width and line.strip() and unit[0] not in _NO_LINE_START:
-            lines.append(line.rstrip())
-            line = unit.lstrip()
-        else:
-            line += unit
-    lines.append(line.rstrip())
-    return "\n".join(lines)
+    """``text`` in lines of at most ``width`` columns, a Chinese character counting two, the Chinese way for ``zh``."""
+    return textwrap.fill(text, width) if lang != "zh" else fill(text, width)
 
 
 def _footer(figure, notes: list[str], lang: str, *, scale: float = 1.0) -> None:
-    width = int(figure.get_figwidth() * (14 if lang == "en" else 7) / scale)  # characters per line
+    width = int(figure.get_figwidth() * 14 / scale)  # columns per line
     text = "\n".join(wrap(note, width, lang) for note in notes)
     figure.text(0.01, 0.005, text, ha="left", va="bottom", fontsize=7 * scale, color="#333333")

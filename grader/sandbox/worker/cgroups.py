@@ -27,6 +27,8 @@ import time
 from dataclasses import dataclass
 
 CONTROLLERS = ("memory", "pids", "cpu")
+WORKER_PREFIX = "mha-worker-"  # then the fork server's pid and a token: mha-worker-<pid>-<hex>
+STALE_AFTER = 10.0  # seconds: a worker's cgroup is joined within milliseconds of being made
 CPU_PERIOD = 100_000  # microseconds: each worker may run for one such period per period (one core), no more
 WATCH_INTERVAL = 0.05  # seconds between two looks of the watchdog
 
@@ -188,6 +190,59 @@ class WorkerCgroup:
                     time.sleep(0.002)
         self.folders = []
         return not left
+
+
+def worker_name(server_pid: int, token: str) -> str:
+    """The name of a worker's cgroups (and scratch folder): it says which fork server's keeper made them."""
+    return f"{WORKER_PREFIX}{server_pid}-{token}"
+
+
+def sweep(setup: Setup, own_pid: int) -> list[str]:
+    """Remove the empty worker cgroups that fork servers no longer running left behind; the removed folders.
+
+    A keeper removes its worker's cgroups, but not when it is killed with its
+    server (a machine's processes ended at once, a SIGKILL of the group).
+    Only folders named by ``worker_name`` after a server other than
+    ``own_pid`` that is gone are taken, or, from a grader that named them
+    without a pid, ones older than ``STALE_AFTER``; and ``rmdir`` itself
+    refuses a cgroup that still holds a process.
+    """
+    removed = []
+    now = time.time()
+    for hierarchy in setup.hierarchies:
+        try:
+            entries = list(os.scandir(hierarchy.folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if not entry.name.startswith(WORKER_PREFIX) or not _is_stale(entry, own_pid, now):
+                continue
+            try:
+                os.rmdir(entry.path)
+            except OSError:  # busy (a process is in it) or gone already
+                continue
+            removed.append(entry.path)
+    return removed
+
+
+def _is_stale(entry: os.DirEntry, own_pid: int, now: float) -> bool:
+    try:
+        if not entry.is_dir(follow_symlinks=False) or now - entry.stat(follow_symlinks=False).st_mtime < STALE_AFTER:
+            return False
+    except OSError:
+        return False
+    server, _, _ = entry.name[len(WORKER_PREFIX):].partition("-")
+    if not server.isdigit():
+        return True  # named without its server's pid: made by an earlier version, and old
+    if int(server) == own_pid:
+        return False
+    try:
+        os.kill(int(server), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
 
 
 def _limit(hierarchy: Hierarchy, folder: str, limits: dict) -> None:

@@ -90,6 +90,7 @@ def serve(address: str, numpy_dir: str, scratch_root: str, hidden: list[str], pa
             warnings.append(f"no read-only tree for the workers ({failed}): Landlock alone decides what they read")
     if as_root and "cgroups" not in without:
         cgroup_setup = cgroups.discover()
+        cgroups.sweep(cgroup_setup, os.getpid())  # what the keepers of servers killed before this one left
     else:
         cgroup_setup = cgroups.Setup(missing="not root" if not as_root else "left out on purpose")
     context = {"numpy": numpy, "policy": policy, "confinement": confinement, "landlock": landlock,
@@ -97,7 +98,7 @@ def serve(address: str, numpy_dir: str, scratch_root: str, hidden: list[str], pa
                "uid": confinement.NOBODY if as_root else None, "tree": tree, "cgroup_setup": cgroup_setup,
                "landlock_abi": 0 if "landlock" in without else landlock.abi_version(),
                "namespaces": namespaces, "scratch_root": scratch_root, "warnings": warnings,
-               "default_scratch_mb": DEFAULT_SCRATCH_MB,
+               "default_scratch_mb": DEFAULT_SCRATCH_MB, "server_pid": os.getpid(),
                # in the tree, the masks hide what a granted folder must not show: Landlock grants them whole
                "readable": tuple(policy.binds) if tree is not None else policy.readable,
                "grants": {"python": policy.sys_path[0], "numpy": os.path.realpath(numpy_dir),

@@ -73,7 +73,8 @@ def _prepare(context: dict, marks: list) -> dict:
     """All that no request decides: namespaces, the private scratch tmpfs, cgroups (made without limits yet)."""
     confinement, layout, cgroups = context["confinement"], context["layout"], context["cgroups"]
     plan = {"namespaces": [], "warnings": list(context["warnings"]), "scratch": None, "cgroup": None}
-    tree, name = context["tree"], f"mha-worker-{secrets.token_hex(6)}"  # its folder's and its cgroups' name
+    tree = context["tree"]
+    name = cgroups.worker_name(context["server_pid"], secrets.token_hex(6))  # its folder's and its cgroups' name
     if context["namespaces"]:
         plan["namespaces"] = confinement.enter_namespaces()
         marks.append(("namespaces", time.monotonic()))
