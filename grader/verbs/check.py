@@ -68,7 +68,11 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
         if locked:  # the total above counts the checked functions only: say which were left out
             click.echo(render("report_locked", {"functions": ", ".join(locked)}, lang))
         if verbose:
+            from grader.sandbox.servers import kept_launch
+
             click.echo(render("report_isolation", {"isolation": result.isolation}, lang))
+            if kept_launch() is not None:  # a warm server's fork (Linux) or standby (Windows, macOS) ran it
+                click.echo(render("report_served", {}, lang))
     if not result.passed:
         raise ChecksFailed()
 
