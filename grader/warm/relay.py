@@ -22,7 +22,6 @@ from grader.warm import place
 
 START_TIMEOUT = 10.0  # seconds for the standby to check its files and say it started
 STARTING_WAIT = 5.0  # seconds to wait for a standby that is still warming (started by the previous check)
-STARTING_FRESH = 30.0  # a standby's start marker older than this is a failed start's, not waited for
 POLL = 0.25  # seconds between looks for the check's output (where a pipe's wait is not interrupted)
 
 
@@ -52,7 +51,7 @@ def _connected(family: str, secret: bytes, folder, key: str):
     none. An advert whose standby no longer listens is taken down (the next in line puts up its own)."""
     from multiprocessing.connection import AuthenticationError, Client
 
-    from grader.warm.standby import advert_path, starting_paths
+    from grader.warm.standby import advert_path, fresh, starting_paths
 
     path = advert_path(folder, key)
     deadline = time.monotonic() + STARTING_WAIT
@@ -72,7 +71,7 @@ def _connected(family: str, secret: bytes, folder, key: str):
                     connection.close()
                     return None
                 return connection
-        if time.monotonic() > deadline or not any(_starting(marker) for marker in starting_paths(folder, key)):
+        if time.monotonic() > deadline or not any(fresh(marker) for marker in starting_paths(folder, key)):
             return None
         time.sleep(0.05)
 
@@ -84,13 +83,6 @@ def _taken_down(path, advert: str) -> None:
             os.unlink(path)
     except OSError:
         pass
-
-
-def _starting(marker) -> bool:
-    try:
-        return time.time() - os.stat(marker).st_mtime < STARTING_FRESH
-    except OSError:
-        return False
 
 
 def _standby_is_ours(connection) -> bool:
@@ -194,7 +186,7 @@ def _lost() -> int:
 
 def start(argv: list[str], modules: list[str]) -> None:
     """After a cold check, start this interpreter's line of standbys (unless one is on its way)."""
-    from grader.warm.standby import IN_LINE, spawn, starting_paths
+    from grader.warm.standby import IN_LINE, in_line, spawn
 
     folder = place.private_folder(create=True)
     family = place.relay_family()
@@ -203,5 +195,5 @@ def start(argv: list[str], modules: list[str]) -> None:
     key = place.server_key()
     if place.relay_address(folder, key, family) is None:
         return
-    for _ in range(IN_LINE - sum(_starting(marker) for marker in starting_paths(folder, key))):
+    for _ in range(IN_LINE - in_line(folder, key)):
         spawn(key=key, folder=folder, modules=modules)

@@ -38,6 +38,7 @@ SPAWN_CODE = ("import sys, json; sys.path[:] = json.loads(sys.argv[1]); "
               "from grader.warm.standby import main; main(sys.argv[2], sys.argv[3])")
 IN_LINE = 2  # standbys kept: the one advertised and the next, warm, waiting to be (back-to-back checks)
 LINE_LOOK = 0.05  # seconds between two looks of a waiting standby at the advert
+MARKER_FRESH = 30.0  # seconds: an older start marker is a failed start's (a standby waiting touches its own)
 
 
 def advert_path(folder, key: str):
@@ -106,7 +107,7 @@ def _standby(folder, key: str, family: str, secret: bytes, mark) -> None:
     try:
         snapshot = Snapshot.of(opened.stop() | module_files())
         listener = _listener(folder, key, family, secret)
-        if listener is None or not _advertised(folder, key, listener.address):
+        if listener is None or not _advertised(folder, key, listener.address, mark):
             return
         _remove(mark)
         stale = snapshot.changed()  # changed while it waited in line: it would refuse the check it is sent
@@ -178,15 +179,22 @@ class Listening:
         return getattr(self.listener, "_listener", None) is None
 
 
-def _advertised(folder, key: str, address: str) -> bool:
+def _advertised(folder, key: str, address: str, mark) -> bool:
     """Wait in line until this standby's address is the advert (the one before it took a check, or ended);
-    False when none came in the idle time."""
+    False when none came in the idle time. Its start marker ``mark`` is kept fresh meanwhile."""
     import time
 
     path = advert_path(folder, key)
     mine = json.dumps({"pid": os.getpid(), "address": address})
     deadline = time.monotonic() + place.idle_seconds()
+    touched = time.monotonic()
     while time.monotonic() < deadline:
+        if mark is not None and time.monotonic() - touched > MARKER_FRESH / 3:
+            touched = time.monotonic()
+            try:
+                os.utime(mark)
+            except OSError:
+                pass
         try:
             descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
@@ -262,8 +270,23 @@ def _serve_one(listener, *, key: str, snapshot, folder, modules: list[str]) -> N
         _send(connection, {"started": os.getpid()})
         code = run_relayed(connection, request)
         _send(connection, {"exit": code})
-    if len(starting_paths(folder, key)) < IN_LINE - 1:  # the next in line is made once this check is done
+    if in_line(folder, key) < IN_LINE:  # the one made in this one's place, once its check is done
         spawn(key=key, folder=folder, modules=modules)
+
+
+def in_line(folder, key: str) -> int:
+    """How many standbys of ``key`` wait for a check: the one advertised, and those warming or waiting."""
+    return advert_path(folder, key).exists() + sum(fresh(marker) for marker in starting_paths(folder, key))
+
+
+def fresh(marker) -> bool:
+    """Whether a start marker is a live standby's (one waiting in line touches its own now and then)."""
+    import time
+
+    try:
+        return time.time() - os.stat(marker).st_mtime < MARKER_FRESH
+    except OSError:
+        return False
 
 
 def _same_user(connection) -> bool:
