@@ -101,7 +101,9 @@ def _standby(folder, key: str, family: str, secret: bytes, mark) -> None:
     except ValueError:
         modules = []
     modules = modules if isinstance(modules, list) else []
-    warm(modules)
+    pause = Yielding(folder, key)
+    warm(modules, between=pause)
+    pause(now=True)
     portable = _portable_server()
     listener = None
     try:
@@ -122,6 +124,36 @@ def _standby(folder, key: str, family: str, secret: bytes, mark) -> None:
             _withdrawn(folder, key, listener.address)
             listener.close()
         portable.stop()
+
+
+class Yielding:
+    """A standby warming gives way to a check another standby is running (``busy_path`` markers): on a laptop's
+    few cores, warming the next would slow the check a student waits for. Looked at every few imports."""
+
+    EVERY = 0.02  # seconds of warming between two looks
+    LONGEST = 120.0  # seconds a standby gives way in all (a check that long is a hang's; the line must go on)
+
+    def __init__(self, folder, key: str):
+        import time
+
+        self.folder, self.key, self.clock = folder, key, time.monotonic
+        self.looked, self.waited = self.clock(), 0.0
+
+    def __call__(self, *, now: bool = False) -> None:
+        import time
+
+        if not now and self.clock() - self.looked < self.EVERY:
+            return
+        while self.waited < self.LONGEST and any(fresh(path, self.LONGEST) for path in busy_paths(self.folder,
+                                                                                               self.key)):
+            time.sleep(LINE_LOOK)
+            self.waited += LINE_LOOK
+        self.looked = self.clock()
+
+
+def busy_paths(folder, key: str) -> list:
+    """One marker per check a standby of ``key`` is running."""
+    return list(folder.glob(f"check-{key}.busy-*"))
 
 
 def _portable_server():
@@ -267,9 +299,17 @@ def _serve_one(listener, *, key: str, snapshot, folder, modules: list[str]) -> N
                 print(f"stale: {stale}", file=sys.stderr, flush=True)
             return
         print(f"check {os.getpid()}: {' '.join(map(str, request['argv']))[:200]}", file=sys.stderr, flush=True)
-        _send(connection, {"started": os.getpid()})
-        code = run_relayed(connection, request)
-        _send(connection, {"exit": code})
+        busy = folder / f"check-{key}.busy-{os.getpid()}"
+        try:
+            busy.write_text("", encoding="ascii")
+        except OSError:
+            busy = None
+        try:
+            _send(connection, {"started": os.getpid()})
+            code = run_relayed(connection, request)
+            _send(connection, {"exit": code})
+        finally:
+            _remove(busy)
     if in_line(folder, key) < IN_LINE:  # the one made in this one's place, once its check is done
         spawn(key=key, folder=folder, modules=modules)
 
@@ -279,12 +319,13 @@ def in_line(folder, key: str) -> int:
     return advert_path(folder, key).exists() + sum(fresh(marker) for marker in starting_paths(folder, key))
 
 
-def fresh(marker) -> bool:
-    """Whether a start marker is a live standby's (one waiting in line touches its own now and then)."""
+def fresh(marker, within: float = MARKER_FRESH) -> bool:
+    """Whether a marker was made (or touched) in the last ``within`` seconds: a live standby's (one waiting in
+    line touches its own now and then)."""
     import time
 
     try:
-        return time.time() - os.stat(marker).st_mtime < MARKER_FRESH
+        return time.time() - os.stat(marker).st_mtime < within
     except OSError:
         return False
 
