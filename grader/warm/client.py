@@ -84,15 +84,7 @@ def served(argv: list[str]) -> int | None:
 
 def _followed(connection: socket.socket) -> int:
     """Wait for the check's exit status; Ctrl-C here interrupts the check there, as in a cold check."""
-    def interrupt(*_):
-        try:
-            connection.send(b'{"signal": "INT"}')
-        except OSError:
-            pass
-
-    # a process started with Ctrl-C ignored (e.g. in the background of a script) keeps ignoring it, as a cold one
-    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN if ignored else interrupt)
+    previous = passing_interrupts(connection.send)
     connection.settimeout(None)
     try:
         while True:
@@ -109,6 +101,19 @@ def _followed(connection: socket.socket) -> int:
     finally:
         signal.signal(signal.SIGINT, previous)
         connection.close()
+
+
+def passing_interrupts(send):
+    """Have Ctrl-C here ``send`` the check an interrupt (unless this process was started with Ctrl-C ignored,
+    e.g. in the background of a script: it keeps ignoring it, as a cold check would); the handler it replaced."""
+    def interrupt(*_):
+        try:
+            send(b'{"signal": "INT"}')
+        except OSError:
+            pass
+
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    return signal.signal(signal.SIGINT, signal.SIG_IGN if ignored else interrupt)
 
 
 def _lost() -> int:

@@ -134,17 +134,10 @@ def _legacy_windows(terminal: bool) -> bool | None:
 
 def _followed(connection) -> int:
     """Print the check's output as it comes; its exit status. Ctrl-C here interrupts the check there."""
+    from grader.warm.client import passing_interrupts
     from grader.warm.standby import CONTROL, ERR, OUT
 
-    def interrupt(*_):
-        try:
-            connection.send_bytes(b'{"signal": "INT"}')
-        except OSError:
-            pass
-
-    # a process started with Ctrl-C ignored (e.g. in the background of a script) keeps ignoring it, as a cold one
-    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN if ignored else interrupt)
+    previous = passing_interrupts(connection.send_bytes)
     outputs = {OUT: sys.stdout, ERR: sys.stderr}
     try:
         while True:

@@ -96,12 +96,13 @@ def _standby(folder, key: str, family: str, secret: bytes, mark) -> None:
     from grader.warm.server import OpenedFiles, Snapshot, module_files, warm
 
     opened = OpenedFiles()
+    pause = Yielding(folder, key)
+    pause.settle()
     try:
         modules = json.loads(sys.stdin.buffer.read() or b"[]")
     except ValueError:
         modules = []
     modules = modules if isinstance(modules, list) else []
-    pause = Yielding(folder, key)
     warm(modules, between=pause)
     pause(now=True)
     portable = _portable_server()
@@ -131,6 +132,7 @@ class Yielding:
     few cores, warming the next would slow the check a student waits for. Looked at every few imports."""
 
     EVERY = 0.02  # seconds of warming between two looks
+    SETTLE = 0.5  # seconds a standby waits before it warms: the check after a check often comes at once
     LONGEST = 120.0  # seconds a standby gives way in all (a check that long is a hang's; the line must go on)
 
     def __init__(self, folder, key: str):
@@ -150,6 +152,13 @@ class Yielding:
             self.waited += LINE_LOOK
         self.looked = self.clock()
 
+    def settle(self) -> None:
+        """Before warming: a moment for a check that comes right after the last, then give way to it."""
+        import time
+
+        time.sleep(self.SETTLE)
+        self(now=True)
+
 
 def busy_paths(folder, key: str) -> list:
     """One marker per check a standby of ``key`` is running."""
@@ -164,6 +173,8 @@ def _portable_server():
 
     server = PortableServer.start(packages=STUDENT_PACKAGES, spares=1, without=layers_left_out(),
                                   limits=asdict(Limits()), reason=linux_missing() or "asked for")
+    # one check, one worker: none is made ahead for a next one (it would import NumPy while the check runs)
+    server.spares = 0
     keep_portable(server)
     return server
 
