@@ -141,6 +141,10 @@ def test_served_checks_say_what_cold_checks_say(laptop):
             outcomes = {test["outcome"] for test in json.loads(warm.stdout)["tests"] if test["function"] == "softmax"}
             assert outcomes == {"timeout"} and took < 30, (outcomes, took)
     assert "split-heads-no-transpose" in mha(MISTAKE, "--json", env=env).stdout
+    _listening(runtime, len(cases) + 2)
+    said = "Served by your warm check server"  # behind --verbose only, and only when it was
+    assert said in mha(REFERENCE, "--verbose", env=env).stdout.splitlines()[-1]
+    assert said not in mha(REFERENCE, "--verbose", env=cold_env).stdout
 
 
 def test_a_file_it_was_built_from_changed_refuses_the_standby(laptop):
