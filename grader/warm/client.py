@@ -20,6 +20,8 @@ import socket
 import sys
 
 from grader.warm import place
+from grader.warm.following import lost as _lost
+from grader.warm.following import passing_interrupts
 
 REPLY_LIMIT = 1 << 16
 CONNECT_TIMEOUT = 1.0
@@ -101,27 +103,6 @@ def _followed(connection: socket.socket) -> int:
     finally:
         signal.signal(signal.SIGINT, previous)
         connection.close()
-
-
-def passing_interrupts(send):
-    """Have Ctrl-C here ``send`` the check an interrupt (unless this process was started with Ctrl-C ignored,
-    e.g. in the background of a script: it keeps ignoring it, as a cold check would); the handler it replaced."""
-    def interrupt(*_):
-        try:
-            send(b'{"signal": "INT"}')
-        except OSError:
-            pass
-
-    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
-    return signal.signal(signal.SIGINT, signal.SIG_IGN if ignored else interrupt)
-
-
-def _lost() -> int:
-    from grader.content.messages import render
-    from grader.i18n import resolve_language
-
-    print(f"mha: {render('check_server_lost', {}, resolve_language(None))}", file=sys.stderr)
-    return 1
 
 
 def _message(connection: socket.socket):

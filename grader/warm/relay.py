@@ -134,7 +134,7 @@ def _legacy_windows(terminal: bool) -> bool | None:
 
 def _followed(connection) -> int:
     """Print the check's output as it comes; its exit status. Ctrl-C here interrupts the check there."""
-    from grader.warm.client import passing_interrupts
+    from grader.warm.following import passing_interrupts
     from grader.warm.standby import CONTROL, ERR, OUT
 
     previous = passing_interrupts(connection.send_bytes)
@@ -172,7 +172,7 @@ def _control(message: bytes):
 
 
 def _lost() -> int:
-    from grader.warm.client import _lost as lost
+    from grader.warm.following import lost
 
     return lost()
 
