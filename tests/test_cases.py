@@ -133,3 +133,77 @@ def test_a_case_never_changes_once_built():
     assert cases["attention/cross"].companion_case is cases["attention/self"]  # linked in the dict returned
     assert all(case.shows_values for case in cases.values())  # the shipped fixtures
     assert not any(case.shows_values for case in public_cases(seed=5).values())  # a graded run's draw
+
+
+def test_comparing_many_values_at_once_agrees_with_comparing_each():
+    """same_values compares a twin's dozens of outcomes with the expected value at once: for arrays near and
+    far, float32, NaN and infinities on either side, other shapes, tuples, exceptions and None it says what
+    same_value says of each."""
+    from grader.grading.case import Raised, same_value, same_values
+
+    rng = np.random.default_rng(3)
+    expected = rng.normal(size=(2, 3, 4))
+    values = [expected + rng.normal(size=expected.shape) * size for size in (0, 1e-9, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1)]
+    values[4] = values[4].copy()
+    values[4][0, 0, 0] = np.inf
+    values += [expected.astype(np.float32), np.full(expected.shape, np.nan), expected[0], expected.astype(int),
+               Raised("ValueError", "no"), None, (expected, expected), expected > 0]
+    with_nan = expected.copy()
+    with_nan[1, 2, 3] = np.nan
+    for target in (expected, with_nan, expected > 0, np.zeros((2, 0))):
+        assert same_values(values, target) == [same_value(value, target) for value in values]
+    pair = (expected, expected[0])
+    pairs = [(value, expected[0]) for value in values[:10]] + [(expected,), expected, Raised("E", ""),
+                                                              (expected, expected[0] * np.nan), pair]
+    assert same_values(pairs, pair) == [same_value(value, pair) for value in pairs]
+    assert same_values(pairs, pair).count(True) >= 4 and same_values(values, expected).count(False) >= 6
+
+
+def test_comparing_rows_at_once_agrees_with_comparing_each_row():
+    """same_rows tells the wrong rows of a value (which rows large logits broke) as same_value row by row
+    does: 400 drawn pairs of every scale, float32 against float64, NaN and infinities in either, no columns."""
+    from grader.grading.case import same_rows, same_value
+
+    rng = np.random.default_rng(1)
+    agreed = right = 0
+    for trial in range(400):
+        rows, width = int(rng.integers(1, 6)), int(rng.integers(0, 5))
+        expected = rng.normal(size=(rows, width)) * 10.0 ** int(rng.integers(-3, 4))
+        got = expected + rng.normal(size=(rows, width)) * 10.0 ** int(rng.integers(-12, 1))
+        if trial % 5 == 0 and expected.size:
+            expected[int(rng.integers(0, rows)), 0] = rng.choice([np.nan, np.inf, -np.inf])
+        if trial % 7 == 0 and got.size:
+            got[int(rng.integers(0, rows)), 0] = rng.choice([np.nan, np.inf])
+        if trial % 3 == 0:
+            got = got.astype(np.float32)
+        each = [same_value(a, b) for a, b in zip(got, expected)]
+        agreed += list(same_rows(got, expected)) == each
+        right += sum(each)
+    assert agreed == 400 and 200 < right < 1000 * 2
+
+
+def test_one_value_against_many_agrees_with_each_comparison():
+    """same_as_each compares a submission's output with every twin's at once: for 300 drawn values of every
+    scale and shape (none, empty), with NaN and infinities on either side, float32, tuples and exceptions it
+    says what same_value says of each pair."""
+    from grader.grading.case import Raised, same_as_each, same_value
+
+    rng = np.random.default_rng(2)
+    equal = 0
+    for trial in range(300):
+        shape = tuple(int(size) for size in rng.integers(0, 4, size=int(rng.integers(0, 3))))
+        got = rng.normal(size=shape) * 10.0 ** int(rng.integers(-3, 4))
+        values = []
+        for kind in range(int(rng.integers(0, 8))):
+            value = got + rng.normal(size=shape) * 10.0 ** int(rng.integers(-12, 1))
+            if kind % 6 == 1 and value.size:
+                value.flat[0] = rng.choice([np.nan, np.inf])
+            values.append(value.astype(np.float32) if kind % 6 == 2 else Raised("E", "m") if kind % 6 == 3
+                          else (value, value) if kind % 6 == 4 else value)
+        if trial % 4 == 0 and got.size:
+            got.flat[-1] = np.nan
+        assert same_as_each(got, values) == [same_value(got, value) for value in values], trial
+        pairs = [(value, got) if isinstance(value, np.ndarray) else value for value in values]
+        assert same_as_each((got, got), pairs) == [same_value((got, got), value) for value in pairs], trial
+        equal += sum(same_value(got, value) for value in values)
+    assert 100 < equal < 1000

@@ -88,3 +88,92 @@ def test_twins_left_unrun_are_those_whose_function_the_call_never_enters(name):
                     (case.id, twin.label)
     if len({twin.target for twin in module.TWINS}) > 1:
         assert skipped, name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_twin_run_on_a_copied_instance_gives_what_a_fresh_instance_gives(name):
+    """A twin's instance may be a copy of one made before (its constructor's random weights are replaced by
+    the case's): every twin on every case of the exercise returns, or raises, exactly what it does on an
+    instance made afresh."""
+    import numpy as np
+
+    from grader.assignments.twinning import run_case
+
+    def fresh(module, case):
+        try:
+            with np.errstate(all="ignore"):
+                return run_case(module, case)
+        except Exception as error:
+            return Raised(type(error).__name__, str(error))
+
+    def identical(a, b):
+        if isinstance(a, tuple) and isinstance(b, tuple):
+            return len(a) == len(b) and all(identical(x, y) for x, y in zip(a, b))
+        if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+            return isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and a.dtype == b.dtype \
+                and np.array_equal(a, b, equal_nan=True)
+        return type(a) is type(b) and a == b
+
+    module = _module(name)
+    compared = 0
+    for case in [*module.public_cases().values(), *module.hidden_cases(5).values()]:
+        if case.class_name is None:
+            continue
+        for twin in module.TWINS:
+            copy = patched(module.ASSIGNMENT, twin)
+            assert identical(outcome_of(copy, case), fresh(copy, case)), (case.id, twin.label)
+            compared += 1
+    assert compared or all(case.class_name is None for case in module.public_cases().values())
+
+
+def test_an_instance_is_copied_only_when_the_case_replaces_all_a_call_could_change():
+    import numpy as np
+
+    from grader.assignments.twinning import _new_instance
+
+    class Weighted:
+        def __init__(self, width):
+            self.width, self.name = width, "layer"
+            self.W = np.random.default_rng(0).normal(size=(width, width))
+
+    class Cached(Weighted):
+        def __init__(self, width):
+            super().__init__(width)
+            self.seen = []  # a call appends here: a copy would share it with every later run
+
+    class Slotted:
+        __slots__ = ("W",)
+
+        def __init__(self, width):
+            self.W = np.zeros((width, width))
+
+    class Refusing:
+        def __init__(self, width):
+            raise ValueError("no")
+
+    weights = {"W": np.eye(3)}
+    copy = _new_instance(Weighted, (3,), weights)
+    assert isinstance(copy, Weighted) and copy.width == 3 and copy.name == "layer"
+    assert copy is not _new_instance(Weighted, (3,), weights)
+    assert _new_instance(Weighted, (3,), {}) is None  # the constructor's own W would be used: made afresh
+    assert _new_instance(Cached, (3,), weights) is None
+    assert _new_instance(Slotted, (3,), weights) is None
+    assert _new_instance(Refusing, (3,), weights) is None  # made, and refused, on every call
+    assert _new_instance(Weighted, ([3],), weights) is None  # arguments that cannot key a cache
+
+
+def test_an_edited_reference_is_compiled_again(tmp_path, monkeypatch):
+    import os
+    import shutil
+
+    from grader.paths import solution_path
+
+    shutil.copy(solution_path("multihead_attention"), tmp_path / "multihead_attention.py")
+    monkeypatch.setenv("MHA_SOLUTIONS", str(tmp_path))
+    assert not hasattr(fresh_reference("multihead_attention"), "EDITED")
+    path = tmp_path / "multihead_attention.py"
+    status = path.stat()
+    path.write_text(path.read_text(encoding="utf-8") + "\nEDITED = 1\n", encoding="utf-8")
+    os.utime(path, ns=(status.st_atime_ns, status.st_mtime_ns))  # the same time: the size tells
+    assert fresh_reference("multihead_attention").EDITED == 1
+    assert fresh_reference("multihead_attention") is not fresh_reference("multihead_attention")

@@ -152,10 +152,11 @@ def _without_hints(init):
 
 
 def test_diagnosing_with_less_work_names_every_mistake_as_before(monkeypatch):
-    """Each twin's outcome on a case is computed once however many checks ask, and the weight fit fits on
-    their own only the key arrangements a vectorized fit finds near: every check of buggy submissions of
-    several exercises ends exactly as when every asking check runs the twins again and every arrangement is
-    fitted, with fewer twin runs."""
+    """Each twin's outcome on a case is computed once however many checks ask, on a copy of an instance made
+    before where that is the same, and the weight and returned-scores fits test on their own only the key
+    arrangements a vectorized test finds near (K arranged once per pair of arrays): every check of buggy
+    submissions of several exercises ends exactly as when every asking check runs the twins again on fresh
+    instances and every arrangement is made and tested, with fewer twin runs."""
     import importlib
 
     import numpy as np
@@ -193,7 +194,10 @@ def test_diagnosing_with_less_work_names_every_mistake_as_before(monkeypatch):
     for assignment in {assignment for assignment, _ in modules}:
         monkeypatch.setattr(importlib.import_module(f"grader.assignments.{assignment}.cases"), "with_expectations",
                             every_time)
-    monkeypatch.setattr(fitting, "_candidates", lambda logs, stacked, axes: list(range(len(stacked))))
+    monkeypatch.setattr(fitting, "_candidates", lambda logs, stacked, axes, **_: list(range(len(stacked))))
+    monkeypatch.setattr(fitting, "_scaled_candidates", lambda values, stacked: list(range(len(stacked))))
+    monkeypatch.setattr(fitting, "_ARRANGED_KEPT", 0)  # no arrangement kept: every fit arranges K again
+    monkeypatch.setattr(twinning, "_new_instance", lambda cls, init, weights: None)  # every instance made afresh
     everything = _library_ends(monkeypatch, modules, runs, "everything")
     assert less == everything
     assert sum(check[1] == "failed" for checks_ in less.values() for check in checks_) > 20

@@ -325,3 +325,56 @@ def test_stability_inputs_are_never_square():
             if "stability" in name or "large-logits" in name:
                 for argument in case.args:
                     assert argument.ndim < 2 or argument.shape[-1] != argument.shape[-2], name
+
+
+def _weights_of(rng, Q, K, arrangement, scale, axes, kind):
+    """Weights a student's attention could return: a softmax of ``scale * Q @ keys`` over ``axes`` (keys in
+    the given arrangement), the scores themselves, float32 rounding of either, or noise that fits nothing."""
+    from grader.assignments.multihead_attention.fitting import key_arrangements
+
+    raw = Q @ key_arrangements(K)[arrangement][1]
+    if kind == "noise":
+        return rng.uniform(0.01, 1.0, raw.shape)
+    if kind == "scores":
+        return scale * raw
+    logits = scale * raw
+    powers = np.exp(logits - logits.max(axis=axes, keepdims=True))
+    weights = powers / powers.sum(axis=axes, keepdims=True)
+    return weights.astype(np.float32) if kind == "float32" else weights
+
+
+def test_the_screened_fits_find_what_fitting_every_arrangement_finds(monkeypatch):
+    """The weight fit and the returned-scores test screen every arrangement of K at once and fit alone only
+    those near: on 160 drawn inputs (arrangements, scales, normalized axes, float32, scores, noise, keys
+    constant along S) they find exactly what testing every arrangement alone finds, alpha and all."""
+    from grader.assignments.multihead_attention import fitting
+
+    rng = np.random.default_rng(7)
+    inputs = []
+    for index in range(160):
+        B, H, T, S, d_k = 2, 3, int(rng.integers(3, 6)), int(rng.integers(3, 8)), int(rng.integers(2, 5))
+        Q, K = rng.normal(size=(B, H, T, d_k)), rng.normal(size=(B, H, S, d_k))
+        if index % 8 == 0:
+            K = np.repeat(K[:, :, :1], S, axis=2)  # identical keys: scores constant along S
+        axes = [(3,), (2,), (2, 3), (0,), (1, 3), (0, 1, 2, 3)][index % 6]
+        kind = ["softmax", "softmax", "float32", "scores", "noise"][index % 5]
+        arrangement = int(rng.integers(0, len(fitting.key_arrangements(K))))
+        weights = _weights_of(rng, Q, K, arrangement, float(rng.choice([0.5, 1.0, 1 / np.sqrt(d_k), 2.0])), axes,
+                              kind)
+        inputs.append((Q, K, weights))
+    screened = [(fitting.fit_weights(Q, K, w), fitting.returned_scores(Q, K, w)) for Q, K, w in inputs]
+    monkeypatch.setattr(fitting, "_candidates", lambda logs, stacked, axes, **_: list(range(len(stacked))))
+    monkeypatch.setattr(fitting, "_scaled_candidates", lambda values, stacked: list(range(len(stacked))))
+    monkeypatch.setattr(fitting, "_ARRANGED_KEPT", 0)
+    every = [(fitting.fit_weights(Q, K, w), fitting.returned_scores(Q, K, w)) for Q, K, w in inputs]
+
+    def same(a, b):
+        if a is None or b is None:
+            return a is b
+        if isinstance(a, tuple):
+            return a[:2] == b[:2] and np.array_equal(a[2], b[2])
+        return (a.arrangement, a.alpha, a.axes) == (b.arrangement, b.alpha, b.axes) and np.array_equal(a.raw, b.raw)
+
+    assert all(same(a, b) for pair, other in zip(screened, every) for a, b in zip(pair, other))
+    found = sum(fit is not None for fit, _ in every)
+    assert found > 60 and sum(scores is not None for _, scores in every) > 20, found

@@ -13,6 +13,7 @@ hide behind a coincidence of sizes.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
@@ -204,7 +205,11 @@ def stability_logits(rng: np.random.Generator) -> np.ndarray:
     return rows + rng.uniform(-0.5, 0.5, rows.shape)
 
 
-def same_value(a, b, *, rtol: float = 1e-4, atol: float = 1e-6) -> bool:
+RTOL, ATOL = 1e-4, 1e-6  # float32-friendly: relative to each entry, and the least absolute tolerance
+SCALE_ATOL = 1e-5  # the absolute tolerance follows the array's largest entry (float32 errs with what it sums)
+
+
+def same_value(a, b, *, rtol: float = RTOL, atol: float = ATOL) -> bool:
     """Equal structure and values within float32-friendly tolerances (NaN equals NaN)."""
     if isinstance(a, Raised) or isinstance(b, Raised):
         return isinstance(a, Raised) and isinstance(b, Raised) and a.type == b.type \
@@ -215,19 +220,89 @@ def same_value(a, b, *, rtol: float = 1e-4, atol: float = 1e-6) -> bool:
         if a.shape != b.shape:
             return False
         a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
-        if np.isfinite(a64).all() and np.isfinite(b64).all():
-            # np.allclose's own test without its set-up (most comparisons, and each costs it ~50 us): on finite
-            # values isclose is |a - b| <= atol + rtol * |b| exactly, the same scale and tolerances as below
-            magnitude = np.abs(b64)
-            scale = float(magnitude.max()) if magnitude.size else 0.0
-            return bool((np.abs(a64 - b64) <= max(atol, 1e-5 * scale) + rtol * magnitude).all())
+        magnitude = np.abs(b64)
+        scale = float(magnitude.max()) if magnitude.size else 0.0
+        if math.isfinite(scale):
+            # b is finite (a NaN or an infinity would be its maximum): np.allclose's own test without its set-up
+            # (most comparisons, and each costs it ~50 us), for on finite values isclose is |a - b| <= atol +
+            # rtol * |b| exactly, the same scale and tolerances as below; where a is not finite the inequality
+            # fails, as the test below does, so a need not be tested first
+            return bool((np.abs(a64 - b64) <= max(atol, SCALE_ATOL * scale) + rtol * magnitude).all())
         if not np.array_equal(np.isnan(a64), np.isnan(b64)):
             return False
         # float32 arithmetic errs in proportion to the values summed, not to each entry: a near-zero entry
         # of an O(1) output may be off by a few 1e-6, so the absolute tolerance follows the array's scale
         finite = np.abs(b64[np.isfinite(b64)])
         scale = float(finite.max()) if finite.size else 0.0
-        return bool(np.allclose(a64, b64, rtol=rtol, atol=max(atol, 1e-5 * scale), equal_nan=True))
+        return bool(np.allclose(a64, b64, rtol=rtol, atol=max(atol, SCALE_ATOL * scale), equal_nan=True))
     if isinstance(a, (np.ndarray, tuple)) or isinstance(b, (np.ndarray, tuple)):
         return False
     return a is None and b is None or type(a) is type(b) and isinstance(a, (bool, int, float, str)) and a == b
+
+
+def same_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``same_value`` of each row of ``a`` (rows, width) with the same row of ``b``, the rows of a finite b
+    all at once under its own inequality (each row's largest entry sets that row's absolute tolerance)."""
+    a64, b64 = np.asarray(a, dtype=np.float64), np.asarray(b, dtype=np.float64)
+    magnitude = np.abs(b64)
+    scale = magnitude.max(axis=1, initial=0.0)
+    finite = np.isfinite(scale)
+    with np.errstate(invalid="ignore"):
+        same = (np.abs(a64 - b64) <= np.maximum(ATOL, SCALE_ATOL * scale)[:, None] + RTOL * magnitude).all(axis=1)
+    for row in np.flatnonzero(~finite):
+        same[row] = same_value(a[row], b[row])
+    return same
+
+
+def same_as_each(a, values: list) -> list[bool]:
+    """``[same_value(a, value) for value in values]``: ``a`` against each of many values (a submission's output
+    against every twin's), the real arrays of a's shape (or the items of tuples like it) all at once under
+    same_value's own inequality, each value's largest entry setting its tolerance; anything else one by one."""
+    if isinstance(a, tuple):
+        parts = [position for position, value in enumerate(values) if isinstance(value, tuple) and len(value) == len(a)]
+        found = [position in parts or same_value(a, value) for position, value in enumerate(values)]
+        for item, part in enumerate(a):
+            for position, same in zip(parts, same_as_each(part, [values[position][item] for position in parts])):
+                found[position] = found[position] and same
+        return found
+    alike = [position for position, value in enumerate(values) if isinstance(value, np.ndarray)
+             and value.shape == getattr(a, "shape", None) and value.dtype.kind in "biuf"]
+    if not isinstance(a, np.ndarray) or a.dtype.kind not in "biuf" or len(alike) < 2:
+        return [same_value(a, value) for value in values]
+    stacked = np.stack([np.asarray(values[position], dtype=np.float64) for position in alike])
+    magnitude = np.abs(stacked)
+    scale = magnitude.reshape(len(alike), -1).max(axis=1, initial=0.0)
+    tolerance = np.maximum(ATOL, SCALE_ATOL * scale).reshape((-1,) + (1,) * a.ndim) + RTOL * magnitude
+    with np.errstate(invalid="ignore"):
+        equal = (np.abs(np.asarray(a, dtype=np.float64) - stacked) <= tolerance).reshape(len(alike), -1).all(axis=1)
+    found = {position: bool(same) for position, same, finite in zip(alike, equal, np.isfinite(scale)) if finite}
+    return [found[position] if position in found else same_value(a, value) for position, value in enumerate(values)]
+
+
+def same_values(values: list, b) -> list[bool]:
+    """``[same_value(value, b) for value in values]``, with the real arrays among them of b's shape (or the
+    items of tuples shaped like b) compared with a finite b all at once: the same inequality on the same
+    numbers, for a twin's dozens of outcomes on one case cost as much to compare one by one as to make."""
+    if isinstance(b, tuple):
+        parts = [(position, value) for position, value in enumerate(values)
+                 if isinstance(value, tuple) and len(value) == len(b)]
+        found = [same_value(value, b) if not (isinstance(value, tuple) and len(value) == len(b)) else True
+                 for value in values]
+        for item, expected in enumerate(b):
+            for (position, _), same in zip(parts, same_values([value[item] for _, value in parts], expected)):
+                found[position] = found[position] and same
+        return found
+    if not isinstance(b, np.ndarray) or b.dtype.kind not in "biuf":
+        return [same_value(value, b) for value in values]
+    alike = [position for position, value in enumerate(values)
+             if isinstance(value, np.ndarray) and value.shape == b.shape and value.dtype.kind in "biuf"]
+    b64 = np.asarray(b, dtype=np.float64)
+    magnitude = np.abs(b64)
+    scale = float(magnitude.max()) if magnitude.size else 0.0
+    if len(alike) < 2 or not math.isfinite(scale):
+        return [same_value(value, b) for value in values]
+    stacked = np.stack([np.asarray(values[position], dtype=np.float64) for position in alike])
+    within = np.abs(stacked - b64) <= max(ATOL, SCALE_ATOL * scale) + RTOL * magnitude  # same_value's test
+    equal = within.reshape(len(alike), -1).all(axis=1)
+    found = {position: bool(same) for position, same in zip(alike, equal)}
+    return [found[position] if position in found else same_value(value, b) for position, value in enumerate(values)]

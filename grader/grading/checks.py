@@ -23,7 +23,7 @@ import numpy as np
 from grader.content.catalog import load_catalog
 from grader.content.messages import Message, TwinLabel, cell_label
 from grader.grading import showing
-from grader.grading.case import Case, Raised, same_value
+from grader.grading.case import Case, Raised, same_as_each, same_value
 from grader.grading.findings import Finding, companion_rule, explain, overflow_kind, quiet_overflow_kind
 from grader.sandbox.codec import ForeignObject
 from grader.sandbox.endings import DID_NOT_RETURN, TIMEOUT
@@ -269,7 +269,9 @@ def _matching_twins(case: Case, got, student: StudentCode | None) -> list[tuple[
     ruled_out = getattr(student, "twins_ruled_out", None)
     if ruled_out and not hinted and not case.twins_ready and _size_pattern(case) in ruled_out:
         return []  # no twin explained this function's failure on these sizes: a mistake none of them makes
-    found = [(misconception, label) for misconception, label, value in case.known_twins() if _same_outcome(got, value)]
+    twins = case.known_twins()
+    found = [(misconception, label) for (misconception, label, _), same in zip(twins, _same_outcomes(got, [
+        value for _, _, value in twins])) if same]
     if hints is not None and found:
         hints[case.function] = frozenset(found)
     return found
@@ -417,6 +419,15 @@ def _companion_findings(case: Case, student: StudentCode | None, here) -> list[F
                 return []
     upstream = ((rule.misconception, rule.upstream[case.function]),) if case.function in rule.upstream else ()
     return [Finding(rule.misconception, case.function, rule.evidence(case, companion), alternatives=upstream)]
+
+
+def _same_outcomes(got, values: list) -> list[bool]:
+    """``[_same_outcome(got, value) for value in values]``, the values compared at once (``same_as_each``)."""
+    if isinstance(got, Raised):
+        return [isinstance(value, Raised) and got == value for value in values]
+    values_alike = [value for value in values if not isinstance(value, Raised)]
+    alike = iter(same_as_each(got, values_alike))
+    return [False if isinstance(value, Raised) else next(alike) for value in values]
 
 
 def _same_outcome(got, value) -> bool:

@@ -149,11 +149,11 @@ def quiet_overflow_kind(x: np.ndarray, got: np.ndarray, ids: tuple[str, str], ex
     """
     if got.ndim == 0 or got.shape != expected.shape:
         return "numeric-mismatch"
-    from grader.grading.case import same_value  # the case module's tolerance; imported late (it has no rules)
+    from grader.grading.case import same_rows  # the case module's tolerance; imported late (it has no rules)
 
     width = got.shape[-1]
     rows_got, rows_expected = got.reshape(-1, width), np.asarray(expected, dtype=np.float64).reshape(-1, width)
-    wrong = np.array([not same_value(a, b) for a, b in zip(rows_got, rows_expected)]).reshape(got.shape[:-1])
+    wrong = ~same_rows(rows_got, rows_expected).reshape(got.shape[:-1])
     finite_max = _row_maxima(x, wrong.shape)
     if finite_max is None or not wrong.any():
         return "numeric-mismatch"

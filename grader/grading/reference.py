@@ -9,6 +9,7 @@ instead. Nothing here imports a part the release withholds.
 from __future__ import annotations
 
 import functools
+import importlib.machinery
 import importlib.util
 from types import ModuleType
 
@@ -44,5 +45,14 @@ def fresh_reference(assignment: str = DEFAULT_ASSIGNMENT) -> ModuleType:
         raise ConfigError(reference_missing(assignment))
     spec = importlib.util.spec_from_file_location(f"mha_reference_{assignment}", path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    status = path.stat()
+    # what exec_module runs, compiled once per version of the file (each twin is a copy: dozens per exercise)
+    exec(_compiled(spec.name, str(path), status.st_mtime_ns, status.st_size), module.__dict__)
     return module
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(name: str, path: str, modified: int, size: int):
+    """The code of the reference file at ``path``, as its loader's ``exec_module`` would compile it
+    (``modified`` and ``size`` key the version of the file, so an edited reference is compiled again)."""
+    return importlib.machinery.SourceFileLoader(name, path).get_code(name)

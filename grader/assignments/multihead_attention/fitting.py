@@ -100,6 +100,38 @@ def key_arrangements(K: np.ndarray) -> list[tuple[str, np.ndarray]]:
     return found
 
 
+@dataclass(frozen=True)
+class Arranged:
+    """``Q @ keys`` for every arrangement of K's entries (``key_arrangements``), in their order."""
+
+    labels: tuple[str, ...]
+    raws: tuple[np.ndarray, ...]  # each (B, H, T, S), as ``Q.astype(np.float64) @ keys`` computes it
+    stacked: np.ndarray  # (arrangements, B, H, T, S)
+    squares: np.ndarray  # (arrangements,): the sum of each one's squared entries
+
+
+_ARRANGED: dict = {}  # (id(Q), id(K)) -> (Q, K, Arranged): the last pairs arranged, the arrays kept alive
+_ARRANGED_KEPT = 4  # a case's rules fit one or two pairs; each pair keeps about 70 score arrays
+
+
+def arranged_scores(Q: np.ndarray, K: np.ndarray) -> Arranged:
+    """``Q @ keys`` for every arrangement of K, made once for the same two arrays: a case's rules fit the same
+    queries and keys several times (the weights, then the scores, then the output's own weights)."""
+    kept = _ARRANGED.get((id(Q), id(K)))
+    if kept is not None and kept[0] is Q and kept[1] is K:
+        return kept[2]
+    pairs = [(label, Q.astype(np.float64) @ keys) for label, keys in key_arrangements(K.astype(np.float64))]
+    stacked = np.stack([raw for _, raw in pairs])
+    flat = stacked.reshape(len(stacked), -1)
+    # each arrangement's scores as a view of the stack (the same numbers, kept once)
+    arranged = Arranged(tuple(label for label, _ in pairs), tuple(stacked), stacked, np.einsum("ij,ij->i", flat, flat))
+    while _ARRANGED and len(_ARRANGED) >= _ARRANGED_KEPT:
+        del _ARRANGED[next(iter(_ARRANGED))]
+    if _ARRANGED_KEPT:
+        _ARRANGED[id(Q), id(K)] = (Q, K, arranged)
+    return arranged
+
+
 def fit_weights(Q: np.ndarray, K: np.ndarray, weights) -> ScoresFit | None:
     """The arrangement of K, the scale and the normalized axes that give ``weights``, or None."""
     if not is_array(weights, Q.shape[:-1] + (K.shape[-2],)):
@@ -108,13 +140,13 @@ def fit_weights(Q: np.ndarray, K: np.ndarray, weights) -> ScoresFit | None:
     if not np.isfinite(values).all() or (values <= 0).any():
         return None
     logs = np.log(values)
-    raws = [(label, Q.astype(np.float64) @ keys) for label, keys in key_arrangements(K.astype(np.float64))]
-    stacked = np.stack([raw for _, raw in raws])  # (arrangements, B, H, T, S)
+    arranged = arranged_scores(Q, K)
+    raws, stacked = list(zip(arranged.labels, arranged.raws)), arranged.stacked  # stacked: (arrangements, B, H, T, S)
     last = values.ndim - 1
     for axes in axis_sets(values.ndim, first=((last,), (last - 1,), (last - 1, last))):
         # every arrangement's fit at once, to find the few that may fit; each of those is then fitted on its
         # own (fit_logs), in order, so what is found (and its alpha) is exactly what fitting one by one finds
-        for index in _candidates(logs, stacked, axes):
+        for index in _candidates(logs, stacked, axes, squares=arranged.squares):
             label, raw = raws[index]
             fitted = fit_logs(logs, raw, axes)
             if fitted is not None and fitted[1] < FIT_TOLERANCE and fitted[0] > 0:
@@ -122,22 +154,35 @@ def fit_weights(Q: np.ndarray, K: np.ndarray, weights) -> ScoresFit | None:
     return None
 
 
-def _candidates(logs: np.ndarray, stacked: np.ndarray, axes: tuple[int, ...]) -> list[int]:
+def _candidates(logs: np.ndarray, stacked: np.ndarray, axes: tuple[int, ...], *,
+                squares: np.ndarray | None = None) -> list[int]:
     """The arrangements (indices into ``stacked``) whose fit over ``axes`` is within ten times the tolerance,
-    in order: the vectorized ``fit_logs``, whose rounding differs from it by far less than that margin."""
+    in order: the vectorized ``fit_logs``, whose rounding differs from it by far less than that margin.
+
+    For the log-weights ``l`` centred on each slice of ``axes`` and the scores ``r`` (``c`` centred so), the
+    least-squares residual is ``sqrt(1 - <c, l>^2 / (|c|^2 |l|^2))``, where ``<c, l> = <r, l>`` (``l`` sums to
+    0 on each slice, where the slice means of ``r`` are constant) and ``|c|^2 = |r|^2 - n |slice means|^2``:
+    two passes over the arrangements per set of axes where the fit itself makes six. Scores nearly constant
+    on the slices, whose ``|c|^2`` that difference cannot resolve, are always left to ``fit_logs``.
+    ``squares``: each arrangement's ``|r|^2``, when known."""
     centred_logs = logs - logs.mean(axis=axes, keepdims=True)
     spread = float(np.linalg.norm(centred_logs))
     if spread < 1e-9:
         return []  # fit_logs gives None for every arrangement
-    data_axes = tuple(range(1, stacked.ndim))
-    centred = stacked - stacked.mean(axis=tuple(axis + 1 for axis in axes), keepdims=True)
-    raw_spread = np.sqrt((centred * centred).sum(axis=data_axes))
+    count = len(stacked)
+    flat = stacked.reshape(count, -1)
+    if squares is None:
+        squares = np.einsum("ij,ij->i", flat, flat)
+    means = stacked.mean(axis=tuple(axis + 1 for axis in axes)).reshape(count, -1)  # (arrangements, slices)
     with np.errstate(all="ignore"):
-        alpha = (centred * centred_logs).sum(axis=data_axes) / raw_spread ** 2
-        shaped = alpha.reshape((-1,) + (1,) * (stacked.ndim - 1))
-        residual = np.sqrt(((centred_logs - shaped * centred) ** 2).sum(axis=data_axes)) / spread
+        raw_spread_squared = squares - (flat.shape[1] // means.shape[1]) * np.einsum("ij,ij->i", means, means)
+        product = flat @ centred_logs.reshape(-1)
+        alpha = product / raw_spread_squared
+        unexplained = 1.0 - product * alpha / spread ** 2  # the squared relative residual
+        residual = np.sqrt(np.maximum(unexplained, 0.0))
+        unresolved = ~(raw_spread_squared > 1e-6 * squares)
     near = np.isfinite(residual) & (residual < 10 * FIT_TOLERANCE) & ~(alpha <= 0)
-    return [int(index) for index in np.flatnonzero(near)]
+    return [int(index) for index in np.flatnonzero(near | unresolved)]
 
 
 def returned_scores(Q: np.ndarray, K: np.ndarray, weights) -> tuple[str, float, np.ndarray] | None:
@@ -145,8 +190,9 @@ def returned_scores(Q: np.ndarray, K: np.ndarray, weights) -> tuple[str, float, 
     if not is_array(weights, Q.shape[:-1] + (K.shape[-2],)) or not np.isfinite(weights).all():
         return None
     values = weights.astype(np.float64)
-    for label, keys in key_arrangements(K.astype(np.float64)):
-        raw = Q.astype(np.float64) @ keys
+    arranged = arranged_scores(Q, K)
+    for index in _scaled_candidates(values, arranged.stacked):
+        label, raw = arranged.labels[index], arranged.raws[index]
         size = float((raw * raw).sum())
         if size < 1e-300:
             continue
@@ -154,6 +200,20 @@ def returned_scores(Q: np.ndarray, K: np.ndarray, weights) -> tuple[str, float, 
         if np.linalg.norm(values - alpha * raw) < FIT_TOLERANCE * max(float(np.linalg.norm(values)), 1e-300):
             return label, alpha, raw
     return None
+
+
+def _scaled_candidates(values: np.ndarray, stacked: np.ndarray) -> list[int]:
+    """The arrangements (indices into ``stacked``) of which ``values`` may be a multiple, within ten times the
+    tolerance, in order: ``returned_scores``'s own test for all at once, each then tested alone."""
+    count = len(stacked)
+    flat, target = stacked.reshape(count, -1), values.reshape(-1)
+    with np.errstate(all="ignore"):
+        sizes = np.einsum("ij,ij->i", flat, flat)
+        alpha = (flat @ target) / sizes
+        residual = np.sqrt(((target - alpha[:, None] * flat) ** 2).sum(axis=1))
+    bound = 10 * FIT_TOLERANCE * max(float(np.linalg.norm(values)), 1e-300)
+    near = ~(sizes < 1e-300) & ~(residual >= bound)  # a NaN is kept: the test alone decides it
+    return [int(index) for index in np.flatnonzero(near)]
 
 
 def divisor_text(alpha: float, sizes: dict[str, int]) -> str:

@@ -288,6 +288,8 @@ def block_steps(case: Case, got) -> list[Finding]:
         (misconception, value[0] if isinstance(value, tuple) else value) for misconception, _, value in case.known_twins()
         if is_array(value[0] if isinstance(value, tuple) and value else value, expected_out.shape)]
     values = out.astype(np.float64)
+    # rows of mean zero, the first thing a layer norm leaves: without them no step below is a layer norm
+    normalized = _centred_rows(values)
     W_O = (case.weights or {}).get("W_O")
     # the residual added to the combined heads, before W_O: (heads + Q) @ W_O = layer + Q @ W_O
     projected = query @ np.asarray(W_O, dtype=np.float64) if W_O is not None and query.shape[-1] == len(W_O) else None
@@ -297,8 +299,9 @@ def block_steps(case: Case, got) -> list[Finding]:
             continue
         before = projected is not None and same_value(values, layer + projected)
         steps = (("mha-adds-residual",) if same_value(values, layer + query) or before else
-                 ("mha-adds-layer-norm",) if _normalized_rows(values, layer) else
-                 ("mha-adds-residual", "mha-adds-layer-norm") if _normalized_rows(values, layer + query) else ())
+                 ("mha-adds-layer-norm",) if normalized and _normalized_rows(values, layer) else
+                 ("mha-adds-residual", "mha-adds-layer-norm") if normalized and _normalized_rows(values, layer + query)
+                 else ())
         if steps:
             residual = "sig_residual_before_output_projection" if before else "sig_residual_added"
             findings = [Finding(step, case.function, message_data(
@@ -311,14 +314,17 @@ def block_steps(case: Case, got) -> list[Finding]:
     return []
 
 
+def _centred_rows(values: np.ndarray) -> bool:
+    """Every row of ``values`` (its last axis) has mean 0, relative to its largest entry."""
+    scale = max(float(np.abs(values).max(initial=0.0)), 1e-12)
+    return not np.abs(values.mean(axis=-1)).max(initial=0.0) > 1e-4 * scale
+
+
 def _normalized_rows(values: np.ndarray, layer: np.ndarray) -> bool:
     """``values`` is ``layer`` normalized over its last axis (mean 0, variance 1 up to a small epsilon)."""
     centred = layer - layer.mean(axis=-1, keepdims=True)
     spread = np.sqrt((centred ** 2).mean(axis=-1, keepdims=True))
-    if (spread <= 1e-12).any():
-        return False
-    scale = max(float(np.abs(values).max(initial=0.0)), 1e-12)
-    if np.abs(values.mean(axis=-1)).max(initial=0.0) > 1e-4 * scale:
+    if (spread <= 1e-12).any() or not _centred_rows(values):
         return False
     factor = (values * centred).sum(axis=-1, keepdims=True) / (centred ** 2).sum(axis=-1, keepdims=True)
     fitted = factor * centred
