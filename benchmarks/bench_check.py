@@ -17,7 +17,12 @@ Commands, each timed ``--repeat`` times (the median counts), through the install
   switched off (``MHA_CHECK_SERVER=off``: what the first check of a session
   costs, and every check where the server cannot run);
 - with ``--portable``, correct code and one mistake with ``--isolation
-  portable`` too (a fresh interpreter per worker, as on Windows and macOS: never warm);
+  portable`` too (a fresh interpreter per worker), and both as on Windows: the
+  import surface of Windows emulated (``tests/emulation/sitecustomize.py``, its
+  named pipes as Unix sockets), so the portable worker is the sandbox, warm
+  (answered by the relayed server's standby, ``grader.warm.standby``) and cold,
+  as multiples of the floor under the same emulation (whose start-up every
+  emulated process pays, and a real Windows does not);
 - with ``--pytest``, plain pytest on the same public suite files, the
   submission imported into pytest's own process (``--mha-unsandboxed``).
 
@@ -56,7 +61,8 @@ PUBLIC = PROJECT / "grader" / "assignments" / "multihead_attention" / "public"
 MISTAKE = ("/ np.sqrt(d_k)", "")  # attention-no-scale, as in generated_class.MISTAKES
 # the goals hold for the checks a student waits on all evening: those the warm server answers
 GOALS = {"correct (warm)": 2.0, "mistake (warm)": 2.5, "correct --function (warm)": 2.0,
-         "mistake --function (warm)": 2.5}
+         "mistake --function (warm)": 2.5, "correct (Windows, warm)": 2.0, "mistake (Windows, warm)": 2.5}
+EMULATION = PROJECT / "tests" / "emulation" / "sitecustomize.py"
 
 
 def wall_time(command: list[str], expect: int, env: dict) -> float:
@@ -97,6 +103,12 @@ def commands(folder: Path, with_pytest: bool, portable: bool = False) -> dict[st
     if portable:
         chosen["correct --isolation portable"] = ([*check, str(REFERENCE), "--isolation", "portable"], 0, "cold")
         chosen["mistake --isolation portable"] = ([*check, str(buggy), "--isolation", "portable"], 1, "cold")
+        # what every emulated process pays first (its sitecustomize imports psutil and platformdirs), which
+        # a real Windows does not: the Windows rows are measured against this floor
+        chosen["floor (Windows)"] = ([sys.executable, "-c", "import numpy"], 0, "windows-cold")
+        for temperature in ("warm", "cold"):
+            chosen[f"correct (Windows, {temperature})"] = ([*check, str(REFERENCE)], 0, f"windows-{temperature}")
+            chosen[f"mistake (Windows, {temperature})"] = ([*check, str(buggy)], 1, f"windows-{temperature}")
     if with_pytest:
         chosen["plain pytest"] = ([sys.executable, "-m", "pytest", str(PUBLIC), "-q", "-p", "no:cacheprovider",
                                    "--submission", str(REFERENCE), "--mha-unsandboxed"], 0, "cold")
@@ -108,7 +120,7 @@ def end_servers(runtime: Path) -> None:
     for log in runtime.glob("check-*.log"):
         for pid in re.findall(r"^pid (\d+) listening", log.read_text(), re.M):
             try:
-                if b"grader.warm.server" not in Path(f"/proc/{pid}/cmdline").read_bytes():
+                if b"grader.warm." not in Path(f"/proc/{pid}/cmdline").read_bytes():
                     continue  # ended already (idle), its pid perhaps another process's now
                 os.kill(int(pid), signal.SIGTERM)
             except (ProcessLookupError, FileNotFoundError):
@@ -138,6 +150,9 @@ def main() -> None:
             env["MHA_SOLUTIONS"] = str(folder / "no-solutions-here")
         environments = {"floor": env, "cold": {**env, "MHA_CHECK_SERVER": "off"},
                         "warm": {**env, "MHA_CHECK_SERVER": "on"}}
+        windows = windows_environment(folder, env)
+        environments.update({"windows-warm": {**windows, "MHA_CHECK_SERVER": "on"},
+                             "windows-cold": {**windows, "MHA_CHECK_SERVER": "off"}})
         chosen = commands(folder, options.pytest, options.portable)
         try:
             cold = None
@@ -146,7 +161,7 @@ def main() -> None:
                 cold = wall_time(*chosen["correct (cold)"][:2], environments["cold"])
             for command, expect, kind in chosen.values():  # warm the file cache; the first warm check starts
                 wall_time(command, expect, environments[kind])  # the server
-            if not wait_listening(runtime):
+            if not wait_listening(runtime, servers=1 + options.portable):
                 raise SystemExit(f"no warm server started: {[p.read_text() for p in runtime.glob('*.log')]}")
             already = served_count(runtime)
             times: dict[str, list[float]] = {name: [] for name in chosen}
@@ -156,7 +171,7 @@ def main() -> None:
             served = served_count(runtime) - already
         finally:
             end_servers(runtime)
-    warm_runs = options.repeat * sum(kind == "warm" for _, _, kind in chosen.values())
+    warm_runs = options.repeat * sum(kind.endswith("warm") for _, _, kind in chosen.values())
     if served != warm_runs:
         raise SystemExit(f"the warm server answered {served} of the {warm_runs} warm checks timed")
     medians = {name: statistics.median(spent) for name, spent in times.items()}
@@ -170,12 +185,13 @@ def main() -> None:
     for name, median in medians.items():
         if name == "floor":
             continue
-        ratio = median / floor
+        ratio = median / (medians["floor (Windows)"] if "Windows, " in name else floor)
         figures["ratios"][name] = ratio
         goal = GOALS.get(name)
         verdict = "" if goal is None else f"  (goal <= {goal:g}x: {'met' if ratio <= goal else 'MISSED'})"
-        shown = name if name == "plain pytest" else "mha check " + name
-        print(f"  {shown:<46} {median:.3f} s  {ratio:5.2f}x floor{verdict}")
+        shown = name if name in ("plain pytest", "floor (Windows)") else "mha check " + name
+        against = " (Windows)" if "Windows, " in name else ""
+        print(f"  {shown:<46} {median:.3f} s  {ratio:5.2f}x floor{against}{verdict}")
     if cold is not None:
         figures["cold"] = cold
         print(f"  {'mha check correct, first check, cache emptied':<46} {cold:.3f} s  {cold / floor:5.2f}x floor")
@@ -183,15 +199,29 @@ def main() -> None:
         options.json.write_text(json.dumps(figures, indent=2), encoding="utf-8")
 
 
+def windows_environment(folder: Path, env: dict) -> dict:
+    """``env`` with the import surface of Windows emulated (as tests/test_portable.py has it): the grader and
+    its standby through ``sitecustomize``, the workers through a wrapper that removes the same surface."""
+    wrapper = folder / "python-windows"
+    wrapper.write_text(f'#!/bin/sh\ncase "$1" in\n  -c) exec "{sys.executable}" "{EMULATION}" "$@";;\n'
+                       f'  *) exec "{sys.executable}" -I -S "{EMULATION}" "$@";;\nesac\n', encoding="utf-8")
+    wrapper.chmod(0o755)
+    pipes = folder / "pipes"
+    pipes.mkdir(mode=0o700, exist_ok=True)
+    return {**env, "PYTHONPATH": str(EMULATION.parent), "MHA_EMULATED_EXECUTABLE": str(wrapper),
+            "MHA_EMULATED_PIPES": str(pipes), "MHA_ISOLATION": "auto"}
+
+
 def served_count(runtime: Path) -> int:
     """How many checks the warm servers have answered (one line each in their logs)."""
     return sum(len(re.findall(r"^check \d+:", log.read_text(), re.M)) for log in runtime.glob("check-*.log"))
 
 
-def wait_listening(runtime: Path, timeout: float = 60.0) -> bool:
+def wait_listening(runtime: Path, servers: int = 1, timeout: float = 60.0) -> bool:
+    """Whether ``servers`` warm servers (one per log: the Linux one, the emulated Windows standby) listen."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if any(" listening on " in log.read_text() for log in runtime.glob("check-*.log")):
+        if sum(" listening on " in log.read_text() for log in runtime.glob("check-*.log")) >= servers:
             return True
         time.sleep(0.1)
     return False

@@ -16,7 +16,12 @@ Figures, all on this machine and in this run:
   divided by the difference in count (nbgrader's start-up left out, in its
   favour); printed with the extrapolation to N.
 - the same suites run unsandboxed in this one process (each submission
-  imported, the checks calling it directly): the floor the sandbox is compared to.
+  imported, the checks calling it directly): the floor the sandbox is compared
+  to. ``mha grade --jobs 1`` and the floor are run in turn, ``--overhead-rounds``
+  times (default 3), so both see the same load on a shared machine; the
+  overhead is the ratio of their medians, with each round's own ratio (the
+  spread) and the ratio of CPU (every process under the grader against this
+  process's own) beside it.
 - a realistic class: the same N plus 5% more submissions that each hang in
   one function (the five in turn), graded by `mha grade` in the same run; the
   cost per hanging submission is the extra CPU the run used (sampled from
@@ -37,6 +42,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -128,6 +134,49 @@ def _field_kb(path: str, name: str) -> int:
     return 0
 
 
+class TreeCpu:
+    """Exact CPU of a command and every process under it, where a cgroup v1 ``cpuacct`` can be made (root):
+    the command starts in a cgroup of its own there, which everything it starts stays in (the sandbox makes
+    its workers' cgroups in other hierarchies), and ``cpuacct.usage`` counts them all, the short-lived too."""
+
+    def __init__(self):
+        self.folder = None
+        try:
+            with open("/proc/self/cgroup") as listing:
+                own = next(path for _, names, path in (line.rstrip("\n").split(":", 2) for line in listing)
+                           if "cpuacct" in names.split(","))
+            with open("/proc/self/mountinfo") as listing:
+                point = next(line.split()[4] for line in listing
+                             if " - cgroup " in line and "cpuacct" in line.rstrip().rsplit(" ", 1)[-1].split(","))
+            folder = os.path.join(point, own.lstrip("/"), f"mha-bench-{os.getpid()}-{time.monotonic_ns()}")
+            os.mkdir(folder)
+            self.folder = folder
+        except (OSError, StopIteration, IndexError):
+            pass
+
+    def join(self) -> None:
+        """In the command's process, before it runs (``preexec_fn``)."""
+        if self.folder is not None:
+            with open(os.path.join(self.folder, "cgroup.procs"), "w") as procs:
+                procs.write(str(os.getpid()))
+
+    def seconds(self) -> float | None:
+        try:
+            with open(os.path.join(self.folder, "cpuacct.usage")) as usage:
+                return int(usage.read()) / 1e9
+        except (OSError, TypeError, ValueError):
+            return None
+
+    def remove(self) -> None:
+        for _ in range(100):
+            try:
+                if self.folder is not None:
+                    os.rmdir(self.folder)
+                return
+            except OSError:
+                time.sleep(0.05)
+
+
 def mha_command() -> list[str]:
     installed = shutil.which("mha")
     return [installed] if installed else [sys.executable, "-c", "from grader.cli import main; main()"]
@@ -138,24 +187,31 @@ def run_mha(folder: Path, out: Path, *, jobs: int | None) -> dict:
     command = mha_command() + ["grade", str(folder), "--out", str(out)] + (["--jobs", str(jobs)] if jobs else [])
     environment = dict(os.environ, MHA_COURSE_KEY=KEY)
     started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
+    accounted = TreeCpu()
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment,
+                               preexec_fn=accounted.join)
     sampler = TreeSampler(process.pid)
     sampler.start()
     first = last = None
+    cpu_first = cpu_last = 0.0
     for line in process.stdout:
         now = time.perf_counter()
         if line.startswith("grading "):
-            first = now
+            first, cpu_first = now, accounted.seconds() or sampler.cpu_seconds
         elif line.startswith("["):
-            last = now
+            last, cpu_last = now, accounted.seconds() or sampler.cpu_seconds
     process.wait()
     finished = time.perf_counter()
     sampler.stop()
+    accounted.remove()
     if process.returncode != 0:
         raise RuntimeError(f"mha grade failed: {process.stderr.read()[-2000:]}")
     count = len(list(folder.glob("*.py")))
     results = json.loads((out / "results.json").read_text())
     return {"count": count, "grading": last - first, "total": finished - started, "cpu": sampler.cpu_seconds,
+            # every process under it, from the first to the last progress line (exact where a cpuacct cgroup
+            # could be made; else sampled every 50 ms, which misses part of each short-lived worker)
+            "grading_cpu": cpu_last - cpu_first, "cpu_exact": accounted.folder is not None,
             "peak_pss_mb": sampler.peak_pss / 1024, "peak_rss_mb": sampler.peak_rss / 1024,
             "grader_peak_rss_mb": sampler.peak_root_rss / 1024, "processes": sampler.peak_processes,
             "scores": {r["student"]: r["score"] for r in results},
@@ -196,6 +252,8 @@ def main() -> None:
     parser.add_argument("--mistaken-share", type=float, default=0.8,
                         help="share of the third class that carries one or two mistakes (default 0.8; 0 skips it)")
     parser.add_argument("--scale", default="100,1000", help="class sizes for the memory comparison, or 'none'")
+    parser.add_argument("--overhead-rounds", type=int, default=3,
+                        help="rounds of `mha grade --jobs 1` and the unsandboxed floor in turn (default 3)")
     parser.add_argument("--json", type=Path, help="also write the figures to this file")
     options = parser.parse_args()
     os.environ["MHA_COURSE_KEY"] = KEY
@@ -219,7 +277,15 @@ def main() -> None:
         parallel = run_mha(folder, work / "out-parallel", jobs=None)
         realistic = run_mha(realistic_folder, work / "out-realistic", jobs=None)
         mistaken = run_mha(mistaken_folder, work / "out-mistaken", jobs=None) if mistaken_kinds else None
-        serial = run_mha(folder, work / "out-serial", jobs=1)
+        from in_process import grade_folder_in_process
+
+        rounds = []  # (mha grade --jobs 1, the floor's seconds, the floor's CPU seconds, its scores), in turn
+        for round_number in range(max(1, options.overhead_rounds)):
+            serial = run_mha(folder, work / f"out-serial-{round_number}", jobs=1)
+            cpu_before = time.process_time()
+            unsandboxed_time, unsandboxed_scores = grade_folder_in_process(folder)
+            rounds.append((serial, unsandboxed_time, time.process_time() - cpu_before, unsandboxed_scores))
+        serial = sorted(rounds, key=lambda entry: entry[0]["grading"])[len(rounds) // 2][0]
         figures["mha"], figures["mha_jobs_1"] = _strip(parallel), _strip(serial)
         figures["mha_realistic"] = _strip(realistic)
         print(f"mha grade (default --jobs = {figures['cores']}): {_rate(parallel)}")
@@ -238,9 +304,8 @@ def main() -> None:
             wrong = sum(kind.startswith("buggy") for _, kind in mistaken_kinds)
             print(f"class with {wrong} of {len(mistaken_kinds)} carrying one or two mistakes: {_rate(mistaken)}")
 
-        from in_process import grade_folder_in_process
-
-        unsandboxed_time, unsandboxed_scores = grade_folder_in_process(folder)
+        unsandboxed_time = statistics.median(entry[1] for entry in rounds)
+        unsandboxed_scores = rounds[-1][3]
         figures["unsandboxed"] = {"total": unsandboxed_time, "per_submission": unsandboxed_time / options.n}
         same = sum(unsandboxed_scores[s] == parallel["scores"].get(s) for s in unsandboxed_scores)
         print(f"unsandboxed, one process:            {options.n / unsandboxed_time:6.1f} submissions/s, "
@@ -248,9 +313,19 @@ def main() -> None:
               f"(same score as mha grade for {same}/{options.n})")
         overhead_serial = serial["grading"] / unsandboxed_time
         overhead_parallel = parallel["grading"] / unsandboxed_time
-        figures["sandbox_overhead"] = {"jobs_1": overhead_serial, "default_jobs": overhead_parallel}
-        print(f"  sandbox overhead: {overhead_serial:.2f}x the unsandboxed cost at --jobs 1 (goal <= 2x); "
-              f"{overhead_parallel:.2f}x with all cores against the one-process floor\n")
+        each = [entry[0]["grading"] / entry[1] for entry in rounds]
+        # CPU: every process under `mha grade --jobs 1` over its grading phase (sampled every 50 ms) against
+        # the floor's own process over the same grading
+        cpu = statistics.median(entry[0]["grading_cpu"] / entry[2] for entry in rounds)
+        figures["sandbox_overhead"] = {"jobs_1": overhead_serial, "default_jobs": overhead_parallel,
+                                       "jobs_1_each_round": each, "jobs_1_cpu": cpu,
+                                       "rounds": [{"mha_jobs_1": entry[0]["grading"], "unsandboxed": entry[1],
+                                                   "mha_jobs_1_cpu": entry[0]["grading_cpu"],
+                                                   "unsandboxed_cpu": entry[2]}
+                                                  for entry in rounds]}
+        print(f"  sandbox overhead: {overhead_serial:.2f}x the unsandboxed cost at --jobs 1 (goal <= 2x; medians of "
+              f"{len(rounds)} rounds in turn, each round {', '.join(f'{ratio:.2f}x' for ratio in each)}; "
+              f"CPU {cpu:.2f}x); {overhead_parallel:.2f}x with all cores against the one-process floor\n")
 
         if options.nbgrader_subset >= 3:
             nbgrader = run_nbgrader(work, sorted(folder.glob("*.py")), min(options.nbgrader_subset, options.n))

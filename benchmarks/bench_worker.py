@@ -11,8 +11,9 @@ and hidden), alternately, so that both see the same load on the machine; the
 ratio of the two medians is the sandbox's cost. Two sandboxed rounds each
 time: through a default server (its keepers and workers made ahead of the
 requests, and each grading process asking for its next worker while it
-grades) and through one that makes each worker on request (``without=
-("spares",)``). They are timed from the inside too: the worker's own marks
+grades), through one that makes each worker on request (``without=
+("spares",)``) and through one whose workers, made ahead, do not rehearse
+calls before their request (``without=("rehearsal",)``). They are timed from the inside too: the worker's own marks
 (the keeper's fork, its namespaces, scratch tmpfs and cgroups, the worker's
 fork, joining its cgroups, Landlock, the uid change, the request, its
 hello), the load, every exchange of calls and the close, each as a median
@@ -139,7 +140,8 @@ def in_one_process(rounds: int) -> dict:
     from grader.grading.grade import grade_submission
     from grader.sandbox.client import start_server
 
-    servers = {"warm": start_server(), "cold": start_server(without=("spares",))}  # cold: nothing made ahead
+    servers = {"warm": start_server(), "cold": start_server(without=("spares",)),  # cold: nothing made ahead
+               "unrehearsed": start_server(without=("rehearsal",))}  # made ahead, no rehearsal before the request
     floor, times = [], defaultdict(list)
     spans = {kind: defaultdict(list) for kind in servers}
     phases: dict[str, list] = {kind: [] for kind in servers}
@@ -262,7 +264,8 @@ def main() -> None:
     print(f"isolation: {one['isolation']}\n")
     print(f"per submission (median of {one['rounds']} alternating rounds, reference, public + hidden checks):")
     print(f"  unsandboxed floor                    {1000 * one['floor']:7.2f} ms")
-    for kind, title in (("warm", "workers made ahead (default)"), ("cold", "each made on request")):
+    for kind, title in (("warm", "workers made ahead (default)"), ("cold", "each made on request"),
+                        ("unrehearsed", "made ahead, not rehearsed")):
         print(f"  sandboxed, {title:<24}{1000 * one[kind]['sandboxed']:7.2f} ms = {one[kind]['ratio']:.2f}x the floor")
     for kind in ("cold", "warm"):
         print(f"\n  {kind}: where the sandboxed time goes")

@@ -360,3 +360,20 @@ def test_imports_inside_functions_are_made_while_loading_without_binding_a_name(
     assert set(namespace) == {"__builtins__"}
     assert with_early_imports(SubmissionSource(cells=(Cell("x = 1\n", "s.py", "s.py"),), mode="module")).cells == (
         Cell("x = 1\n", "s.py", "s.py"),)
+
+
+@pytest.mark.parametrize("text, found", [
+    ("import numpy as np\nfrom numpy import linalg\n\ndef f(x):\n    return x\n", []),  # no parse: nothing nested
+    ("import numpy as np\n\n\ndef f(x):\n    '''Uses the important parts.'''\n    return x\n", []),
+    ("def f(): import math\n", [("math", ())]),  # on the line of its def
+    ("def f():\n    x = 1; \\\nimport math\n", [("math", ())]),  # a continued line starting at column 0
+    ("def f():\r\n    x = 1; \\\r\nimport math\r\n", [("math", ())]),
+    ("def f():\n    x = (yield\nfrom g()); import math\n", [("math", ())]),  # a joined line that starts with from
+    ("import os\r\ndef f():\r\n    import math\r\n", [("math", ())]),
+    ("class A:\n    def f(self):\n        from numpy import linalg\n", [("numpy", ("linalg",))]),
+    ("if True:\n    import math\n", []),  # at module level, only indented
+])
+def test_imports_inside_functions_are_found_whether_or_not_the_source_needs_parsing(text, found):
+    from grader.grading.imports import nested_imports
+
+    assert nested_imports(text) == found

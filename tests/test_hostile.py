@@ -351,14 +351,28 @@ def ipc_objects() -> set[tuple[str, int]]:
 
 
 def worker_cgroups() -> list[str]:
-    """Cgroups of workers that outlived them below this process's own cgroups (a spare's holds its waiting
-    worker: it is not left over). Cleaning up after a worker takes the keeper a moment: look for 2 s."""
+    """Cgroups of workers that outlived them below this process's own cgroups, made by fork servers that have
+    ended (a running server's, of another grader on the machine, are its own; a spare's holds its waiting
+    worker). Cleaning up after a worker takes the keeper a moment: look for 2 s."""
     deadline = time.monotonic() + 2
     while True:
-        left = [folder for folder in _worker_cgroup_folders() if not _processes_in(folder)]
+        left = [folder for folder in _worker_cgroup_folders()
+                if not _processes_in(folder) and not _server_running(Path(folder).name)]
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.05)
+
+
+def _server_running(name: str) -> bool:
+    """Whether the fork server a worker cgroup's name gives (``mha-worker-<pid>-<token>``) still runs."""
+    server = name.removeprefix("mha-worker-").partition("-")[0]
+    if not server.isdigit():
+        return False
+    try:
+        os.kill(int(server), 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def _processes_in(folder: str) -> str:

@@ -118,6 +118,9 @@ def test_a_warm_check_says_what_a_cold_check_says(warm, tmp_path):
         assert (hot.returncode, hot.stderr) == (cold.returncode, cold.stderr), words
         assert (normal or str)(hot.stdout) == (normal or str)(cold.stdout), words
     assert "attention-no-scale" in _check(buggy).stdout
+    said = "Served by your warm check server"  # behind --verbose only, and only when it was
+    assert said in _check(REFERENCE, "--verbose").stdout.splitlines()[-1]
+    assert said not in _check(REFERENCE, "--verbose", env=cold_env).stdout
 
 
 def test_the_folder_it_runs_from_follows_the_student(warm, tmp_path):

@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from grader.sandbox.codec import BadReply, decode_reply, encode_request
+from grader.sandbox.codec import BadReply, decode_arguments_after, decode_reply, encode_request
 from grader.sandbox.endings import CRASH, ENDINGS, REFUSED, STOPPED, TIMEOUT, UNAVAILABLE
 from grader.sandbox.isolation import SandboxWarning, describe_isolation
 from grader.sandbox.link import ForkServer, ForkServerError, ServerLaunch, WorkerGone, WorkerLink
@@ -134,7 +134,7 @@ def start_server(*, hidden=(), packages=STUDENT_PACKAGES, without=(), spares: in
     """A fork server for many submissions; ``hidden`` folders (e.g. the output folder) are masked too.
 
     Student code may import the standard library, NumPy and ``packages``.
-    ``without`` ("landlock", "namespaces", "cgroups", "uid-pool", "spares";
+    ``without`` ("landlock", "namespaces", "cgroups", "uid-pool", "spares", "rehearsal";
     portable: "rlimit_as") leaves a layer out, to check the fallbacks
     (``MHA_SANDBOX_WITHOUT`` adds to it). ``spares``: workers kept made ahead of
     requests, each for one request (e.g. the number of submissions graded at
@@ -180,7 +180,19 @@ class Sandbox:
         self.hello: dict = {}  # the last worker's report of its confinement
         self.apart = True  # whether workers alive at once cannot signal each other (the worker's hello says)
         self._entered: list[str] = []  # names the current call announced as it entered them
-        self.timings = SandboxTimings()
+        self._timings = SandboxTimings()
+        self._worker_seconds = 0.0  # summed per reply; a record is made of it only when asked
+
+    @property
+    def timings(self) -> SandboxTimings:
+        """How long the last worker's steps took (a new record each time: never edited)."""
+        if self._timings.worker_seconds != self._worker_seconds:
+            self._timings = replace(self._timings, worker_seconds=self._worker_seconds)
+        return self._timings
+
+    @timings.setter
+    def timings(self, timings: SandboxTimings) -> None:
+        self._timings, self._worker_seconds = timings, timings.worker_seconds
 
     @classmethod
     def open(cls, *, path: Path | None = None, source: SubmissionSource | None = None,
@@ -284,7 +296,8 @@ class Sandbox:
                 if reply.get("op") != "item" or reply.get("index") != index:
                     raise WorkerGone("the worker broke the protocol (a reply that is not the next call's)")
                 now = time.monotonic()
-                outcomes[index] = replace(self._outcome(reply, reply_blobs, limits[index]), seconds=now - begun)
+                outcomes[index] = self._outcome(reply, reply_blobs, limits[index], seconds=now - begun,
+                                                sent=calls[index][1])
                 index, begun, self._entered = index + 1, now, []
                 if index < len(calls) and on_start is not None:
                     on_start(index)
@@ -298,7 +311,7 @@ class Sandbox:
             self._kill()
             if index < len(calls):
                 limit = timeouts[index] if begun + timeouts[index] <= budget_end else None
-                outcomes[index] = replace(self._gone(gone, limit), seconds=time.monotonic() - begun)
+                outcomes[index] = self._gone(gone, limit, seconds=time.monotonic() - begun)
         finally:
             self.spent += time.monotonic() - started
         return outcomes
@@ -357,39 +370,45 @@ class Sandbox:
             return self._stopped(stopped.name, time.monotonic() - started)
         except WorkerGone as gone:
             self._kill()
-            return replace(self._gone(gone, timeout if within_budget else None), seconds=time.monotonic() - started)
-        return replace(self._outcome(reply, reply_blobs, limit), seconds=time.monotonic() - started)
+            return self._gone(gone, timeout if within_budget else None, seconds=time.monotonic() - started)
+        return self._outcome(reply, reply_blobs, limit, seconds=time.monotonic() - started, sent=args)
 
-    def _gone(self, gone: WorkerGone, limit: float | None) -> CallOutcome:
+    def _gone(self, gone: WorkerGone, limit: float | None, seconds: float | None = None) -> CallOutcome:
         """The outcome of a call whose worker overran ``limit`` (None: the submission's budget) or died."""
         if gone.timed_out:
-            return self._timed_out(limit)
-        return CallOutcome(error=CallError("WorkerGone", str(gone)), ended=CRASH, reached=tuple(self._entered))
+            return self._timed_out(limit, seconds)
+        return CallOutcome(error=CallError("WorkerGone", str(gone)), ended=CRASH, reached=tuple(self._entered),
+                           seconds=seconds)
 
     def _stopped(self, name: str, seconds: float) -> CallOutcome:
         return CallOutcome(error=CallError("Stopped", name), ended=STOPPED, stopped_at=name,
                            reached=tuple(self._entered), seconds=seconds)
 
-    def _outcome(self, reply: dict, reply_blobs: list[bytes], limit: int) -> CallOutcome:
-        """The checked outcome of one call's reply."""
+    def _outcome(self, reply: dict, reply_blobs: list[bytes], limit: int, seconds: float | None = None,
+                 sent: tuple = ()) -> CallOutcome:
+        """The checked outcome of one call's reply (``seconds``: how long it took, as this side measured;
+        ``sent``: the call's positional arguments, which the reply may say it left unchanged)."""
         if not isinstance(reply, dict):
-            return CallOutcome(error=CallError("BadReply", "the worker sent a malformed reply"), ended=REFUSED)
+            return CallOutcome(error=CallError("BadReply", "the worker sent a malformed reply"), ended=REFUSED,
+                               seconds=seconds)
         reached = _names(reply.get("reached"))
         if not reply.get("ok"):
-            return CallOutcome(error=_call_error(reply.get("error")), reached=reached)
+            return CallOutcome(error=_call_error(reply.get("error")), reached=reached, seconds=seconds)
         try:
             value = decode_reply(reply.get("value"), reply_blobs, limit)
-            after = decode_reply({"__tuple__": reply.get("args_after", [])}, reply_blobs, limit)
+            after = decode_arguments_after(reply.get("args_after", []), reply_blobs, limit, sent)
         except (BadReply, RecursionError) as bad:
-            return CallOutcome(error=CallError("BadReply", str(bad)[:300]), ended=REFUSED, reached=reached)
+            return CallOutcome(error=CallError("BadReply", str(bad)[:300]), ended=REFUSED, reached=reached,
+                               seconds=seconds)
         peak = reply.get("peak_memory")
         return CallOutcome(value=value, args_after=after, peak_memory=peak if type(peak) is int else None,
-                           reached=reached)
+                           reached=reached, seconds=seconds)
 
-    def _timed_out(self, limit: float | None) -> CallOutcome:
+    def _timed_out(self, limit: float | None, seconds: float | None = None) -> CallOutcome:
         """A timeout, naming the limit that ended it (the message is the limit in seconds; None: the budget's)."""
         limit = self.limits.submission_timeout if limit is None or self.budget_left <= 0 else limit
-        return CallOutcome(error=CallError("Timeout", f"{limit:g}"), ended=TIMEOUT, reached=tuple(self._entered))
+        return CallOutcome(error=CallError("Timeout", f"{limit:g}"), ended=TIMEOUT, reached=tuple(self._entered),
+                           seconds=seconds)
 
     # ---- process management ------------------------------------------------------
     def _start(self) -> LoadReport:
@@ -493,7 +512,7 @@ class Sandbox:
             if reply.get("op") != "entered":
                 took = reply.get("worker_seconds")
                 if type(took) is float and 0 <= took < 3600:
-                    self.timings = replace(self.timings, worker_seconds=self.timings.worker_seconds + took)
+                    self._worker_seconds += took
                 return reply, reply_blobs
             name = reply.get("name")  # a call announcing a function it entered, before its reply
             if type(name) is str and len(self._entered) < MAX_NAMES and name[:100] not in self._entered:

@@ -93,6 +93,25 @@ def decode_reply(tree, blobs: list[bytes], max_bytes: int, depth: int = 0):
     raise BadReply("reply holds an unknown value")
 
 
+def decode_arguments_after(items, blobs: list[bytes], max_bytes: int, sent: tuple) -> tuple:
+    """A reply's positional arguments as the call left them. ``{"__unchanged__": true}`` at position ``i``
+    is the worker saying that argument ``i``, an array, is byte for byte as this side sent it: a copy of
+    ``sent[i]`` stands for it (the worker could as well have sent those bytes back; it saves their trip and
+    their parsing). Anything else is read as any reply's value."""
+    if not isinstance(items, list):
+        raise BadReply("reply holds a malformed tuple")
+    after = []
+    for position, item in enumerate(items):
+        if isinstance(item, dict) and "__unchanged__" in item:
+            if (len(item) != 1 or item["__unchanged__"] is not True or position >= len(sent)
+                    or not isinstance(sent[position], np.ndarray)):
+                raise BadReply("reply says an argument that was no array is unchanged")
+            after.append(np.array(sent[position], order="C"))  # a plain copy, as the bytes would have read
+        else:
+            after.append(decode_reply(item, blobs, max_bytes, 1))
+    return tuple(after)
+
+
 def _scalar(tree: dict):
     value, dtype = tree["__scalar__"], str(tree.get("dtype", ""))
     if dtype not in SCALAR_DTYPES or type(value) not in (bool, int, float):

@@ -58,7 +58,8 @@ class ForkServer:
 
         ``without`` ("landlock", "namespaces", "cgroups", "spares") leaves a
         layer out, to see the fallbacks at work on a machine that has
-        everything. ``spares`` is how many workers the server keeps made
+        everything; "rehearsal" leaves out each worker's rehearsal of calls
+        before its request (``worker_main.rehearse``), to measure what it saves. ``spares`` is how many workers the server keeps made
         ahead of requests (each serves one request only).
         """
         return cls.launch(hidden=hidden, packages=packages, without=without, spares=spares,
@@ -317,7 +318,7 @@ class WorkerLink:
             if remaining <= 0 or not select.select([], [self.to_worker], [], remaining)[1]:
                 raise WorkerGone("the call did not finish in time", timed_out=True)
             try:
-                view = view[os.write(self.to_worker, view[:1 << 16]):]
+                view = view[os.write(self.to_worker, view[:PIPE_SIZE]):]  # as much as the pipe takes: one wake-up
             except BlockingIOError:
                 continue
             except OSError as broken:

@@ -120,7 +120,22 @@ class KeptLaunch:
         self.ready().stop()  # attached: its workers settled, no process of its own to end
 
 
-_kept: list[KeptLaunch] = []
+class KeptPortable:
+    """A portable server this process keeps across its check (a relayed warm server's, whose spare worker was
+    started ahead), as a ``ServerLaunch``: ``ready()`` gives it, ``stop()`` settles the check's ended workers
+    and keeps the server (and its next spare) for the process's owner to stop."""
+
+    def __init__(self, server):
+        self.server = server
+
+    def ready(self):
+        return self.server
+
+    def stop(self) -> None:
+        self.server.pool.settle()
+
+
+_kept: list[KeptLaunch | KeptPortable] = []
 
 
 def keep_server(server) -> None:
@@ -129,7 +144,12 @@ def keep_server(server) -> None:
     _kept[:] = [KeptLaunch(server.address, server.info)]
 
 
-def kept_launch() -> KeptLaunch | None:
+def keep_portable(server) -> None:
+    """Have this process's checks use ``server`` (a ``PortableServer`` with its worker started ahead)."""
+    _kept[:] = [KeptPortable(server)]
+
+
+def kept_launch() -> KeptLaunch | KeptPortable | None:
     """The fork server ``keep_server`` gave this process, if any."""
     return _kept[0] if _kept else None
 

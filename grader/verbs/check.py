@@ -68,7 +68,11 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
         if locked:  # the total above counts the checked functions only: say which were left out
             click.echo(render("report_locked", {"functions": ", ".join(locked)}, lang))
         if verbose:
+            from grader.sandbox.servers import kept_launch
+
             click.echo(render("report_isolation", {"isolation": result.isolation}, lang))
+            if kept_launch() is not None:  # a warm server's fork (Linux) or standby (Windows, macOS) ran it
+                click.echo(render("report_served", {}, lang))
     if not result.passed:
         raise ChecksFailed()
 
@@ -76,10 +80,13 @@ def command(file: Path | None, functions: tuple[str, ...], run_all: bool, unlock
 def _launched(isolation: str):
     """The Linux fork server of this check, launched, not waited for (None: the portable worker, started by
     ``grade_submission``). No spares: one submission, so no worker is made ahead for a next one."""
-    from grader.sandbox.servers import kept_launch, launch_server, linux_missing
+    from grader.sandbox.servers import KeptPortable, kept_launch, launch_server, linux_missing
 
+    kept = kept_launch()  # the warm check server's own, where it runs this check
     if isolation == "linux" or (isolation == "auto" and not linux_missing()):
-        return kept_launch() or launch_server(spares=0)  # the warm check server's own, where it runs this check
+        return kept if kept is not None and not isinstance(kept, KeptPortable) else launch_server(spares=0)
+    if isolation == "auto" and isinstance(kept, KeptPortable):
+        return kept  # a relayed warm server's portable worker, started ahead
     return None
 
 

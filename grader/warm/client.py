@@ -20,12 +20,14 @@ import socket
 import sys
 
 from grader.warm import place
+from grader.warm.following import lost as _lost
+from grader.warm.following import passing_interrupts
 
 REPLY_LIMIT = 1 << 16
 CONNECT_TIMEOUT = 1.0
 START_TIMEOUT = 10.0  # seconds for the server to check its files and fork: past them, the check runs cold
-# the verbs a warm server runs; `--unlock` asks questions first (a prompt of its own), the portable worker has
-# nothing warm to offer
+# the verbs a warm server runs; `--unlock` asks questions first (a prompt of its own); a portable worker asked
+# for where the Linux sandbox runs is the cold path's (the relayed server keeps one only where it is the sandbox)
 SERVED_VERBS = ("check",)
 SPAWN_CODE = ("import sys, json; sys.path[:] = json.loads(sys.argv[1]); "
               "from grader.warm.server import main; main(sys.argv[2])")
@@ -50,6 +52,13 @@ def served(argv: list[str]) -> int | None:
     """The exit status of ``mha ARGV`` run by the warm server; None when it did not take the check."""
     if not eligible(argv):
         return None
+    if place.server_kind() == place.RELAY:
+        from grader.warm.relay import served as relayed
+
+        try:
+            return relayed(argv)
+        except Exception:  # noqa: BLE001 - nothing was written yet: the check runs cold and says what it says
+            return None
     folder = place.private_folder(create=False)
     path = place.socket_path(folder, place.server_key()) if folder is not None else None
     if path is None:
@@ -77,13 +86,7 @@ def served(argv: list[str]) -> int | None:
 
 def _followed(connection: socket.socket) -> int:
     """Wait for the check's exit status; Ctrl-C here interrupts the check there, as in a cold check."""
-    def interrupt(*_):
-        try:
-            connection.send(b'{"signal": "INT"}')
-        except OSError:
-            pass
-
-    previous = signal.signal(signal.SIGINT, interrupt)
+    previous = passing_interrupts(connection.send)
     connection.settimeout(None)
     try:
         while True:
@@ -100,14 +103,6 @@ def _followed(connection: socket.socket) -> int:
     finally:
         signal.signal(signal.SIGINT, previous)
         connection.close()
-
-
-def _lost() -> int:
-    from grader.content.messages import render
-    from grader.i18n import resolve_language
-
-    print(f"mha: {render('check_server_lost', {}, resolve_language(None))}", file=sys.stderr)
-    return 1
 
 
 def _message(connection: socket.socket):
@@ -134,6 +129,10 @@ def start_server(argv: list[str], modules: list[str]) -> None:
     starting), handing it ``modules``: what the check imported, which the server imports before it listens."""
     if not eligible(argv):
         return
+    if place.server_kind() == place.RELAY:
+        from grader.warm.relay import start
+
+        return start(argv, modules)
     folder = place.private_folder(create=True)
     if folder is None:
         return

@@ -34,14 +34,62 @@ KEY_VARIABLES = ("PATH", "HOME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "LC_M
 KEY_PREFIXES = ("MHA_", "XDG_", "NPY_", "NUMPY_")
 
 
+DESCRIPTORS, RELAY = "descriptors", "relay"  # the two kinds of warm server (``server_kind``)
+
+
 def enabled() -> bool:
-    """Whether checks may be sent to a warm server here: Linux, descriptors passable, not switched off."""
+    """Whether checks may be sent to a warm server here: one of its kinds runs, and it is not switched off."""
     if os.environ.get(SWITCH_VARIABLE, "").strip().lower() in ("0", "off", "no", "false"):
         return False
+    return server_kind() is not None
+
+
+def server_kind() -> str | None:
+    """Which warm server this platform offers, by what it has (never by its name):
+
+    - ``descriptors`` (``server.py``): the Linux sandbox runs here, and a check's process can be forked from the
+      server and handed the terminal over a Unix socket whose peer is known (fork, ``send_fds``,
+      ``SOCK_SEQPACKET``, ``SO_PEERCRED``);
+    - ``relay`` (``standby.py``): the portable worker is the sandbox (Windows, macOS), and a check is sent to a
+      process started ahead over ``multiprocessing.connection`` (a named pipe, else a Unix socket whose peer's
+      user is known), its output relayed back;
+    - None: neither (the check runs cold).
+    """
     import socket
 
-    return (sys.platform.startswith("linux") and hasattr(socket, "AF_UNIX") and hasattr(socket, "send_fds")
-            and hasattr(os, "fork"))
+    from grader.sandbox.servers import linux_missing
+
+    if linux_missing() is None:
+        wanted = ((os, "fork"), (socket, "AF_UNIX"), (socket, "SOCK_SEQPACKET"), (socket, "send_fds"),
+                  (socket, "SO_PEERCRED"))
+        return DESCRIPTORS if all(hasattr(module, name) for module, name in wanted) else None
+    return RELAY if relay_family() is not None else None
+
+
+def relay_family() -> str | None:
+    """The ``multiprocessing.connection`` family a relayed server listens on: a named pipe (``AF_PIPE``,
+    Windows) where there is one, else a Unix socket when its peer's user can be asked (None: neither)."""
+    from multiprocessing import connection
+
+    if "AF_PIPE" in connection.families:
+        return "AF_PIPE"
+    import socket
+
+    if "AF_UNIX" in connection.families and (hasattr(socket, "SO_PEERCRED") or hasattr(socket, "LOCAL_PEERCRED")):
+        return "AF_UNIX"
+    return None
+
+
+def user_id() -> int | str:
+    """Who this process runs as: its uid where there is one, else the login name (Windows)."""
+    if hasattr(os, "getuid"):
+        return os.getuid()
+    import getpass
+
+    try:
+        return getpass.getuser()  # USERNAME on Windows
+    except (ImportError, KeyError, OSError):
+        return ""
 
 
 def idle_seconds() -> float:
@@ -61,7 +109,7 @@ def server_key(environment: dict[str, str] | None = None) -> str:
     kept.pop(SWITCH_VARIABLE, None)
     kept.pop(IDLE_VARIABLE, None)
     facts = {"executable": sys.executable, "version": sys.version, "path": sys.path,
-             "grader": grader.__file__, "grader_version": grader.__version__, "uid": os.getuid(),
+             "grader": grader.__file__, "grader_version": grader.__version__, "uid": user_id(),
              "environment": sorted(kept.items())}
     return hashlib.sha256(json.dumps(facts, sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
@@ -93,11 +141,15 @@ def private_folder(*, create: bool) -> Path | None:
 
 
 def _private(folder: Path) -> bool:
-    """A folder (not a link) of this user's that nobody else may read, write or enter."""
+    """A folder (not a link) of this user's that nobody else may read, write or enter. Without user ids
+    (Windows) the folder's privacy is its place in the user's own profile (its access list), and what a
+    server there answers is guarded by a key only this user can read (``authkey``)."""
     try:
         found = os.lstat(folder)
     except OSError:
         return False
+    if not hasattr(os, "getuid"):
+        return stat.S_ISDIR(found.st_mode)
     return stat.S_ISDIR(found.st_mode) and found.st_uid == os.getuid() and not found.st_mode & 0o077
 
 
@@ -110,10 +162,67 @@ def lock_path(folder: Path, key: str) -> Path:
     return folder / f"check-{key}.lock"
 
 
+SOL_LOCAL = 0  # the level of LOCAL_PEERCRED on macOS and the BSDs (Python's socket module does not name it)
+XUCRED = "=IIh16I"  # struct xucred: cr_version, cr_uid, cr_ngroups, cr_groups[16]
+
+
 def peer_uid(connection) -> int:
-    """The user id of the process at the other end of a Unix socket (Linux's SO_PEERCRED)."""
+    """The user id of the process at the other end of a Unix socket: Linux's SO_PEERCRED, else the
+    LOCAL_PEERCRED of macOS and the BSDs (what getpeereid asks)."""
     import socket
     import struct
 
-    credentials = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    return struct.unpack("3i", credentials)[1]
+    if hasattr(socket, "SO_PEERCRED"):
+        credentials = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        return struct.unpack("3i", credentials)[1]
+    return xucred_uid(connection.getsockopt(SOL_LOCAL, socket.LOCAL_PEERCRED, struct.calcsize(XUCRED)))
+
+
+def xucred_uid(credentials: bytes) -> int:
+    """The uid of a ``struct xucred`` (LOCAL_PEERCRED's answer); ValueError for one of another version."""
+    import struct
+
+    version, uid = struct.unpack_from("=II", credentials)
+    if version != 0:  # XUCRED_VERSION
+        raise ValueError(f"a struct xucred of version {version}")
+    return uid
+
+
+def authkey(*, create: bool) -> bytes | None:
+    """The key a relayed server and its clients prove to each other (``multiprocessing.connection``'s
+    challenge): random, in a file of the user's own cache folder only they may read (0600); None when there is
+    none (and ``create`` is false) or it cannot be read."""
+    import secrets
+
+    from grader.files import user_cache_dir
+
+    path = user_cache_dir() / "check-server.key"
+    try:
+        if hasattr(os, "getuid"):  # a key others could read (or planted) proves nothing
+            found = os.lstat(path)
+            if not stat.S_ISREG(found.st_mode) or found.st_uid != os.getuid() or found.st_mode & 0o077:
+                return None
+        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except FileNotFoundError:
+        if not create:
+            return None
+    except (OSError, ValueError):
+        return None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return authkey(create=False)  # another check made it meanwhile
+    except OSError:
+        return None
+    with os.fdopen(descriptor, "w", encoding="ascii") as written:
+        written.write(secrets.token_hex(32))
+    return authkey(create=False)
+
+
+def relay_address(folder: Path, key: str, family: str) -> str | None:
+    """Where the relayed server of ``key`` listens: a named pipe of this user's key, or a socket in ``folder``."""
+    if family == "AF_PIPE":
+        return rf"\\.\pipe\mha-check-{key}"
+    path = socket_path(folder, key)
+    return None if path is None else os.fspath(path)

@@ -109,13 +109,16 @@ def module_files() -> set[str]:
     return files
 
 
-def warm(modules: list[str]) -> None:
-    """Import what a cold check imported (a module that no longer imports is left to the check)."""
+def warm(modules: list[str], *, between=None) -> None:
+    """Import what a cold check imported (a module that no longer imports is left to the check); ``between()``
+    is called before each import (a standby pauses there while a check runs)."""
     import importlib
 
     for name in modules:
         if not isinstance(name, str) or name == "__main__" or name in sys.modules:
             continue
+        if between is not None:
+            between()
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001: a module of the check's own that is gone is imported (or not) by it

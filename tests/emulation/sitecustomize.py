@@ -14,6 +14,17 @@ The worker is started as ``sys.executable -I -S script``, which loads no
 runs ``python -I -S <this file> -I -S script args`` (the test writes it),
 ``sys.executable`` becomes that wrapper, and run as a script this file
 removes the same surface before it runs the worker's script.
+
+Named pipes: with ``MHA_EMULATED_PIPES`` set to a folder, ``multiprocessing.connection``
+has the families Windows gives it (``AF_INET``, ``AF_PIPE``) and its ``AF_PIPE``
+listener and client are Unix sockets in that folder, one per pipe name (its own
+copy of the socket module keeps ``AF_UNIX``): the relayed warm server runs as on
+Windows, the transport under the pipe aside.
+
+``MHA_EMULATE=macos`` emulates macOS's surface instead: what Linux has and macOS
+lacks (``os.pipe2``, ``SO_PEERCRED``, so the Linux sandbox does not run and the
+portable worker is the sandbox) goes, and ``socket.LOCAL_PEERCRED`` is answered
+(a ``struct xucred`` at level 0, as getpeereid asks) from Linux's own peer credentials.
 """
 
 import os
@@ -80,9 +91,58 @@ PLATFORM_PICKED = ("platformdirs", "psutil")
 KERNEL = ("ipykernel_launcher", "ipykernel.kernelapp")
 
 
+def pipes_over_unix_sockets(folder: str, kept_socket) -> None:
+    """``multiprocessing.connection``'s AF_PIPE as Unix sockets in ``folder`` (named after each pipe)."""
+    from multiprocessing import connection
+
+    def path(address: str) -> str:
+        return os.path.join(folder, "pipe-" + address.rsplit("\\", 1)[-1])
+
+    def validate(family):
+        if family not in connection.families:
+            raise ValueError(f"Family {family} is not recognized.")
+
+    connection.socket = kept_socket
+    connection.families[:] = ["AF_INET", "AF_PIPE"]
+    connection._validate_family = validate
+    connection.PipeListener = lambda address, backlog=None: connection.SocketListener(path(address), "AF_UNIX",
+                                                                                      backlog or 1)
+    connection.PipeClient = lambda address: connection.SocketClient(path(address))
+
+
+XUCRED = "=IIh16I"
+LOCAL_PEERCRED = 0x001
+
+
+def emulate_macos() -> None:
+    """What macOS lacks of Linux's surface, and its LOCAL_PEERCRED in place of SO_PEERCRED."""
+    import struct
+
+    linux_peercred = socket.SO_PEERCRED
+
+    class MacSocket(socket.socket):
+        def getsockopt(self, level, name, *size):
+            if (level, name) == (0, LOCAL_PEERCRED):
+                _, uid, gid = struct.unpack("3i", super().getsockopt(socket.SOL_SOCKET, linux_peercred, 12))
+                return struct.pack(XUCRED, 0, uid, 1, gid, *([0] * 15))
+            return super().getsockopt(level, name, *size)
+
+    socket.socket = MacSocket
+    socket.LOCAL_PEERCRED = LOCAL_PEERCRED
+    for module, name in ((os, "pipe2"), (socket, "SO_PEERCRED")):
+        if hasattr(module, name):
+            delattr(module, name)
+
+
 def remove_posix_surface() -> None:
     import subprocess
     import types
+
+    pipes = os.environ.get("MHA_EMULATED_PIPES")
+    if pipes:
+        import multiprocessing.connection  # noqa: F401 - its families are picked at import, as on Windows
+    kept_socket = types.ModuleType("socket")
+    kept_socket.__dict__.update(vars(socket))
 
     for name in PLATFORM_PICKED + (KERNEL[1:] if KERNEL[0] in sys.orig_argv else ()):
         try:
@@ -105,6 +165,8 @@ def remove_posix_surface() -> None:
             if hasattr(module, name):
                 delattr(module, name)
     socket.socketpair = _tcp_socketpair
+    if pipes:
+        pipes_over_unix_sockets(pipes, kept_socket)
     select.select = _sockets_only()
     for name in ("epoll", "kqueue", "devpoll"):
         if hasattr(select, name):
@@ -124,7 +186,12 @@ def _run_script(argv: list[str]) -> None:
     runpy.run_path(script, run_name="__main__")
 
 
-remove_posix_surface()
+if not getattr(sys, "_mha_emulated", False):  # once: as sitecustomize, and again when run as a script after it
+    sys._mha_emulated = True
+    if os.environ.get("MHA_EMULATE") == "macos":
+        emulate_macos()
+    else:
+        remove_posix_surface()
 if os.environ.get("MHA_EMULATED_EXECUTABLE"):
     sys.executable = os.environ["MHA_EMULATED_EXECUTABLE"]
 if __name__ == "__main__":

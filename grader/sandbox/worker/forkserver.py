@@ -99,6 +99,7 @@ def serve(address: str, numpy_dir: str, scratch_root: str, hidden: list[str], pa
                "landlock_abi": 0 if "landlock" in without else landlock.abi_version(),
                "namespaces": namespaces, "scratch_root": scratch_root, "warnings": warnings,
                "default_scratch_mb": DEFAULT_SCRATCH_MB, "server_pid": os.getpid(),
+               "rehearse": "rehearsal" not in without,  # each worker's rehearsal (worker_main.rehearse): it saves time
                # in the tree, the masks hide what a granted folder must not show: Landlock grants them whole
                "readable": tuple(policy.binds) if tree is not None else policy.readable,
                "grants": {"python": policy.sys_path[0], "numpy": os.path.realpath(numpy_dir),

@@ -4,8 +4,9 @@ The fork server forks a **keeper** ahead of time (a spare), which prepares all
 that no request decides: its own pid, network, IPC, UTS and mount namespaces,
 its own scratch tmpfs in the read-only tree, its cgroups; then it forks the
 **worker**, which confines itself as far as it can without a request (its
-session and cgroups; in the tree, its root, Landlock and uid ``nobody``) and
-waits. The server hands the keeper a request (limits, environment), the
+session and cgroups; in the tree, its root, Landlock and uid ``nobody``),
+rehearses a few calls of trusted code (``worker_main.rehearse``: the first
+touches of memory it shares with the server, taken ahead) and waits. The server hands the keeper a request (limits, environment), the
 client's three descriptors (the worker's pipes and output file) and the
 client's connection. The keeper sets the limits on the cgroups and the tmpfs,
 passes the descriptors to the worker, which finishes (descriptors,
@@ -147,9 +148,11 @@ def _serve(assignment, worker: int, channel: socket.socket, context: dict, plan:
             reason = f"its processes needed more than {limits['memory_mb']} MiB together"
         cgroup.remove()  # before the report: once the client hears of the end, nothing of the worker is left
         ending.append(("cgroups removed", time.monotonic()))
-    if client_gone:  # the grader died: nobody else will clear its folder for this worker (the host's)
-        shutil.rmtree(os.path.basename(request["scratch"]), dir_fd=client_folder, ignore_errors=True)
-    else:
+    # the client's folder for this worker (the host's) goes now, here beside the grading rather than in it: the
+    # client reads what the worker printed through its own descriptor, never by name (and if the grader died,
+    # nobody else would clear it)
+    shutil.rmtree(os.path.basename(request["scratch"]), dir_fd=client_folder, ignore_errors=True)
+    if not client_gone:
         client.send(json.dumps({"status": status, "reason": reason, "phases": ending}).encode())
 
 
@@ -208,6 +211,12 @@ def _worker(channel: socket.socket, context: dict, plan: dict, marks: list) -> N
             enforced = _lock_down(context, plan["scratch"], marks)
     except BaseException as failed:  # noqa: BLE001 - reported in the hello, once there is a pipe to say it on
         failure = failed
+    if failure is None and context.get("rehearse", True):
+        try:  # the first touches of memory shared with the server, taken while this worker waits (trusted code)
+            context["worker_main"].rehearse(context["numpy"])
+        except Exception:  # noqa: BLE001 - it only saves time: the request's calls pay for what it did not do
+            pass
+        marks.append(("rehearsed", time.monotonic()))
     marks.append(("ready", time.monotonic()))
     try:
         message, fds, _, _ = socket.recv_fds(channel, ASSIGNMENT_LIMIT, 3)

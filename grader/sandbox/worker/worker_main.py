@@ -8,7 +8,9 @@ sends back, and never trusts this side to have behaved.
 
 Messages are framed by ``protocol``. Arrays travel as ``.npy`` bytes; in the
 JSON tree an array is ``{"__array__": i}``, a tuple ``{"__tuple__": [...]}``,
-anything that is not plain data ``{"__object__": "<description>"}``.
+anything that is not plain data ``{"__object__": "<description>"}``. A reply
+gives back the call's positional arguments as the call left them; one left
+byte for byte as it came is ``{"__unchanged__": true}``, not its bytes again.
 """
 
 import builtins
@@ -51,6 +53,21 @@ def encode(value, blobs, codec, limit=MESSAGE_LIMIT):
         items = [encode(item, blobs, codec, limit) for item in value]
         return {"__tuple__": items} if type(value) is tuple else items
     return {"__object__": _describe(value, codec)}
+
+
+UNCHANGED = {"__unchanged__": True}  # an argument the call left exactly as it came: not sent back
+
+
+def _unchanged(value, sent, blobs, codec):
+    """Whether ``value`` (an argument after the call) is still, byte for byte, the array ``sent`` named."""
+    if type(value) is not codec.ndarray or type(sent) is not dict or len(sent) != 1:
+        return False
+    index = sent.get("__array__")
+    if type(index) is not int or not 0 <= index < len(blobs):
+        return False
+    dtype, shape, fortran_order, start = codec.header(blobs[index])
+    return (not fortran_order and value.dtype == dtype and value.shape == tuple(shape)
+            and value.tobytes() == blobs[index][start:])
 
 
 def _describe(value, codec):
@@ -265,7 +282,10 @@ class Worker:
             limit = asked
         try:
             encoded = encode(value, out_blobs, codec, limit)
-            after = [encode(arg, out_blobs, codec, limit) for arg in args]
+            sent = request.get("args")
+            sent = sent if type(sent) is list else []
+            after = [UNCHANGED if position < len(sent) and _unchanged(arg, sent[position], blobs, codec)
+                     else encode(arg, out_blobs, codec, limit) for position, arg in enumerate(args)]
         except BaseException as error:  # noqa: BLE001 - a hostile object may fail to encode
             return {"ok": False, "error": {"kind": "unencodable", "type": "UnencodableResult",
                                                   "message": repr(type(error))},
@@ -338,6 +358,77 @@ def warm_up(numpy):
     numpy.einsum("bij,bkj->bik", x, x), numpy.tensordot(x, x, axes=([2], [2])), numpy.swapaxes(y, -1, -2) @ x
     numpy.linalg.norm(x), numpy.moveaxis(x, 1, 2).copy(), numpy.concatenate([x, x], axis=-1), numpy.stack([x, x])
     numpy.allclose(x, x), numpy.isfinite(x).all(), numpy.random.default_rng(0).normal(size=3)
+
+
+REHEARSAL_FILE = "<rehearsal>"
+# Trusted code in the shapes a submission's calls take (projections, heads split and joined, a stable softmax,
+# a method on an instance), run once by each fresh worker before its request: see ``rehearse``.
+REHEARSAL_SOURCE = """
+import numpy as np
+
+
+def normalise(x, axis=-1):
+    peak = np.max(x, axis=axis, keepdims=True)
+    weights = np.exp(x - peak)
+    return weights / np.sum(weights, axis=axis, keepdims=True)
+
+
+def heads(x, count):
+    batch, length, width = x.shape
+    return x.reshape(batch, length, count, width // count).transpose(0, 2, 1, 3)  # (B, H, T, d_k)
+
+
+def attend(x, w, count=2):
+    q = heads(x @ w, count)  # (B, H, T, d_k)
+    scores = np.matmul(q, np.swapaxes(q, -1, -2)) / np.sqrt(q.shape[-1])  # (B, H, T, T)
+    out = np.einsum("bhts,bhsd->bhtd", normalise(scores), q)  # (B, H, T, d_k)
+    batch, count, length, width = out.shape
+    return out.transpose(0, 2, 1, 3).reshape(batch, length, count * width), scores.astype(np.float32)
+
+
+class Layer:
+    def __init__(self, width):
+        self.w = np.eye(width)
+
+    def forward(self, x):
+        return attend(x, self.w)[0]
+"""
+
+
+def rehearse(numpy):
+    """Serve a few calls of trusted code through the whole path a request takes (framing, decoding, the
+    recorder, NumPy's kernels, encoding), in this fresh worker, before its request exists.
+
+    A forked worker's first touch of each page it shares with the fork
+    server (every object whose reference count changes, every allocator
+    arena) copies that page: about 420 such faults in the calls of one
+    submission made a fresh worker's first calls up to twice as slow as the
+    same calls a second time. Taken here,
+    while the worker waits as a spare, they overlap the grading of the
+    submission before it. Nothing of it is left for the submission: the
+    worker that serves it (``serve``) is a new ``Worker``, and the rehearsal's
+    source is dropped from the line cache.
+    """
+    import io
+
+    worker = Worker(numpy)
+    cells = [json.dumps([[REHEARSAL_FILE, "rehearsal"]]).encode(), REHEARSAL_SOURCE.encode()]
+    framed = protocol.frame({"op": "load", "mode": "module"}, cells)
+    header, blobs = protocol.read_message(io.BytesIO(framed))
+    worker.load(header, blobs)
+    x = numpy.linspace(-1.0, 1.0, 24).reshape(1, 3, 8)  # (B, T, D)
+    sent, calls = [], []
+    for function, args in (("normalise", (x,)), ("heads", (x, 2)), ("attend", (x, numpy.eye(8)))):
+        calls.append({"target": {"function": function}, "args": encode(list(args), sent, worker.codec),
+                      "kwargs": {}})
+    calls.append({"target": {"class": "Layer", "init": [8], "calls": [["forward", [encode(x, sent, worker.codec)],
+                                                                       {}]]}})
+    framed = protocol.frame({"op": "batch", "calls": calls}, sent)
+    header, blobs = protocol.read_message(io.BytesIO(framed))
+    reply, reply_blobs = worker.batch(header, blobs)
+    protocol.frame(reply, reply_blobs)
+    linecache.cache.pop(REHEARSAL_FILE, None)
+    return reply
 
 
 def serve(read_fd, write_fd, numpy, hello=None):
