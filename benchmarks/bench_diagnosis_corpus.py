@@ -20,7 +20,8 @@ followed by every miss (a correct module losing points, a mistake that
 survives, an expected id not named, an id named that is not there). ``--corpus corpus2``
 measures the second corpus (``mutants/*/corpus2/``), written in styles neither
 corpus nor the rest of the library holds, after the rules had been fixed
-against the first; ``--corpus`` is repeatable. FOLDER
+against the first; ``--corpus corpus3`` the third, written the same way after corpus2's fixes;
+``--corpus`` is repeatable. FOLDER
 (repeatable) replaces the corpus, for example the whole library:
 ``grader/assignments/multihead_attention/mutants``.
 """
@@ -42,7 +43,7 @@ sys.path.insert(0, str(PROJECT))
 from grader.authoring.audit import CORRECT, UNCATALOGUED, library_modules  # noqa: E402
 
 LIBRARY = PROJECT / "grader" / "assignments" / "multihead_attention" / "mutants"
-CORPORA = ("corpus", "corpus2")  # corpus2: written after the rules were fixed against corpus, held out from them
+CORPORA = ("corpus", "corpus2", "corpus3")  # each written after the rules were fixed against the ones before it
 
 
 def corpus_folders(name: str) -> tuple[Path, Path]:

@@ -78,6 +78,9 @@ def test_grader_expectations_agree_with_the_reference_solution():
     for case in list(public_cases().values()) + list(hidden_cases(3).values()):
         if case.function in ("softmax", "scaled_dot_product_attention"):
             got = getattr(reference, case.function)(*case.args)
+        elif case.calls is not None:  # several calls on one layer: the tuple of their values
+            model = getattr(reference, case.class_name)(*case.init)
+            got = tuple(getattr(model, path)(*args, **kwargs) for path, args, kwargs in case.calls)
         else:
             model = getattr(reference, case.class_name)(*case.init)
             for name, value in (case.weights or {}).items():

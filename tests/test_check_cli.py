@@ -66,8 +66,9 @@ def test_every_catalog_id_has_a_mutant():
     catalog = tomllib.loads((PROJECT / "grader" / "assignments" / "multihead_attention" / "misconceptions.toml").read_text())
     core = {entry["id"] for entry in catalog["misconception"]
             if entry["id"].startswith(("softmax-", "attention-", "split-heads-", "combine-heads-", "mha-"))}
-    assert len(core) == 28  # the 25 of DESIGN.md and the three added beside them
-    assert {"attention-scale-after-softmax", "mha-adds-residual", "mha-adds-layer-norm"} <= core
+    assert len(core) == 29  # the 25 of DESIGN.md and the four added beside them
+    assert {"attention-scale-after-softmax", "mha-adds-residual", "mha-adds-layer-norm",
+            "attention-causal-mask"} <= core
     assert core <= {misconception for path in MISTAKES for misconception in expected_ids(path)}
 
 

@@ -453,3 +453,199 @@ def test_rows_that_vanish_under_a_normalizer_over_more_axes_are_no_patched_globa
     wrong and not vanished, which one global shift would have left right: no overflow id is named."""
     result = graded(tmp_path, (LIBRARY / f"{name}.py").read_text(encoding="utf-8"), name)
     assert not {"softmax-unstable", "softmax-global-max"} & set(result.misconceptions), result.misconceptions
+
+
+# ---- the third corpus (mutants/*/corpus3/): written after corpus2's fixes, held out from the rules ----
+CORPUS3 = LIBRARY / "corpus3"
+
+
+@pytest.mark.parametrize("path", [CORPUS3 / "einsum_query_axis_softmax_then_scaled.py",
+                                  LIBRARY / "scipy_softmax_over_queries_then_scaled.py",
+                                  LIBRARY / "softmax_over_heads_then_scaled.py"], ids=lambda path: path.stem)
+def test_weights_normalized_over_another_axis_and_then_scaled_name_both_mistakes(tmp_path, path):
+    """Weights that sum to one constant (1/sqrt(d_k)) over the queries or the heads, not to 1: a softmax over
+    the wrong axis and a scale after it, two mistakes of one line, are each named with what shows them."""
+    result = graded(tmp_path, path.read_text(encoding="utf-8"), path.stem)
+    assert result.misconceptions == ("attention-scale-after-softmax", "attention-softmax-wrong-axis")
+    values = _failing(result, "test_attention_values")
+    assert "instead of 1: the scaling was applied after the softmax" in values.message, values.message
+    assert "normalized over axis=" in values.message and "not over the keys" in values.message, values.message
+
+
+def test_a_softmax_over_whole_matrices_with_identical_keys_is_not_called_a_scale_after_it(tmp_path):
+    """With identical keys, a softmax over T and S is a softmax over T divided by S: one normalization
+    explains it, so no scale after the softmax is named there."""
+    result = graded(tmp_path, (LIBRARY / "attention_softmax_over_whole_matrix.py").read_text(encoding="utf-8"),
+                    "whole_matrix")
+    assert "attention-scale-after-softmax" not in result.misconceptions, result.misconceptions
+
+
+@pytest.mark.parametrize("path", [CORPUS3 / "integer_reciprocal_of_head_width.py",
+                                  LIBRARY / "attention_scale_int_of_reciprocal_root.py",
+                                  LIBRARY / "attention_scale_floor_division_root.py"], ids=lambda path: path.stem)
+def test_a_scale_that_rounds_to_zero_is_the_wrong_scale(tmp_path, path):
+    """An integer reciprocal, int(...) or 1 // ... makes the scale 0: every weight is 1/S whatever the
+    scores, which no positive scale fits; it is named as the wrong scale, with the uniform weight shown."""
+    result = graded(tmp_path, path.read_text(encoding="utf-8"), path.stem)
+    assert result.misconceptions == ("attention-wrong-scale",)
+    values = _failing(result, "test_attention_values")
+    assert values.misconception == "attention-wrong-scale" and "multiplied by 0" in values.message, values.message
+
+
+@pytest.mark.parametrize("path", [CORPUS3 / "scores_divided_by_query_norms.py",
+                                  LIBRARY / "attention_scores_over_query_lengths.py",
+                                  LIBRARY / "attention_scores_over_row_peak.py"], ids=lambda path: path.stem)
+def test_scores_scaled_by_a_factor_of_each_query_are_the_wrong_scale(tmp_path, path):
+    """Each query's scores divided by its own factor (its norm, its largest score): every row is a softmax of
+    its scores, at a scale that varies from row to row; named as the wrong scale."""
+    result = graded(tmp_path, path.read_text(encoding="utf-8"), path.stem)
+    assert result.misconceptions == ("attention-wrong-scale",)
+    values = _failing(result, "test_attention_values")
+    assert "a factor of its own" in values.message, values.message
+
+
+def test_weights_of_two_keys_show_no_scale_of_their_own_per_query(tmp_path):
+    """With two keys any row fits any scale: weights the rules cannot explain stay unexplained there rather
+    than be called a scale per query (the one-key and drawn cases of a softmax over the batch, say)."""
+    source = _changed("    weights = softmax(scores)  # (B, H, T, S), rows sum to 1 over S",
+                      "    weights = np.exp(scores) / np.exp(scores).sum(axis=0, keepdims=True)")
+    result = graded(tmp_path, source, "softmax_over_batch")
+    assert all("a factor of its own" not in test.message for test in result.tests), result.misconceptions
+
+
+@pytest.mark.parametrize("path", [CORPUS3 / "array_max_with_keepdims_and_gcd_check.py",
+                                  LIBRARY / "init_refuses_only_coprime_sizes_lcm.py",
+                                  LIBRARY / "init_refuses_by_fraction_denominator.py"], ids=lambda path: path.stem)
+def test_a_constructor_that_refuses_only_coprime_sizes_is_caught(tmp_path, path):
+    """A check through gcd, lcm or a reduced fraction refuses 10 with 3 heads but accepts 12 with 8: the
+    constructor is also tried with sizes that share a factor."""
+    result = graded(tmp_path, path.read_text(encoding="utf-8"), path.stem)
+    assert "mha-no-divisibility-check" in result.misconceptions
+    check = _failing(result, "test_constructor_rejects_a_width_the_heads_do_not_divide")
+    assert check.misconception == "mha-no-divisibility-check" and "12" in check.message and "8" in check.message
+
+
+@pytest.mark.parametrize("path", [CORPUS3 / "einsum_weights_read_keys_first.py",
+                                  LIBRARY / "attention_value_einsum_ellipsis_keys_first.py",
+                                  LIBRARY / "attention_value_broadcast_sum_over_queries.py"], ids=lambda path: path.stem)
+def test_a_value_product_that_raises_where_its_twin_raises_is_not_the_keys_length(tmp_path, path):
+    """Weights read as (S, T) by an einsum or a broadcast product raise when S != T, in other words than the
+    matmul of the twin that shows them on the same-length companion: that one mistake explains the raise,
+    and the keys' length is not named beside it."""
+    result = graded(tmp_path, path.read_text(encoding="utf-8"), path.stem)
+    assert result.misconceptions == ("attention-wrong-value-product",)
+
+
+def test_a_reshape_error_beside_a_product_mistake_on_the_companion_is_still_the_keys_length(tmp_path):
+    """The kind of error matters: keys cut with the query's length fail in a reshape, which no product
+    mistake's twin explains, so the keys' length stays named."""
+    result = graded(tmp_path, (LIBRARY / "kv_query_length_and_split_axes.py").read_text(encoding="utf-8"),
+                    "kv_and_axes")
+    assert "mha-kv-uses-query-length" in result.misconceptions
+    assert _failing(result, "test_forward_shape_for_cross_attention").misconception == "mha-kv-uses-query-length"
+
+
+@pytest.mark.parametrize("path", [CORPUS3 / "log_softmax_over_queries_and_query_as_memory.py",
+                                  LIBRARY / "forward_query_as_memory_and_no_scale.py",
+                                  LIBRARY / "self_attention_shortcut_and_softmax_axis_two.py",
+                                  CORPUS / "self_attention_port_without_scale.py"], ids=lambda path: path.stem)
+def test_keys_from_the_query_input_are_named_beside_the_mistake_of_the_weights(tmp_path, path):
+    """Keys and values projected from Q, and a second mistake in the weights (an axis, no scale): forward's
+    weights are fitted against the keys projected from Q, so both are named on forward's own check, each
+    with what shows it, instead of the first hiding the second."""
+    result = graded(tmp_path, path.read_text(encoding="utf-8"), path.stem)
+    assert "mha-ignores-key-value" in result.misconceptions and len(result.misconceptions) == 2
+    weights = _failing(result, "test_forward_returns_per_head_weights_when_asked")
+    assert weights.misconception == "mha-ignores-key-value", weights.message
+    assert "projected from the query input" in weights.message and "Your weights" in weights.message.split(
+        "ignores its K and V arguments.")[1], weights.message
+
+
+@pytest.mark.parametrize(("path", "said"), [
+    (CORPUS3 / "inputs_scaled_to_unit_norm.py", "Q, K and V scaled to unit length"),
+    (LIBRARY / "forward_rms_norm_of_inputs.py", "RMS norm of Q, K and V"),
+    (LIBRARY / "forward_output_rms_normalised.py", "root mean square"),
+], ids=lambda item: getattr(item, "stem", ""))
+def test_a_normalisation_without_centring_inside_forward_is_the_blocks_norm(tmp_path, path, said):
+    """Q, K and V scaled to unit length or by their RMS before the projections, or the output divided by its
+    RMS: normalisations over the model width that do not centre are the block's norm done inside the layer."""
+    result = graded(tmp_path, path.read_text(encoding="utf-8"), path.stem)
+    assert result.misconceptions == ("mha-adds-layer-norm",)
+    values = _failing(result, "test_forward_values_for_cross_attention")
+    assert values.misconception == "mha-adds-layer-norm" and said in values.message, values.message
+
+
+def test_an_output_scaled_by_one_constant_is_no_rms_norm(tmp_path):
+    """Rows scaled by a factor that is not each row's own 1/RMS (one constant for every row) are no norm."""
+    source = _changed("        out = self.combine_heads(heads) @ self.W_O  # (B, T, D)",
+                      "        out = self.combine_heads(heads) @ self.W_O * 0.5  # (B, T, D)")
+    result = graded(tmp_path, source, "halved_output")
+    assert "mha-adds-layer-norm" not in result.misconceptions, result.misconceptions
+
+
+def test_uniform_weights_are_not_taken_for_keys_from_the_query_input(tmp_path):
+    """A scale rounded to 0 gives weights of 1/S whatever the keys: on every check, public and hidden, they
+    say nothing about where the keys came from, so only the scale is named."""
+    from grader.grading.grade import plan_checks, run_checks
+
+    path = CORPUS3 / "integer_reciprocal_of_head_width.py"
+    plan = plan_checks(assignment="multihead_attention", visibility="all", student="library")
+    results = run_checks(InProcessBox.load(path, name="uniform_weights_all_checks"), plan=plan, visibility="all")
+    named = summarize(student="uniform", tests=results, max_score=sum(result.max_score for result in results),
+                      assignment="multihead_attention", catalog_ids=misconception_ids()).misconceptions
+    assert named == ("attention-wrong-scale",), named
+
+
+@pytest.mark.parametrize(("path", "mistake"), [
+    (CORPUS3 / "forward_splits_keys_depth_major.py", "split-heads-interleaved"),
+    (LIBRARY / "forward_cuts_keys_round_robin_inline.py", "split-heads-interleaved"),
+    (LIBRARY / "forward_reshapes_queries_straight_inline.py", "split-heads-no-transpose"),
+], ids=lambda item: getattr(item, "stem", item))
+def test_heads_cut_wrongly_inside_forward_are_named_from_its_weights(tmp_path, path, mistake):
+    """split_heads is right, but forward cuts the queries or the keys into heads itself, the wrong way: the
+    weights are right attention of heads cut so, and that layout's mistake is named in forward."""
+    result = graded(tmp_path, path.read_text(encoding="utf-8"), path.stem)
+    assert result.misconceptions == (mistake,)
+    weights = _failing(result, "test_forward_returns_per_head_weights_when_asked")
+    assert weights.misconception == mistake and weights.root_cause is None, weights.message
+    assert "cut the wrong way" in weights.message, weights.message
+
+
+@pytest.mark.parametrize("path", [CORPUS3 / "causal_mask_always_applied.py",
+                                  LIBRARY / "attention_causal_mask_minus_1e9.py",
+                                  LIBRARY / "forward_adds_causal_triangle.py"], ids=lambda path: path.stem)
+def test_a_causal_mask_applied_on_every_call_has_its_own_id(tmp_path, path):
+    """A decoder's causal mask always on (-inf or -1e9 above the diagonal, in attention or in forward's own
+    attention) was only a mismatch; it is the catalogued attention-causal-mask now."""
+    assert "attention-causal-mask" in misconception_ids()
+    result = graded(tmp_path, path.read_text(encoding="utf-8"), path.stem)
+    assert result.misconceptions == ("attention-causal-mask",)
+
+
+@pytest.mark.parametrize("path", [CORPUS3 / "moveaxis_sum_everything_and_width_last.py",
+                                  LIBRARY / "split_width_before_length_and_softmax_axis_zero.py",
+                                  LIBRARY / "split_swapaxes_width_and_global_shift.py"], ids=lambda path: path.stem)
+def test_a_raise_that_only_looks_like_a_twin_of_a_function_its_own_checks_clear_is_not_charged_to_it(tmp_path, path):
+    """split_heads returns (B, H, d_k, T), so forward's scores raise the very matmul error a value-product twin
+    raises; attention's own checks fail, but for softmax's mistake, and never show that one: forward's
+    checks trust them and charge the functions that fail, naming no value-product mistake."""
+    result = graded(tmp_path, path.read_text(encoding="utf-8"), path.stem)
+    assert "attention-wrong-value-product" not in result.misconceptions, result.misconceptions
+    assert "split-heads-wrong-axes" in result.misconceptions
+    shape = _failing(result, "test_forward_shape_for_cross_attention")
+    assert shape.misconception != "attention-wrong-value-product" and shape.root_cause is not None, shape.message
+
+
+@pytest.mark.parametrize("path", [CORPUS3 / "layout_remembered_from_first_call.py",
+                                  LIBRARY / "split_length_kept_from_the_first_call.py",
+                                  LIBRARY / "split_sizes_setdefault_on_the_layer.py"], ids=lambda path: path.stem)
+def test_sizes_a_layer_keeps_from_its_first_split_are_the_hardcoded_shape_not_the_keys_length(tmp_path, path):
+    """split_heads keeping the first array's sizes on the layer passes every fresh-layer check; one layer
+    splitting the query and then the key input catches it, and forward's keys cut with the queries' length
+    are then that one mistake of split_heads, not also mha-kv-uses-query-length."""
+    result = graded(tmp_path, path.read_text(encoding="utf-8"), path.stem)
+    assert result.misconceptions == ("split-heads-hardcoded-shape",)
+    split = _failing(result, "test_split_heads_works_for_any_batch_and_length")
+    assert split.misconception == "split-heads-hardcoded-shape", split.message
+    forward = _failing(result, "test_forward_shape_for_cross_attention")
+    assert forward.misconception == "split-heads-hardcoded-shape" and forward.root_cause == "split_heads"

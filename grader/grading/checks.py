@@ -404,7 +404,8 @@ def _companion_findings(case: Case, student: StudentCode | None, here) -> list[F
                          else _hinted_twins(companion, there, student))
         if explaining:
             differing = {(misconception, label): value for misconception, label, value in case.twins_among(explaining)}
-            if any(_same_outcome(here, differing.get(key, case.expected)) for key in explaining):
+            if any(_same_outcome(here, differing.get(key, case.expected)) or _raises_alike(
+                    here, differing.get(key, case.expected), rule.alike_errors) for key in explaining):
                 return []  # that mistake gives this case's value too: nothing is left for the lengths
             if not isinstance(here, Raised) and {misconception for misconception, _ in explaining} & {
                     finding.misconception for finding in explain(case, here)}:
@@ -418,7 +419,17 @@ def _companion_findings(case: Case, student: StudentCode | None, here) -> list[F
             if not named or named & rule.length_like:
                 return []
     upstream = ((rule.misconception, rule.upstream[case.function]),) if case.function in rule.upstream else ()
-    return [Finding(rule.misconception, case.function, rule.evidence(case, companion), alternatives=upstream)]
+    return [Finding(rule.misconception, case.function, rule.evidence(case, companion),
+                    alternatives=upstream + tuple(rule.stand_ins.get(case.function, ())))]
+
+
+def _raises_alike(got, value, fragments: tuple) -> bool:
+    """Both raise one kind of error (the same type, each message holding one of ``fragments``): the mistake
+    the companion shows, written another way (an einsum or a broadcast product where its twin has a
+    matmul), raises here as its twin does, in other words."""
+    if not (isinstance(got, Raised) and isinstance(value, Raised) and got.type == value.type):
+        return False
+    return all(any(fragment in message.lower() for fragment in fragments) for message in (got.message, value.message))
 
 
 def _same_outcomes(got, values: list) -> list[bool]:

@@ -58,6 +58,12 @@ class CompanionRule:
     length_like: frozenset = frozenset()
     # function -> the function whose code may hold the same mistake (named as an alternative)
     upstream: dict = field(default_factory=dict)
+    # fragments of the messages of one kind of error (operands of a product that do not line up, however the
+    # product is written): a twin raising such an error where the student raises one too explains the raise
+    alike_errors: tuple = ()
+    # function -> ((misconception, function), ...): mistakes of a function the call enters that explain the same
+    # evidence (named instead when that function fails its own checks with them)
+    stand_ins: dict = field(default_factory=dict)
 
 
 def rules_module(exercise: str | None) -> ModuleType | None:

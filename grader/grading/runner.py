@@ -92,7 +92,8 @@ def run_tests(tests: list[SuiteTest], *, fixtures: dict[str, dict], assignment: 
         _show_shipped_values(outcomes, shipped, student)
     failed = {test.function for test, failure in outcomes if failure is not None}
     order = {name: position for position, name in enumerate(assignment.functions)}
-    chosen = {id(failure): _confirmed(failure, failed - {test.function, "__init__"}, order)
+    found_own = _own_findings(outcomes, {id(failure): failure for _, failure in outcomes if failure is not None})
+    chosen = {id(failure): _confirmed(failure, failed - {test.function, "__init__"}, order, found_own)
               for test, failure in outcomes if failure is not None}
     own = _own_findings(outcomes, chosen)
     return [dataclasses.replace(_result(test, failure, chosen.get(id(failure)), failed, own, order, lang),
@@ -140,12 +141,14 @@ def _truncated(text: str, limit: int = OUTPUT_SHOWN) -> str:
     return text if len(text) <= limit else f"{text[:limit]}\n[... {len(text) - limit} more characters]"
 
 
-def _confirmed(failure: CheckFailure, elsewhere: set[str], order: dict) -> CheckFailure:
+def _confirmed(failure: CheckFailure, elsewhere: set[str], order: dict, own: dict | None = None) -> CheckFailure:
     """Among mistakes that explain the same evidence, prefer one in a function that fails its own checks
     and that the call entered (when the worker recorded it), the furthest upstream first: a softmax that
-    fails its checks explains attention's weights better than attention itself does."""
+    fails its checks explains attention's weights better than attention itself does. With ``own`` (each
+    function's own findings), only a mistake its function's own checks find counts."""
     candidates = [alternative for alternative in failure.alternatives if alternative.root_cause in elsewhere
-                  and (not failure.reached or alternative.root_cause in failure.reached)]
+                  and (not failure.reached or alternative.root_cause in failure.reached)
+                  and (own is None or alternative.misconception in own.get(alternative.root_cause, ()))]
     return min(candidates, key=lambda alternative: order.get(alternative.root_cause, 99)) if candidates else failure
 
 
@@ -173,8 +176,9 @@ def _result(test: SuiteTest, failure: CheckFailure | None, chosen: CheckFailure 
     for part in parts_of_finding:
         cause = part.root_cause if part.root_cause and part.root_cause != test.function else None
         cause = cause or _home(part, own, order)
-        if cause and own.get(cause) and part.misconception not in own[cause]:
-            # the values point at a mistake in ``cause`` that its own checks do not find: trust those
+        if cause and (own.get(cause) or cause in elsewhere) and part.misconception not in own.get(cause, ()):
+            # the values point at a mistake in ``cause`` that its own checks do not find: trust those (also
+            # when they fail for a mistake found upstream of it, or for none they can name)
             upstream = upstream or cause
             continue
         if not kept:

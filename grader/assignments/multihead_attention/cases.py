@@ -100,6 +100,12 @@ def _attention(*, scale=None, keys=None, product=None, returns_scores=False, axi
     return make
 
 
+def _causal(scores, Q, K):
+    """The scaled scores with every key after its query masked to -inf: a decoder's causal mask, always on."""
+    later = np.triu(np.ones(scores.shape[-2:], dtype=bool), k=1)  # (T, S): key s > query t
+    return np.where(later, -np.inf, scores / np.sqrt(Q.shape[-1]))
+
+
 # ---- split / combine twins ----------------------------------------------------------------
 def _split(arrange):
     def make(module):
@@ -136,6 +142,17 @@ def layer_norm(x, eps=1e-5):
     """Each position normalised over the model width: a Transformer block's step, not the attention layer's."""
     centred = x - x.mean(axis=-1, keepdims=True)
     return centred / np.sqrt((centred ** 2).mean(axis=-1, keepdims=True) + eps)
+
+
+def unit_length(x):
+    """Each position scaled to length 1 over the model width, not centred (an L2 normalisation)."""
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+def rms_norm(x):
+    """Each position divided by its root mean square over the model width, not centred (an RMS norm; a
+    student's epsilon of 1e-8 or less changes nothing the comparison sees)."""
+    return x / np.sqrt((x ** 2).mean(axis=-1, keepdims=True))
 
 
 def _forward(*, project=_right, project_output=None, output=True, keys_from_query=False, weights_from=None,
@@ -215,6 +232,7 @@ TWINS: tuple[Twin, ...] = (
     Twin("attention-softmax-wrong-axis", "softmax over the queries", ATTENTION, _attention(axis=-2)),
     Twin("attention-softmax-wrong-axis", "softmax over the heads", ATTENTION, _attention(axis=1)),
     Twin("attention-softmax-wrong-axis", "softmax over the batch", ATTENTION, _attention(axis=0)),
+    Twin("attention-causal-mask", "masks each query's later keys", ATTENTION, _attention(scale=_causal)),
     Twin("attention-returns-scores", "returns the scaled scores", ATTENTION, _attention(returns_scores="scaled")),
     Twin("attention-returns-scores", "returns the unscaled scores", ATTENTION, _attention(returns_scores="raw")),
     Twin("attention-wrong-value-product", "weights @ K", ATTENTION, _attention(product=lambda w, K, V: w @ K)),
@@ -252,6 +270,8 @@ TWINS: tuple[Twin, ...] = (
     Twin("mha-adds-layer-norm", "layer norm of the output", FORWARD, _forward(finish=lambda out, Q: layer_norm(out))),
     Twin("mha-adds-layer-norm", "layer norm of Q, K and V", FORWARD, _forward(inputs=layer_norm)),
     Twin("mha-adds-layer-norm", "layer norm of Q alone", FORWARD, _forward(query_step=layer_norm)),
+    Twin("mha-adds-layer-norm", "RMS norm of Q, K and V", FORWARD, _forward(inputs=rms_norm)),
+    Twin("mha-adds-layer-norm", "Q, K and V scaled to unit length", FORWARD, _forward(inputs=unit_length)),
     Twin("mha-wrong-weights-returned", "weights averaged over heads", FORWARD,
          _forward(returned=lambda out, w, asked: (out, w.mean(axis=1)) if asked else out)),
     Twin("mha-wrong-weights-returned", "always returns a tuple", FORWARD,
@@ -315,7 +335,8 @@ OVERFLOW_IDS = {function: ("softmax-unstable", "softmax-global-max")
 
 
 def _case(prefix: str, name: str, function: str, args: tuple, sizes: Sizes, *, kwargs=None, weights=None,
-          heads: int | None = None, companion: str | None = None, evidence: dict | None = None) -> Case:
+          heads: int | None = None, companion: str | None = None, evidence: dict | None = None,
+          calls: tuple | None = None) -> Case:
     method = function in METHODS
     returns_weights = bool((kwargs or {}).get("return_weights"))
     init = (sizes.D, heads or sizes.H) if method else None
@@ -336,7 +357,7 @@ def _case(prefix: str, name: str, function: str, args: tuple, sizes: Sizes, *, k
         names_mistakes=name.split("/")[1] not in SIZES_OF_ONE, inline_ids=INLINE_IDS.get(function),
         output_names=("out", "weights") if returns_weights or function == ATTENTION else
         ("out",) if function == "forward" else None,
-        evidence=evidence,
+        evidence=evidence, calls=calls,
     )
     return with_expectations(case, ASSIGNMENT, TWINS)
 
@@ -472,6 +493,11 @@ def build_cases(rng: np.random.Generator, sizes: Sizes, prefix: str) -> dict[str
     cases = {name: _case(prefix, name, function, args, sizes, kwargs=kwargs,
                          weights=weights if function == "forward" else None, companion=companions.get(name))
              for name, function, args, kwargs in specs}
+    # One layer splitting the query input and then the key input (T != S), as forward does: sizes remembered
+    # from the first call (kept on the instance) fail on the second. Drawn nothing new: the other cases keep
+    # their inputs.
+    cases["layer/split-twice"] = _case(prefix, "layer/split-twice", "split_heads", (), sizes, calls=(
+        ("split_heads", (queries_in,), {}), ("split_heads", (keys_in,), {})))
     cases["forward/one-head"] = _case(prefix, "forward/one-head", "forward", (queries_in, keys_in, values_in), sizes,
                                       kwargs={"return_weights": True}, weights=weights, heads=1)
     # Scores near +-1000 through attention and through forward: an unshifted exponential anywhere on the path

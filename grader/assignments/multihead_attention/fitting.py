@@ -26,6 +26,11 @@ def is_array(value, shape=None) -> bool:
     return isinstance(value, np.ndarray) and value.dtype.kind in "biuf" and (shape is None or value.shape == shape)
 
 
+def uniform_rows(values: np.ndarray) -> bool:
+    """Every row (last axis) is 1/N throughout: weights that say nothing about the scores or the keys."""
+    return bool(np.allclose(values, 1.0 / values.shape[-1], rtol=1e-9, atol=0.0))
+
+
 def axis_sets(ndim: int, first: tuple = ()) -> list[tuple[int, ...]]:
     """Every non-empty set of axes, ``first`` ones first, then by size."""
     every = [axes for size in range(1, ndim + 1) for axes in itertools.combinations(range(ndim), size)]
@@ -240,7 +245,7 @@ def weights_findings(Q: np.ndarray, K: np.ndarray, weights, *, function: str, si
     if fit is None:
         returned = returned_scores(Q, K, weights)
         if returned is None:
-            return None
+            return _unevenly_scaled(Q, K, weights, function=function)
         label, alpha, _ = returned
         findings = [Finding("attention-returns-scores", function, message_data("sig_weights_are_scores", {}))]
         if label != "right":
@@ -269,10 +274,19 @@ def weights_findings(Q: np.ndarray, K: np.ndarray, weights, *, function: str, si
     elif sums_to_one(values, fit.axes):
         over = fit.axes
     else:
-        return findings or None
+        # slices of the fitted axes that all sum to one constant were scaled after a softmax over them, unless
+        # one normalization over more axes (a real one: the log-weights fit there too) explains them alone
+        # (identical keys make a softmax over T and S look like one over T divided by S): then no scale is named
+        sums = values.sum(axis=fit.axes)
+        if not np.allclose(sums, sums.flat[0], rtol=SUM_TOLERANCE, atol=0.0) or _normalized_over(
+                values, logs=np.log(values), raw=fit.raw, wider_than=fit.axes) is not None:
+            return findings or None
+        rescaled, over = float(sums.flat[0]), fit.axes
     if rescaled is not None:
-        findings.append(Finding("attention-scale-after-softmax", function, message_data("sig_weights_rescaled", {
-            "total": f"{rescaled:.4g}"})))
+        key, params = ("sig_weights_rescaled", {}) if over is None else (
+            "sig_weights_rescaled_over", {"axes": axes_code(over, values.ndim, axis_letters)})
+        findings.append(Finding("attention-scale-after-softmax", function, message_data(key, {
+            "total": f"{rescaled:.4g}", **params})))
     if not abs(fit.alpha - right) <= 1e-3 * right and not (rescaled is not None and abs(fit.alpha - 1) <= 1e-3):
         if abs(fit.alpha - 1.0) <= 1e-3:
             findings.append(Finding("attention-no-scale", function, message_data("sig_scores_unscaled", {
@@ -282,17 +296,50 @@ def weights_findings(Q: np.ndarray, K: np.ndarray, weights, *, function: str, si
                 "divisor": divisor_text(fit.alpha, sizes), "right": f"{np.sqrt(width):.4g}"})))
     if over is not None:
         findings.append(Finding("attention-softmax-wrong-axis", function,
-                                message_data("sig_weights_normalized_over", {
+                                message_data("sig_weights_normalized_over" if rescaled is None else
+                                             "sig_weights_normalized_over_scaled", {
                                     "axes": axes_code(over, values.ndim, axis_letters)}),
                                 alternatives=(("softmax-wrong-axis", "softmax"),)))
     return findings
 
 
-def _normalized_over(values: np.ndarray, *, logs: np.ndarray, raw: np.ndarray, wider_than: int):
-    """The smallest axis set containing ``wider_than`` over which ``values`` sum to 1 and the log-weights are
-    the scores up to a constant on each slice (a real normalization there), or None."""
+def _unevenly_scaled(Q: np.ndarray, K: np.ndarray, weights, *, function: str) -> list[Finding] | None:
+    """Weights no single scale explains but that are a softmax over the keys of each query's scores scaled by
+    a factor of its own: 0 for every query (all weights 1/S: an integer scale that rounded to 0), or one that
+    varies from query to query (the scores divided by each query's norm or largest score). None otherwise."""
+    if not is_array(weights, Q.shape[:-1] + (K.shape[-2],)) or K.shape[-2] < 3:
+        return None  # two keys: any scale fits each row, so a row's own scale shows nothing
+    values = weights.astype(np.float64)
+    if not np.isfinite(values).all() or (values <= 0).any() or not sums_to_one(values, values.ndim - 1):
+        return None
+    raw = Q.astype(np.float64) @ np.swapaxes(K.astype(np.float64), -1, -2)  # (B, H, T, S)
+    centred_raw = raw - raw.mean(axis=-1, keepdims=True)
+    size = (centred_raw ** 2).sum(axis=-1, keepdims=True)  # (B, H, T, 1)
+    if (size < 1e-12 * max(float(np.abs(raw).max(initial=0.0)), 1e-300) ** 2).any():
+        return None  # a query that scores every key alike: its row shows no scale
+    right = 1.0 / np.sqrt(Q.shape[-1])
+    if uniform_rows(values):
+        return [Finding("attention-wrong-scale", function, message_data("sig_scores_zeroed", {
+            "uniform": f"1/S = {1.0 / values.shape[-1]:.4g}", "right": f"{1.0 / right:.4g}"}))]
+    logs = np.log(values)
+    centred_logs = logs - logs.mean(axis=-1, keepdims=True)
+    alphas = (centred_logs * centred_raw).sum(axis=-1, keepdims=True) / size  # each query's own scale
+    spread = float(np.linalg.norm(centred_logs))
+    if spread < 1e-9 or float(np.linalg.norm(centred_logs - alphas * centred_raw)) / spread >= FIT_TOLERANCE:
+        return None
+    if (alphas <= 0).any() or np.allclose(alphas, alphas.flat[0], rtol=1e-3, atol=0.0):
+        return None  # one scale for every query would have been fitted already
+    return [Finding("attention-wrong-scale", function, message_data("sig_scores_scaled_per_query", {
+        "low": f"{1.0 / float(alphas.max()):.4g}", "high": f"{1.0 / float(alphas.min()):.4g}",
+        "right": f"{1.0 / right:.4g}"}))]
+
+
+def _normalized_over(values: np.ndarray, *, logs: np.ndarray, raw: np.ndarray, wider_than: int | tuple[int, ...]):
+    """The smallest axis set wider than ``wider_than`` (an axis or a set of them) over which ``values`` sum to 1
+    and the log-weights are the scores up to a constant on each slice (a real normalization there), or None."""
+    inner = {wider_than} if isinstance(wider_than, int) else set(wider_than)
     for axes in axis_sets(values.ndim):
-        if wider_than in axes and len(axes) > 1 and sums_to_one(values, axes):
+        if inner < set(axes) and sums_to_one(values, axes):
             fitted = fit_logs(logs, raw, axes)
             if fitted is not None and fitted[1] < FIT_TOLERANCE:
                 return axes

@@ -40,7 +40,8 @@ import numpy as np
 
 from grader.assignments.multihead_attention.fitting import (FIT_TOLERANCE, attention_sizes, axes_code, axis_sets,
                                                             divisor_text, exponential_rows, fit_logs, is_array,
-                                                            returned_scores, sums_to_one, weights_findings)
+                                                            returned_scores, sums_to_one, uniform_rows,
+                                                            weights_findings)
 from grader.grading.case import Case, same_value
 from grader.grading.findings import CompanionRule, Finding, message_data
 
@@ -138,6 +139,8 @@ def attention(case: Case, got) -> list[Finding]:
 # ---- split_heads / combine_heads ----------------------------------------------------------------
 def heads_layout(case: Case, got) -> list[Finding]:
     """split_heads' output as x's entries in another layout: no transpose, dealt round-robin, wrong axes."""
+    if not case.args:
+        return []  # several calls on one layer (case.calls): their values are no single layout of one input
     x = np.asarray(case.args[0])
     expected = case.expected
     if not is_array(got) or got.size != x.size or x.ndim != 3:
@@ -212,7 +215,12 @@ def multihead(case: Case, got) -> list[Finding]:
     if not (isinstance(expected, tuple) and isinstance(got, tuple) and len(got) == 2 and "value_heads" in evidence):
         return []
     out, weights = got
-    if not (is_array(weights, expected[1].shape) and is_array(out, expected[0].shape)):
+    if not is_array(out, expected[0].shape):
+        return []
+    from_query = _from_query_input(evidence, weights, expected[1])
+    if from_query is not None:
+        return from_query
+    if not is_array(weights, expected[1].shape):
         return []
     queries, keys, values = (evidence[name] for name in ("query_heads", "key_heads", "value_heads"))
     findings: list[Finding] = []
@@ -221,6 +229,8 @@ def multihead(case: Case, got) -> list[Finding]:
                                  sizes=attention_sizes(queries, keys))
         if found is None:
             found = _projections_of_weights(evidence, weights)
+        if found is None:
+            found = _split_in_forward(evidence, weights)
         findings += found or []
     if not same_value(out, expected[0]) and np.isfinite(weights).all():
         W_O = case.weights["W_O"]
@@ -230,6 +240,59 @@ def multihead(case: Case, got) -> list[Finding]:
                 return findings
             findings.append(tail)
     return findings
+
+
+def _head_layouts(heads: np.ndarray) -> dict[str, tuple[tuple[str, ...], np.ndarray]]:
+    """The reference's (B, H, L, d_k) heads of one input cut the ways a split goes wrong: features dealt
+    round-robin, or a reshape straight to (B, H, L, d_k); each with its mistake, by its layout."""
+    B, H, L, d_k = heads.shape
+    merged = heads.transpose(0, 2, 1, 3).reshape(B, L, H * d_k)  # (B, L, D): the projected input again
+    return {"x.reshape(B, L, d_k, H), axes (0, 3, 1, 2)": (("split-heads-interleaved",),
+                                                          merged.reshape(B, L, d_k, H).transpose(0, 3, 1, 2)),
+            "x.reshape(B, H, L, d_k)": (("split-heads-no-transpose",), merged.reshape(B, H, L, d_k))}
+
+
+def _split_in_forward(evidence: dict, weights: np.ndarray) -> list[Finding] | None:
+    """Weights that are right attention of queries or keys cut into heads another way: forward splits them
+    itself (or split_heads does), wrongly. Only weights right in every other respect count."""
+    queries, keys = evidence["query_heads"], evidence["key_heads"]
+    query_options = [((), queries, "")] + [(ids, layout, f"Q @ W_Q cut as {label}")
+                                           for label, (ids, layout) in _head_layouts(queries).items()]
+    key_options = [((), keys, "")] + [(ids, layout, f"K @ W_K cut as {label}")
+                                      for label, (ids, layout) in _head_layouts(keys).items()]
+    for (query_ids, query, query_label), (key_ids, key, key_label) in itertools.product(query_options, key_options):
+        if not query_ids and not key_ids:
+            continue
+        if weights_findings(query, key, weights, function="forward", sizes=attention_sizes(query, key)) != []:
+            continue  # not explained, or explained only with a mistake of the weights besides
+        layout = ", ".join(label for label in (query_label, key_label) if label)
+        return [Finding(misconception, "forward", message_data("sig_heads_cut_in_forward", {"layout": layout}))
+                for misconception in dict.fromkeys(query_ids + key_ids)]
+    return None
+
+
+def _from_query_input(evidence: dict, weights, expected_weights: np.ndarray) -> list[Finding] | None:
+    """Wrong weights that are attention over keys projected from the query input (Q @ W_K), with or without a
+    mistake of their own: forward ignored K and V, named beside what the weights show besides. None when the
+    keys from Q are not what the weights show (or are the real keys: self-attention)."""
+    keys = (evidence.get("projections") or {}).get("Q @ W_K")
+    queries = evidence["query_heads"]
+    if keys is None or keys.shape == evidence["key_heads"].shape and same_value(keys, evidence["key_heads"]):
+        return None
+    if not is_array(weights, queries.shape[:-1] + (keys.shape[-2],)) or (
+            weights.shape == expected_weights.shape and same_value(weights, expected_weights)):
+        return None
+    if uniform_rows(weights.astype(np.float64)):
+        return None  # uniform weights show nothing about which keys they were computed from
+    if weights.shape == expected_weights.shape and weights_findings(
+            queries, evidence["key_heads"], weights, function="scaled_dot_product_attention",
+            sizes=attention_sizes(queries, evidence["key_heads"])) is not None:
+        return None  # the real keys explain them: the mistake is in the weights, not in where the keys came from
+    found = weights_findings(queries, keys, weights, function="scaled_dot_product_attention",
+                             sizes=attention_sizes(queries, keys))
+    if found is None:
+        return None
+    return [Finding("mha-ignores-key-value", "forward", message_data("sig_keys_from_query", {}))] + found
 
 
 def _tail(evidence: dict, weights: np.ndarray, out: np.ndarray, W_O: np.ndarray) -> Finding | None:
@@ -298,14 +361,19 @@ def block_steps(case: Case, got) -> list[Finding]:
         if not np.isfinite(layer).all():
             continue
         before = projected is not None and same_value(values, layer + projected)
-        steps = (("mha-adds-residual",) if same_value(values, layer + query) or before else
-                 ("mha-adds-layer-norm",) if normalized and _normalized_rows(values, layer) else
+        residual_added = same_value(values, layer + query) or before
+        layer_normed = normalized and _normalized_rows(values, layer)
+        # rows divided by their own RMS or length are not centred: the screen above does not apply to them
+        rescaled = not residual_added and not layer_normed and _rescaled_rows(values, layer)
+        steps = (("mha-adds-residual",) if residual_added else
+                 ("mha-adds-layer-norm",) if rescaled or layer_normed else
                  ("mha-adds-residual", "mha-adds-layer-norm") if normalized and _normalized_rows(values, layer + query)
                  else ())
         if steps:
             residual = "sig_residual_before_output_projection" if before else "sig_residual_added"
+            norm = "sig_rms_norm_applied" if rescaled else "sig_layer_norm_applied"
             findings = [Finding(step, case.function, message_data(
-                residual if step == "mha-adds-residual" else "sig_layer_norm_applied",
+                residual if step == "mha-adds-residual" else norm,
                 {"what": case.call_text or case.function})) for step in steps]
             if misconception is not None:
                 findings.append(Finding(misconception, _home(misconception, case.function), message_data(
@@ -331,6 +399,20 @@ def _normalized_rows(values: np.ndarray, layer: np.ndarray) -> bool:
     residual = float(np.linalg.norm(values - fitted)) / max(float(np.linalg.norm(values)), 1e-300)
     # the factor is 1/sqrt(variance + eps) or 1/(std + eps): within a few percent of 1/std whatever the eps
     return residual < FIT_TOLERANCE and bool(np.all(np.abs(factor * spread - 1.0) < 0.05))
+
+
+def _rescaled_rows(values: np.ndarray, layer: np.ndarray) -> bool:
+    """``values`` is ``layer`` with each row divided by its root mean square or its length over the last axis,
+    not centred (an RMS norm or an L2 normalisation, up to a small epsilon)."""
+    size = (layer ** 2).sum(axis=-1, keepdims=True)
+    if (size <= 1e-24).any():
+        return False
+    factor = (values * layer).sum(axis=-1, keepdims=True) / size  # each row's own factor
+    residual = float(np.linalg.norm(values - factor * layer)) / max(float(np.linalg.norm(values)), 1e-300)
+    if residual >= FIT_TOLERANCE:
+        return False
+    rms, length = np.sqrt(size / layer.shape[-1]), np.sqrt(size)
+    return any(bool(np.all(np.abs(factor * norm - 1.0) < 0.05)) for norm in (rms, length))
 
 
 def _home(misconception: str, function: str) -> str:
@@ -363,4 +445,10 @@ COMPANION = CompanionRule(
     length_like=frozenset({"attention-wrong-value-product", "attention-wrong-transpose",
                            "attention-softmax-wrong-axis", "mha-wrong-weights-returned", "mha-ignores-key-value"}),
     upstream={"forward": "scaled_dot_product_attention"},
+    # a product whose operands do not line up, as matmul, einsum or broadcasting word it (a reshape's own
+    # error is another kind: the keys cut with the query's length)
+    alike_errors=("matmul", "einstein", "subscripts", "operand", "broadcast", "aligned"),
+    # a split_heads that keeps the first array's sizes cuts the keys with the queries' length too: when its own
+    # checks find that, it is the one mistake
+    stand_ins={"forward": (("split-heads-hardcoded-shape", "split_heads"),)},
 )

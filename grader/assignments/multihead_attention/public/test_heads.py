@@ -33,7 +33,7 @@ def test_split_heads_gives_each_head_a_contiguous_block(student, cases):
 @mha(points=1, function="split_heads", probes=("split-heads-hardcoded-shape",))
 def test_split_heads_works_for_any_batch_and_length(student, cases):
     usual = cases["split/cross"]
-    for name in ("split/one", "split/long"):
+    for name in ("split/one", "split/long", "layer/split-twice"):  # the last: one layer, two sizes in turn
         case = cases[name]
         try:
             expect_value(student, case)
@@ -45,7 +45,8 @@ def test_split_heads_works_for_any_batch_and_length(student, cases):
             except CheckFailure:
                 right_on_usual = False
             if right_on_usual:
-                raise CheckFailure(Message("hardcoded_shape", {"shape": case.args[0].shape}), *failure.messages,
+                shape = (case.args or case.calls[-1][1])[0].shape  # the input it failed on
+                raise CheckFailure(Message("hardcoded_shape", {"shape": shape}), *failure.messages,
                                    misconception="split-heads-hardcoded-shape") from None
             raise
 
