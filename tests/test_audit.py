@@ -2,6 +2,7 @@
 
 import json
 import shutil
+from pathlib import Path
 
 from click.testing import CliRunner
 
@@ -10,10 +11,37 @@ from grader.cli import root
 
 
 def test_audit_of_the_project_library_is_clean():
+    from grader.authoring.audit import known_miss
+
     result = CliRunner().invoke(root, ["audit", "--json"])
     findings = json.loads(result.output)
     assert result.exit_code == 0
-    assert len(findings) >= 50 and {f["verdict"] for f in findings} == {"ok"}
+    assert len(findings) >= 50 and {f["verdict"] for f in findings} <= {"ok", "known-miss"}
+    misses = {f["path"] for f in findings if f["verdict"] == "known-miss"}
+    assert misses == {f["path"] for f in findings if known_miss(Path(f["path"]))}  # each says why, none is stale
+    assert len(misses) <= 1, "a known miss is a rule still to write, not a place to park findings"
+
+
+def test_a_known_miss_is_accepted_only_while_it_is_missed_and_names_nothing_else(tmp_path):
+    reference = (PROJECT / "solutions" / "multihead_attention.py").read_text()
+    unscaled = (mutants("multihead_attention") / "mistakes" / "attention_no_scale.py").read_text()
+    line = "# known-miss: a rule for the second mistake is still to write\n"
+    (tmp_path / "missed.py").write_text(
+        unscaled.replace("# expect: attention-no-scale", "# expect: attention-no-scale, mha-no-divisibility-check\n"
+                         + line.rstrip("\n"), 1))
+    (tmp_path / "stale.py").write_text(unscaled.replace("# expect: attention-no-scale",
+                                                        "# expect: attention-no-scale\n" + line.rstrip("\n"), 1))
+    (tmp_path / "spurious.py").write_text(unscaled.replace("# expect: attention-no-scale",
+                                                           "# expect: softmax-unstable\n" + line.rstrip("\n"), 1))
+    (tmp_path / "survivor.py").write_text("# expect: softmax-unstable\n" + line + reference)
+    result = CliRunner().invoke(root, ["audit", "--library", str(tmp_path), "--json"])
+    verdicts = {f["path"].split("/")[-1]: f["verdict"] for f in json.loads(result.output)}
+    assert verdicts == {"missed.py": "known-miss", "stale.py": "stale-known-miss", "spurious.py": "misdiagnosed",
+                        "survivor.py": "survives"}
+    assert result.exit_code == 1
+    (tmp_path / "stale.py").unlink(), (tmp_path / "spurious.py").unlink(), (tmp_path / "survivor.py").unlink()
+    alone = CliRunner().invoke(root, ["audit", "--library", str(tmp_path)])
+    assert alone.exit_code == 0 and "known-miss" in alone.output and "still to write" in alone.output
 
 
 def test_audit_flags_a_survivor_a_misdiagnosis_and_a_losing_correct_module(tmp_path):

@@ -22,11 +22,11 @@ def command(library: Path | None, public_only: bool, as_json: bool, assignment: 
     from rich.markup import escape
     from rich.table import Table
 
-    from grader.authoring.audit import audit, summarize
+    from grader.authoring.audit import ACCEPTED, audit, summarize
 
     findings = audit(library=library, assignment=assignment,
                      visibility="public" if public_only else "all")
-    problems = [finding for finding in findings if finding.verdict != "ok"]
+    problems = [finding for finding in findings if finding.verdict not in ACCEPTED]
     if as_json:
         click.echo(json.dumps([finding.to_dict() for finding in findings], indent=2))
     else:
@@ -35,12 +35,13 @@ def command(library: Path | None, public_only: bool, as_json: bool, assignment: 
         for column in ("module", "expected", "score", "diagnosed", "verdict"):
             table.add_column(column, overflow="fold")
         for finding in findings:
-            style = "green" if finding.verdict == "ok" else "red"
+            style = {"ok": "green", "known-miss": "yellow"}.get(finding.verdict, "red")
             table.add_row(escape(Path(finding.path).name), finding.expected, f"{finding.score:g}/{finding.max_score:g}",
                           ", ".join(finding.diagnosed) or "-", f"[{style}]{finding.verdict}[/]")
         console.print(table)
-        for finding in problems:
-            console.print(f"[red]{finding.verdict}[/] {escape(finding.path)}: {escape(finding.reason)}")
+        for finding in [finding for finding in findings if finding.verdict != "ok"]:
+            style = "yellow" if finding.verdict in ACCEPTED else "red"
+            console.print(f"[{style}]{finding.verdict}[/] {escape(finding.path)}: {escape(finding.reason)}")
         summary = summarize(findings)
         figures = Table(title="named, per catalog id")
         for column in ("misconception", "named", "modules"):
