@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import warm_logs
 from conftest import PROJECT, require
 
 REFERENCE = PROJECT / "solutions" / "multihead_attention.py"
@@ -57,36 +58,17 @@ def warm(monkeypatch):
 
 def _server_pids(runtime: Path) -> list[int]:
     """The warm servers started with ``runtime`` that still run (a pid whose process is a server)."""
-    return [int(found) for log in runtime.glob("check-*.log")
-            for found in re.findall(r"^pid (\d+) listening", log.read_text(), re.M) if _is_server(int(found))]
-
-
-def _is_server(pid: int) -> bool:
-    try:
-        return b"grader.warm.server" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-
-
-def _log(runtime: Path) -> str:
-    return "".join(log.read_text() for log in sorted(runtime.glob("check-*.log")))
+    return warm_logs.running(runtime, "grader.warm.server")
 
 
 def _wait_listening(runtime: Path, count: int = 1, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while _log(runtime).count(" listening on ") < count:
-        assert time.monotonic() < deadline, f"no warm server started: {_log(runtime)!r}"
-        time.sleep(0.1)
+    warm_logs.wait_listening(runtime, count, timeout, "no warm server started")
 
 
 def _check(*words, env=None, cwd=PROJECT):
     return subprocess.run([_mha(), "check", *map(str, words)], capture_output=True, text=True, cwd=cwd,
                           stdin=subprocess.DEVNULL,
                           env=env or os.environ.copy(), timeout=120)
-
-
-def _served_count(runtime: Path) -> int:
-    return len(re.findall(r"^check \d+:", _log(runtime), re.M))
 
 
 def _buggy(folder: Path) -> Path:
@@ -112,9 +94,9 @@ def test_a_warm_check_says_what_a_cold_check_says(warm, tmp_path):
              ((REFERENCE, "--function", "softmax"), None), ((buggy, "--json"), _without_timing),
              ((tmp_path / "absent.py",), None)]
     for words, normal in cases:
-        served_before = _served_count(warm)
+        served_before = warm_logs.served(warm)
         hot, cold = _check(*words), _check(*words, env=cold_env)
-        assert _served_count(warm) == served_before + 1, (words, _log(warm))
+        assert warm_logs.served(warm) == served_before + 1, (words, warm_logs.log(warm))
         assert (hot.returncode, hot.stderr) == (cold.returncode, cold.stderr), words
         assert (normal or str)(hot.stdout) == (normal or str)(cold.stdout), words
     assert "attention-no-scale" in _check(buggy).stdout
@@ -133,7 +115,7 @@ def test_the_folder_it_runs_from_follows_the_student(warm, tmp_path):
     served = _check("exercises/multihead_attention.py", cwd=tmp_path)
     assert done.returncode == 0 and served.returncode == 0, done.stderr + served.stderr
     assert "exercises/multihead_attention.py" in served.stdout
-    assert _served_count(warm) == 1  # MHA_LANG is in the key: that check went to another (a cold) one
+    assert warm_logs.served(warm) == 1  # MHA_LANG is in the key: that check went to another (a cold) one
 
 
 def test_a_stale_server_is_not_trusted(warm, tmp_path, monkeypatch):
@@ -145,15 +127,15 @@ def test_a_stale_server_is_not_trusted(warm, tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", str(site))
     assert _check(REFERENCE).returncode == 0
     _wait_listening(warm)
-    assert _check(REFERENCE).returncode == 0 and _served_count(warm) == 1
+    assert _check(REFERENCE).returncode == 0 and warm_logs.served(warm) == 1
     (site / "sitecustomize.py").write_text("GREETING = 'two, changed'\n", encoding="utf-8")
     after = _check(REFERENCE)
     cold = _check(REFERENCE, env={**os.environ, "MHA_CHECK_SERVER": "off"})
     assert (after.returncode, after.stdout) == (0, cold.stdout)
-    assert _served_count(warm) == 1, _log(warm)
-    assert re.search(r"^stale: .*sitecustomize\.py$", _log(warm), re.M), _log(warm)
+    assert warm_logs.served(warm) == 1, warm_logs.log(warm)
+    assert re.search(r"^stale: .*sitecustomize\.py$", warm_logs.log(warm), re.M), warm_logs.log(warm)
     _wait_listening(warm, count=2)  # the cold check above started the next server
-    assert _check(REFERENCE).returncode == 0 and _served_count(warm) == 2
+    assert _check(REFERENCE).returncode == 0 and warm_logs.served(warm) == 2
 
 
 def test_a_folder_others_may_enter_is_never_used(warm, tmp_path):
@@ -198,7 +180,7 @@ def test_the_students_process_imports_no_numpy_when_served(warm):
         _wait_listening(warm)
     cold, served = (run.stderr.strip().splitlines()[-1] for run in runs)
     assert cold == "['click', 'numpy', 'rich']" and served == "[]"
-    assert _served_count(warm) == 1
+    assert warm_logs.served(warm) == 1
     assert runs[0].stdout == runs[1].stdout
 
 
@@ -219,5 +201,5 @@ def test_a_hang_shows_the_spinner_and_ctrl_c_stops_it_as_a_cold_check_does(warm,
         child.close()
         outcomes[mode] = (child.exitstatus, child.signalstatus, "Aborted" in child.before)
     assert outcomes["on"] == outcomes["off"], outcomes
-    assert _served_count(warm) == 1
-    assert _check(REFERENCE).returncode == 0 and _served_count(warm) == 2  # the server goes on
+    assert warm_logs.served(warm) == 1
+    assert _check(REFERENCE).returncode == 0 and warm_logs.served(warm) == 2  # the server goes on

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+import warm_logs
 from conftest import FIXTURES, PROJECT, mutants, require
 
 EMULATION = PROJECT / "tests" / "emulation"
@@ -72,30 +73,12 @@ def laptop(request):
 
 
 def _standbys(runtime: Path) -> list[int]:
-    return [int(pid) for pid in re.findall(r"^pid (\d+) listening", _log(runtime), re.M) if _is_standby(int(pid))]
-
-
-def _is_standby(pid: int) -> bool:
-    try:
-        return b"grader.warm.standby" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-
-
-def _log(runtime: Path) -> str:
-    return "".join(log.read_text() for log in sorted(runtime.glob("check-*.log")))
-
-
-def _served(runtime: Path) -> int:
-    return len(re.findall(r"^check \d+:", _log(runtime), re.M))
+    return warm_logs.running(runtime, "grader.warm.standby")
 
 
 def _listening(runtime: Path, count: int, timeout: float = 90.0) -> None:
     """Wait for the ``count``-th standby to listen (each check served starts the next)."""
-    deadline = time.monotonic() + timeout
-    while _log(runtime).count(" listening on ") < count:
-        assert time.monotonic() < deadline, f"no standby listens: {_log(runtime)!r}"
-        time.sleep(0.1)
+    warm_logs.wait_listening(runtime, count, timeout, "no standby listens")
 
 
 def mha(*words, env: dict, **options) -> subprocess.CompletedProcess:
@@ -132,7 +115,7 @@ def test_served_checks_say_what_cold_checks_say(laptop):
         started = time.monotonic()
         warm = mha(*words, env=env)
         took = time.monotonic() - started
-        assert _served(runtime) == number, (words, _log(runtime))
+        assert warm_logs.served(runtime) == number, (words, warm_logs.log(runtime))
         cold = mha(*words, env=cold_env)
         assert warm.returncode == status, warm.stdout[-2000:] + warm.stderr[-2000:]
         assert _comparable(warm, "--json" in words) == _comparable(cold, "--json" in words), words
@@ -159,10 +142,10 @@ def test_a_file_it_was_built_from_changed_refuses_the_standby(laptop):
     cold = mha(REFERENCE, env={**env, "MHA_CHECK_SERVER": "off"})
     assert (after.returncode, after.stdout) == (0, cold.stdout)
     _quiet(after)
-    assert _served(runtime) == 0
-    assert re.search(r"^stale: .*sitecustomize\.py$", _log(runtime), re.M), _log(runtime)
+    assert warm_logs.served(runtime) == 0
+    assert re.search(r"^stale: .*sitecustomize\.py$", warm_logs.log(runtime), re.M), warm_logs.log(runtime)
     _listening(runtime, 2)  # the cold check above started a fresh standby
-    assert mha(REFERENCE, env=env).returncode == 0 and _served(runtime) == 1
+    assert mha(REFERENCE, env=env).returncode == 0 and warm_logs.served(runtime) == 1
 
 
 def test_switched_off_no_standby_is_started_or_asked(laptop):
@@ -192,7 +175,7 @@ def test_a_client_without_the_users_key_is_refused_and_the_standby_serves_on(lap
                           cwd=PROJECT)
     assert done.stdout.startswith("refused"), done.stdout + done.stderr
     served = mha(REFERENCE, env=env)
-    assert served.returncode == 0 and _served(runtime) == 1, _log(runtime)
+    assert served.returncode == 0 and warm_logs.served(runtime) == 1, warm_logs.log(runtime)
 
 
 def _interrupted(env: dict) -> tuple[int, str, float]:
@@ -214,7 +197,7 @@ def test_ctrl_c_in_the_student_terminal_stops_the_served_check(laptop):
     assert mha(REFERENCE, env=env).returncode == 0
     _listening(runtime, 1)
     served = _interrupted(env)
-    assert _served(runtime) == 1, _log(runtime)
+    assert warm_logs.served(runtime) == 1, warm_logs.log(runtime)
     cold = _interrupted({**env, "MHA_CHECK_SERVER": "off"})
     assert served[:2] == cold[:2] == (1, "\nAborted!\n"), (served, cold)
     assert served[2] < 10, f"the served check took {served[2]:.1f} s to stop"
@@ -227,7 +210,7 @@ def test_an_idle_standby_ends_and_leaves_no_socket(laptop):
     _listening(runtime, 1)  # and the one behind it, warming or waiting in line
     deadline = time.monotonic() + 60
     while _standbys(runtime) or list(runtime.glob("*.starting-*")):
-        assert time.monotonic() < deadline, f"the idle standbys did not end: {_log(runtime)}"
+        assert time.monotonic() < deadline, f"the idle standbys did not end: {warm_logs.log(runtime)}"
         time.sleep(0.2)
     assert not list(runtime.glob("*.address"))
     sockets = [path for path in Path(env.get("MHA_EMULATED_PIPES", runtime)).iterdir() if path.is_socket()]
