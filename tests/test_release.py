@@ -278,7 +278,8 @@ def test_release_installs_in_a_fresh_venv_and_checks_stubs_and_reference(release
 
 def _the_warm_server_answers_in_the_release(mha: Path, copy: Path, env: dict) -> None:
     """The release's `mha` is the warm server's launcher: a second check is answered warm, and says the same."""
-    from test_warm_check import _served_count, _wait_listening, warm_settings
+    import warm_logs
+    from test_warm_check import _wait_listening, warm_settings
 
     with warm_settings() as (runtime, settings):
         runs = []
@@ -287,7 +288,7 @@ def _the_warm_server_answers_in_the_release(mha: Path, copy: Path, env: dict) ->
                                        text=True, stdin=subprocess.DEVNULL))
             _wait_listening(runtime)
         assert [run.returncode for run in runs] == [0, 0], runs[-1].stderr
-        assert runs[0].stdout == runs[1].stdout and _served_count(runtime) == 1
+        assert runs[0].stdout == runs[1].stdout and warm_logs.served(runtime) == 1
 
 
 def solution_lines_of(path: Path) -> set[str]:
