@@ -352,8 +352,12 @@ def test_without_the_reference_the_trace_raises_a_config_error_naming_the_fix(tm
 
 @pytest.mark.slow
 def test_notebook_helper_shows_both_figures_inline_in_a_kernel():
+    from grader.viz.heatmaps import find_cjk_font
+
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
+    # Without the font the helper rightly prints its Chinese fallback notice first (tested above).
+    require(find_cjk_font() is not None, "no CJK font is installed (Debian: apt install fonts-noto-cjk)")
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(
         'from grader.viz.draw import show_heads\nshow_heads("猫 追 老鼠", heads=2, lang="zh")')]
