@@ -9,7 +9,7 @@ happen only where it is written or read as JSON (results.json, the journal,
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 
 OUTCOMES = ("passed", "failed", "error", "timeout")
 GENERIC_OUTCOMES = (
@@ -52,11 +52,7 @@ class TestResult:
     case_messages: tuple = ()
 
     def to_dict(self) -> dict:
-        data = asdict(self)
-        data["messages"] = list(self.messages)
-        data["additional_misconceptions"] = list(self.additional_misconceptions)
-        data["case_messages"] = list(self.case_messages)
-        return data
+        return _json_ready(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> TestResult:
@@ -81,7 +77,7 @@ class Adjustment:
     waived: bool = False  # a late penalty cancelled by an extension
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        return _json_ready(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> Adjustment:
@@ -123,15 +119,7 @@ class SubmissionResult:
         return self.score if self.final_score is None else self.final_score
 
     def to_dict(self) -> dict:
-        data = asdict(self)
-        data["adjustments"] = [item.to_dict() for item in self.adjustments]
-        data["misconceptions"] = list(self.misconceptions)
-        data["tests"] = [test.to_dict() for test in self.tests]
-        data["notes"] = list(self.notes)
-        data["set_aside"] = list(self.set_aside)
-        data["error_messages"] = list(self.error_messages)
-        data["note_messages"] = [list(parts) for parts in self.note_messages]
-        return data
+        return _json_ready(self)
 
     @classmethod
     def from_dict(cls, data: dict) -> SubmissionResult:
@@ -149,6 +137,22 @@ class SubmissionResult:
     @property
     def passed(self) -> bool:
         return self.status == "graded" and all(t.outcome == "passed" for t in self.tests)
+
+
+def _json_ready(value):
+    """``value`` as the JSON of DESIGN.md holds it: results and their parts as dicts of their fields in order,
+    tuples as lists, dicts copied, all the way down.
+
+    Not ``dataclasses.asdict``: it deep-copies every leaf and keeps tuples, and a batch writes each result
+    twice (the journal, results.json), where asdict alone cost about 9 ms a result of 35 checks.
+    """
+    if isinstance(value, (TestResult, Adjustment, SubmissionResult)):
+        return {field.name: _json_ready(getattr(value, field.name)) for field in fields(value)}
+    if isinstance(value, (tuple, list)):
+        return [_json_ready(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _json_ready(item) for key, item in value.items()}
+    return value
 
 
 def summarize(

@@ -242,39 +242,52 @@ def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, run: GradingRu
     attempts: dict[str, int] = {}
     waiting: dict[str, Submission] = {}  # in a lane now
     alone: str | None = None  # a suspect is graded with nothing else in flight
+
+    def fill() -> None:
+        """Give every free lane its next submission (a suspect only once the lanes are empty)."""
+        nonlocal alone
+        while pool.free and alone is None and (todo or suspects):
+            if suspects and pool.busy:
+                return  # wait until the lanes are empty, then grade the suspect alone
+            entry = suspects.popleft() if suspects else todo.popleft()
+            if journal.is_done(entry.student):
+                continue
+            attempts[entry.student] = journal.start(entry.student)
+            if attempts[entry.student] > 1:
+                alone = entry.student
+            task = Task(student=entry.student, path=entry.path, submission=entry.shown_path(root),
+                        run=run, answers=entry.answers, found=entry.found, course_key=course_key,
+                        server=server.address if server is not None else None,
+                        calibration=calibration.to_dict())
+            waiting[entry.student] = entry
+            pool.submit(task, time_limit=time_limit)
+            if started is not None:
+                started(entry.student)
+
     try:
         while todo or suspects or pool.busy:
-            while pool.free and alone is None and (todo or suspects):
-                if suspects and pool.busy:
-                    break  # wait until the lanes are empty, then grade the suspect alone
-                entry = suspects.popleft() if suspects else todo.popleft()
-                if journal.is_done(entry.student):
-                    continue
-                attempts[entry.student] = journal.start(entry.student)
-                if attempts[entry.student] > 1:
-                    alone = entry.student
-                task = Task(student=entry.student, path=entry.path, submission=entry.shown_path(root),
-                            run=run, answers=entry.answers, found=entry.found, course_key=course_key,
-                            server=server.address if server is not None else None,
-                            calibration=calibration.to_dict())
-                waiting[entry.student] = entry
-                pool.submit(task, time_limit=time_limit)
-                if started is not None:
-                    started(entry.student)
-            for finished in pool.collect(timeout=0.5):
-                student = finished.task.student
+            fill()
+            to_store = []
+            for done in pool.collect(timeout=0.5):
+                student = done.task.student
                 if student == alone:
                     alone = None
-                attempts.pop(student, None)
                 entry = waiting.pop(student)
-                if finished.result is not None:
-                    record(student, finished.result)
-                elif finished.failure is not None:
-                    refuse(student, f"the grader failed on this submission ({finished.failure})")
-                elif journal.attempts(student) >= MAX_ATTEMPTS:
-                    refuse(student, f"{finished.lost}; {_twice_message(journal.attempts(student))}")
-                else:
+                if done.result is None and done.failure is None and journal.attempts(student) < MAX_ATTEMPTS:
+                    attempts.pop(student, None)
                     suspects.append(entry)
+                else:
+                    to_store.append(done)
+            fill()  # the lanes go on with the next submissions while these results are stored
+            for done in to_store:
+                student = done.task.student
+                attempts.pop(student, None)
+                if done.result is not None:
+                    record(student, done.result)
+                elif done.failure is not None:
+                    refuse(student, f"the grader failed on this submission ({done.failure})")
+                elif journal.attempts(student) >= MAX_ATTEMPTS:
+                    refuse(student, f"{done.lost}; {_twice_message(journal.attempts(student))}")
     except BaseException:
         for student, attempt in attempts.items():  # stopped on purpose: not the submission's fault
             journal.abandon(student, attempt)
