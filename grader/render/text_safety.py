@@ -45,6 +45,8 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 _REORDERING = re.compile("[\u202a-\u202e\u2066-\u2069]")
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _LINE_BREAKS = re.compile("\r\n?")
+# every character one of the patterns above starts with (escapes start with ESC or a C1 control)
+_NEEDS_CLEANING = re.compile("[\ud800-\udfff\u202a-\u202e\u2066-\u2069\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # OWASP: cells that a spreadsheet may run
 _MARKDOWN_ACTIVE = re.compile(r"([\\`*_{}\[\]()#!|~$])")  # after HTML escaping, which takes < > &
@@ -56,6 +58,8 @@ def clean_text(text: Any) -> str:
     text = text if isinstance(text, str) else str(text)
     if text.isascii() and text.isprintable():
         return text  # the common case, at no cost
+    if not _NEEDS_CLEANING.search(text):
+        return text  # newlines, tabs and printable Unicode only (most messages): one scan
     text = _PAIR.sub(_joined_pair, text)
     text = _SURROGATE.sub(REPLACEMENT, text)
     text = _LINE_BREAKS.sub("\n", text)
@@ -93,17 +97,32 @@ def clean_name(name: str) -> str:
 
 def clean_strings(value: Any) -> Any:
     """``value`` (JSON-like data: dicts, lists, tuples, strings, numbers, or frozen dataclasses of them, such as
-    a ``SubmissionResult``) with every string through ``clean_text``."""
+    a ``SubmissionResult``) with every string through ``clean_text``.
+
+    A part with nothing to clean is returned itself, not a copy: a result of 35 checks is mostly clean text,
+    and rebuilding all of it cost a batch several milliseconds a submission.
+    """
     if isinstance(value, str):
         return clean_text(value)
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return dataclasses.replace(value, **{field.name: clean_strings(getattr(value, field.name))
-                                             for field in dataclasses.fields(value) if field.init})
     if isinstance(value, dict):
-        return {clean_text(key) if isinstance(key, str) else key: clean_strings(item) for key, item in value.items()}
+        cleaned = {clean_text(key) if isinstance(key, str) else key: clean_strings(item) for key, item in value.items()}
+        return value if _same(cleaned.items(), value.items()) else cleaned
     if isinstance(value, (list, tuple)):
-        return type(value)(clean_strings(item) for item in value)
+        cleaned = [clean_strings(item) for item in value]
+        return value if _same(cleaned, value) else type(value)(cleaned)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        names = [field.name for field in dataclasses.fields(value) if field.init]
+        cleaned = {name: clean_strings(getattr(value, name)) for name in names}
+        if _same(cleaned.values(), (getattr(value, name) for name in names)):
+            return value
+        return dataclasses.replace(value, **cleaned)
     return value
+
+
+def _same(cleaned, original) -> bool:
+    """Whether every part cleaned is the very part it came from (pairs compare part by part)."""
+    return all(new is old or (type(new) is tuple and type(old) is tuple and _same(new, old))
+               for new, old in zip(cleaned, original))
 
 
 def csv_cell(text: Any) -> str:
