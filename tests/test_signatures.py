@@ -378,3 +378,28 @@ def test_the_screened_fits_find_what_fitting_every_arrangement_finds(monkeypatch
     assert all(same(a, b) for pair, other in zip(screened, every) for a, b in zip(pair, other))
     found = sum(fit is not None for fit, _ in every)
     assert found > 60 and sum(scores is not None for _, scores in every) > 20, found
+
+
+def test_right_in_every_respect_is_weights_findings_finding_nothing():
+    """The one fit ``right_in_every_respect`` makes answers as ``weights_findings(...) == []`` does on 240 drawn
+    weights: right ones (float64 and float32), at other scales, over other axes, scaled after the softmax, in
+    other arrangements, scores and noise."""
+    from grader.assignments.multihead_attention import fitting
+
+    rng = np.random.default_rng(11)
+    answers = []
+    for index in range(240):
+        B, H, T, S, d_k = 2, 3, int(rng.integers(3, 6)), int(rng.integers(3, 8)), int(rng.integers(2, 5))
+        Q, K = rng.normal(size=(B, H, T, d_k)), rng.normal(size=(B, H, S, d_k))
+        right_scale = 1 / np.sqrt(d_k)
+        arrangement = 0 if index % 3 else int(rng.integers(0, len(fitting.key_arrangements(K))))
+        scale = right_scale if index % 4 else float(rng.choice([0.5, 1.0, 2.0]))
+        axes = (3,) if index % 5 else [(2,), (2, 3), (0,), (1, 3)][index % 4]
+        kind = ["softmax", "softmax", "float32", "scores", "noise", "softmax"][index % 6]
+        weights = _weights_of(rng, Q, K, arrangement, scale, axes, kind)
+        if index % 7 == 0:
+            weights = weights * 0.5  # scaled after the softmax
+        found = fitting.weights_findings(Q, K, weights, function="forward", sizes=fitting.attention_sizes(Q, K))
+        answers.append((fitting.right_in_every_respect(Q, K, weights), found == []))
+    assert all(quick == slow for quick, slow in answers)
+    assert 40 < sum(slow for _, slow in answers) < 200

@@ -105,7 +105,9 @@ def run_case(module: ModuleType, case: Case, *, copied_instances: bool = False):
 _IMMUTABLE = (bool, int, float, complex, str, bytes, type(None), np.generic)
 
 
-@functools.lru_cache(maxsize=128)  # a student's forward twins (58) at two widths of heads: 116
+# a student's forward twins (68 classes, one per patched copy) at two widths of heads make 136: a cache smaller
+# than that is read in a cycle and misses every time
+@functools.lru_cache(maxsize=512)
 def _made(cls: type, init: tuple) -> tuple[object, frozenset[str]] | None:
     """``cls(*init)`` made once, and the names of its attributes that hold anything but a plain number or
     string; None when copying its instances could differ from making them (a ``__new__`` or ``__slots__``

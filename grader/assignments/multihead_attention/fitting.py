@@ -303,6 +303,28 @@ def weights_findings(Q: np.ndarray, K: np.ndarray, weights, *, function: str, si
     return findings
 
 
+def right_in_every_respect(Q: np.ndarray, K: np.ndarray, weights) -> bool:
+    """Whether ``weights_findings(Q, K, weights, ...)`` is ``[]``, found without fitting every arrangement of K.
+
+    Only a fit of the right arrangement over the keys gives no finding, and the fit tries that one first
+    (the first axes, the first arrangement; the screen of ``_candidates`` keeps every fit that passes), so
+    the one fit decides: a softmax over the keys of the scores at the right scale, rows summing to one.
+    A rule that asks only this (is the layout the one mistake?) is spared the dozens of fits of every other
+    arrangement and axis set."""
+    if not is_array(weights, Q.shape[:-1] + (K.shape[-2],)):
+        return False
+    values = weights.astype(np.float64)
+    if not np.isfinite(values).all() or (values <= 0).any():
+        return False
+    last = values.ndim - 1
+    raw = Q.astype(np.float64) @ np.swapaxes(K.astype(np.float64), -1, -2)  # (B, H, T, S), as arranged_scores
+    fitted = fit_logs(np.log(values), raw, (last,))
+    if fitted is None or not (fitted[1] < FIT_TOLERANCE and fitted[0] > 0):
+        return False
+    right = 1.0 / np.sqrt(Q.shape[-1])
+    return sums_to_one(values, last) and abs(fitted[0] - right) <= 1e-3 * right
+
+
 def _unevenly_scaled(Q: np.ndarray, K: np.ndarray, weights, *, function: str) -> list[Finding] | None:
     """Weights no single scale explains but that are a softmax over the keys of each query's scores scaled by
     a factor of its own: 0 for every query (all weights 1/S: an integer scale that rounded to 0), or one that

@@ -40,8 +40,8 @@ import numpy as np
 
 from grader.assignments.multihead_attention.fitting import (FIT_TOLERANCE, attention_sizes, axes_code, axis_sets,
                                                             divisor_text, exponential_rows, fit_logs, is_array,
-                                                            returned_scores, sums_to_one, uniform_rows,
-                                                            weights_findings)
+                                                            returned_scores, right_in_every_respect, sums_to_one,
+                                                            uniform_rows, weights_findings)
 from grader.grading.case import Case, same_value
 from grader.grading.findings import CompanionRule, Finding, message_data
 
@@ -263,7 +263,7 @@ def _split_in_forward(evidence: dict, weights: np.ndarray) -> list[Finding] | No
     for (query_ids, query, query_label), (key_ids, key, key_label) in itertools.product(query_options, key_options):
         if not query_ids and not key_ids:
             continue
-        if weights_findings(query, key, weights, function="forward", sizes=attention_sizes(query, key)) != []:
+        if not right_in_every_respect(query, key, weights):
             continue  # not explained, or explained only with a mistake of the weights besides
         layout = ", ".join(label for label in (query_label, key_label) if label)
         return [Finding(misconception, "forward", message_data("sig_heads_cut_in_forward", {"layout": layout}))
