@@ -470,12 +470,38 @@ def generic_failure(case: Case, got) -> CheckFailure:
                     return CheckFailure(Message("wrong_item", {"what": part_what, "expected": repr(expected_item),
                                                                "got": describe(got_item)}),
                                         misconception=kind, function=case.function)
-                legend = legends[position] if isinstance(legends, tuple) else legends
-                failure = _compare_array(case, got_item, expected_item, part_what, legend)
-                if structure_mistake and position > 0 and failure.misconception in ("wrong-shape", "wrong-type"):
-                    failure.misconception = structure_mistake
+                failure = _compare_item(case, got_item, expected_item, part_what, position, structure_mistake)
+                if structure_mistake and failure.misconception != structure_mistake:
+                    # an item after it with axes left out or of size 1 is a mistake of its own, whatever this one's is
+                    afters = [after for after in range(position + 1, len(expected))
+                              if isinstance(expected[after], np.ndarray) and not same_value(got[after], expected[after])
+                              and _fewer_or_single(got[after], expected[after])]
+                    later = [_compare_item(case, got[after], expected[after], f"{what}[{after}]", after,
+                                           structure_mistake) for after in afters]
+                    failure.others = tuple(other for other in later if other.misconception == structure_mistake)[:1]
                 return failure
     return _compare_array(case, got, expected, what, legends if isinstance(legends, str) else legends[0])
+
+
+def _fewer_or_single(got, expected: np.ndarray) -> bool:
+    """An array with axes left out, or of size 1 where the expected one has more (one head, or the heads
+    averaged): what was picked to return is wrong. A size of another kind (the keys' length, a head count
+    fixed in the code) is a mistake upstream of it."""
+    shape = getattr(got, "shape", None)
+    if shape is None or len(shape) > expected.ndim:
+        return False
+    return len(shape) < expected.ndim or all(got_size in (1, size) for got_size, size in zip(shape, expected.shape))
+
+
+def _compare_item(case: Case, got_item, expected_item: np.ndarray, what: str, position: int,
+                  structure_mistake: str | None) -> CheckFailure:
+    """The failure of one array of a returned tuple; an item after the first of the wrong shape or type is the
+    structure mistake."""
+    legend = case.legend[position] if isinstance(case.legend, tuple) else (case.legend or "?")
+    failure = _compare_array(case, got_item, expected_item, what, legend)
+    if structure_mistake and position > 0 and failure.misconception in ("wrong-shape", "wrong-type"):
+        failure.misconception = structure_mistake
+    return failure
 
 
 def _compare_array(case: Case, got, expected: np.ndarray, what: str, legend: str) -> CheckFailure:

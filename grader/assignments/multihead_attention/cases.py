@@ -310,7 +310,10 @@ SHAPE_ERRORS = ("matmul", "axes don't match", "dot", "shapes", "broadcast", "ein
 # raised in a softmax they called, the root cause says so.
 OVERFLOW_RAISED = ErrorRule("softmax-unstable", types=("OverflowError",))
 ERROR_RULES = {
-    "softmax": (ErrorRule("softmax-no-keepdims", message_any=("broadcast",)), OVERFLOW_RAISED),
+    # an axis the input does not have: the reductions name a fixed axis (the keys' axis of 4-D scores, say)
+    # instead of the last one
+    "softmax": (ErrorRule("softmax-no-keepdims", message_any=("broadcast",)), OVERFLOW_RAISED,
+                ErrorRule("softmax-wrong-axis", types=("AxisError",), message_any=("out of bounds",))),
     "forward": (OVERFLOW_RAISED,),
     "scaled_dot_product_attention": (
         OVERFLOW_RAISED,
@@ -324,7 +327,9 @@ ERROR_RULES = {
 SIZES_OF_ONE = ("one-query", "one-key", "one-batch")  # many mistakes coincide there: show, do not name
 # A softmax mistake in attention's own code (it never calls softmax) is attention's own axis mistake.
 INLINE_IDS = {"scaled_dot_product_attention": {"softmax-wrong-axis": "attention-softmax-wrong-axis"},
-              "forward": {"softmax-wrong-axis": "attention-softmax-wrong-axis"}}
+              # a forward doing the attention itself that hands back its scores: the weights forward returns
+              "forward": {"softmax-wrong-axis": "attention-softmax-wrong-axis",
+                          "attention-returns-scores": "mha-wrong-weights-returned"}}
 SIGNATURES = {
     "softmax": ("normalizer",), "scaled_dot_product_attention": ("attention",), "split_heads": ("heads-layout",),
     "combine_heads": ("features-layout",), "forward": ("multihead", "block-steps"),
@@ -431,6 +436,12 @@ def _large_logit_inputs(rng: np.random.Generator, sizes: Sizes, weights: dict) -
     return inputs, own
 
 
+def other_head_count(sizes: Sizes) -> int:
+    """A number of heads dividing D with neither H nor d_k of these sizes; 1 when D has none."""
+    D = sizes.D
+    return next((h for h in range(2, D) if D % h == 0 and h != sizes.H and D // h != sizes.d_k), 1)
+
+
 def _weights(rng: np.random.Generator, D: int) -> dict:
     return {name: floats(rng, D, D, scale=1.0 / np.sqrt(D)) for name in ("W_Q", "W_K", "W_V", "W_O")}
 
@@ -498,6 +509,12 @@ def build_cases(rng: np.random.Generator, sizes: Sizes, prefix: str) -> dict[str
     # their inputs.
     cases["layer/split-twice"] = _case(prefix, "layer/split-twice", "split_heads", (), sizes, calls=(
         ("split_heads", (queries_in,), {}), ("split_heads", (keys_in,), {})))
+    # The layer's own input split by a layer of another head count (another H and another d_k, where D has
+    # one) and a batch of one sentence of several positions: a split whose sizes are constants is right on
+    # the usual layer or the single sentence and wrong on the other. Drawn nothing new either.
+    cases["split/other-heads"] = _case(prefix, "split/other-heads", "split_heads", (queries_in,), sizes,
+                                       heads=other_head_count(sizes))
+    cases["split/one-batch"] = _case(prefix, "split/one-batch", "split_heads", (single[0],), sizes)
     cases["forward/one-head"] = _case(prefix, "forward/one-head", "forward", (queries_in, keys_in, values_in), sizes,
                                       kwargs={"return_weights": True}, weights=weights, heads=1)
     # Scores near +-1000 through attention and through forward: an unshifted exponential anywhere on the path

@@ -147,6 +147,11 @@ def heads_layout(case: Case, got) -> list[Finding]:
         return []
     B, T, D = x.shape
     H, d_k = expected.shape[1], expected.shape[3]
+    fixed = _fixed_head_count(case, x, got, H)
+    if fixed:
+        # x cut right into a constant number of heads: the plainest reading, though with H and d_k exchanged
+        # the same entries are also x dealt round-robin
+        return fixed
     blocks = x.reshape(B, T, H, d_k)  # head h owns the features h*d_k ... (h+1)*d_k - 1
     dealt = np.swapaxes(x.reshape(B, T, d_k, H), 2, 3)  # head h owns the features h, h+H, h+2H ...
     layouts = [(("split-heads-no-transpose",), "x.reshape(B, H, T, d_k)", x.reshape(B, H, T, d_k))]
@@ -161,7 +166,7 @@ def heads_layout(case: Case, got) -> list[Finding]:
         if layout.shape == got.shape and not same_value(layout, expected) and same_value(got, layout):
             return [Finding(misconception, case.function, message_data("sig_layout", {
                 "what": case.call_text or case.function, "layout": label})) for misconception in misconceptions]
-    return _fixed_head_count(case, x, got, H)
+    return []
 
 
 def _fixed_head_count(case: Case, x: np.ndarray, got: np.ndarray, H: int) -> list[Finding]:

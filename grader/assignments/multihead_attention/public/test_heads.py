@@ -32,23 +32,38 @@ def test_split_heads_gives_each_head_a_contiguous_block(student, cases):
 
 @mha(points=1, function="split_heads", probes=("split-heads-hardcoded-shape",))
 def test_split_heads_works_for_any_batch_and_length(student, cases):
-    usual = cases["split/cross"]
-    for name in ("split/one", "split/long", "layer/split-twice"):  # the last: one layer, two sizes in turn
+    # Beside the usual input: one position, a longer batch, one layer on two lengths in turn, a layer of
+    # another head count and one sentence of several positions. A failure on one of them where the split
+    # is right on the usual input, or on the single sentence (right there and wrong on a batch: the batch
+    # size is a constant), is a size written into the code.
+    for name in ("split/one", "split/long", "layer/split-twice", "split/other-heads", "split/one-batch"):
         case = cases[name]
         try:
             expect_value(student, case)
         except CheckFailure as failure:
-            right_on_usual = student.invoke(usual).error is None and failure.misconception in (
-                "wrong-shape", "error", "numeric-mismatch", "split-heads-hardcoded-shape")
-            try:
-                expect_value(student, usual)
-            except CheckFailure:
-                right_on_usual = False
-            if right_on_usual:
-                shape = (case.args or case.calls[-1][1])[0].shape  # the input it failed on
-                raise CheckFailure(Message("hardcoded_shape", {"shape": shape}), *failure.messages,
-                                   misconception="split-heads-hardcoded-shape") from None
-            raise
+            if failure.misconception not in ("wrong-shape", "error", "numeric-mismatch",
+                                             "split-heads-hardcoded-shape"):
+                raise
+            witness = next((cases[other] for other in ("split/cross", "split/one-batch")
+                            if other != name and _right_on(student, cases[other])), None)
+            if witness is None:
+                raise
+            if name == "split/other-heads":
+                heads = case.init[1]
+                message = Message("hardcoded_heads", {"heads": heads, "width": case.init[0] // heads})
+            else:
+                message = Message("hardcoded_shape", {"shape": (case.args or case.calls[-1][1])[0].shape})
+            raise CheckFailure(message, *failure.messages, misconception="split-heads-hardcoded-shape") from None
+
+
+def _right_on(student, case) -> bool:
+    if student.invoke(case).error is not None:
+        return False
+    try:
+        expect_value(student, case)
+    except CheckFailure:
+        return False
+    return True
 
 
 @mha(points=1, function="combine_heads")
