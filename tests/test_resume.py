@@ -110,10 +110,20 @@ def kill_the_grader(task):
     return grade_task(task)
 
 
+def slowly_stored(record):
+    """Journal.record taking a second first: a finished result still waits to be stored when the next
+    submission, started meanwhile, kills the grader (the race a fast disk only sometimes loses)."""
+    def slow(self, student, result):
+        time.sleep(1.0)
+        return record(self, student, result)
+    return slow
+
+
 def run_grader(folder: Path, out: Path, *, resume: bool) -> int:
     script = ("import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path; "
-              "from test_resume import kill_the_grader, FAST; from grader.batch.run import grade_class; "
-              "from grader.batch.settings import GradingRun; "
+              "from test_resume import kill_the_grader, slowly_stored, FAST; from grader.batch.run import grade_class; "
+              "from grader.batch.settings import GradingRun; from grader.batch.journal import Journal; "
+              "Journal.record = slowly_stored(Journal.record); "
               "grade_class(run=GradingRun(submissions=Path(sys.argv[2]), out=Path(sys.argv[3]), jobs=2, limits=FAST, "
               "resume=sys.argv[4] == 'resume'), runner=kill_the_grader)")
     completed = subprocess.run([sys.executable, "-c", script, str(TESTS_DIR), str(folder), str(out),
@@ -135,7 +145,8 @@ def test_a_submission_that_kills_the_grader_twice_is_marked_error_and_the_rest_a
     assert journal.attempts("poison") == 1 and not journal.is_done("poison")
     assert run_grader(folder, out, resume=True) == -signal.SIGKILL
     assert journal.attempts("poison") == 2
-    # only the culprit reached a second attempt; a bystander in flight during the first crash waits at one
+    # only the culprit reached a second attempt; a bystander in flight during the first crash waits at one, and
+    # one that finished before the crash but was not stored yet is not in flight at all
     assert [student for student in students if journal.attempts(student) > 1] == ["poison"]
     assert run_grader(folder, out, resume=True) == 0
     by_student = {result["student"]: result for result in results_of(out)}

@@ -236,6 +236,11 @@ class Journal:
         else:
             atomic_write_text(marker, json.dumps({"student": student, "attempts": attempt - 1}, ensure_ascii=False))
 
+    def finished(self, student: str) -> None:
+        """A grading that ended in this run: no longer in flight, whatever its attempts, before its result is
+        stored (a crash in between grades it again as a new submission, never as a suspect)."""
+        (self.running_dir / f"{file_key(student)}.json").unlink(missing_ok=True)
+
     def in_flight(self) -> list[str]:
         """Students whose grading started in an earlier run and never finished."""
         students = []

@@ -277,6 +277,11 @@ def _run_lanes(todo: deque, suspects: deque, journal: Journal, *, run: GradingRu
                     attempts.pop(student, None)
                     suspects.append(entry)
                 else:
+                    if done.result is not None or done.failure is not None:
+                        # finished: no longer in flight, so a crash while it waits to be stored (the next one
+                        # started meanwhile) is never counted against it; it is graded again, nothing lost
+                        attempts.pop(student, None)
+                        journal.finished(student)
                     to_store.append(done)
             fill()  # the lanes go on with the next submissions while these results are stored
             for done in to_store:
