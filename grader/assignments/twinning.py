@@ -31,7 +31,6 @@ class Twin:
     label: str
     target: str  # "function" or "Class.method" in the reference module
     make: Callable[[ModuleType], Callable]  # the module copy -> the mistaken function or method
-    under: tuple = ()  # twins of other functions put in place first: this mistake on top of theirs
 
 
 def floats(rng: np.random.Generator, *shape: int, scale: float = 1.0) -> np.ndarray:
@@ -43,10 +42,9 @@ def floats(rng: np.random.Generator, *shape: int, scale: float = 1.0) -> np.ndar
 def patched(assignment: str, twin: Twin) -> ModuleType:
     """A private copy of the reference of ``assignment`` with ``twin``'s mistake in place."""
     module = fresh_reference(assignment)
-    for step in (*twin.under, twin):
-        owner_name, _, attribute = step.target.rpartition(".")
-        owner = getattr(module, owner_name) if owner_name else module
-        setattr(owner, attribute, step.make(module))
+    owner_name, _, attribute = twin.target.rpartition(".")
+    owner = getattr(module, owner_name) if owner_name else module
+    setattr(owner, attribute, twin.make(module))
     return module
 
 
@@ -211,29 +209,6 @@ def with_expectations(case: Case, assignment: str, twins: tuple[Twin, ...], *, e
         return [(twin.misconception, twin.label, outcomes[twin][0]) for twin in asked if outcomes[twin] is not None]
 
     return replace(case, expected=expected, twins=None, twin_builder=differing)
-
-
-def twins_on_top(case: Case, upstream: frozenset, reached: frozenset) -> list[tuple[tuple[str, str], tuple[str, str], object]]:
-    """The outcome on ``case`` of each twin of a function the call entered (``reached``, the checked one among
-    them) put on top of each twin of a function and misconception in ``upstream`` (``(function, misconception)``:
-    a mistake of that function's own that its own checks showed), the two in different functions:
-    ``[((misconception, label), (its misconception, its label), outcome)]``. A softmax over the wrong axis hides
-    the missing scale of the attention that calls it; the reference with both mistakes in place gives the
-    student's value. Kept per case: a second ask costs nothing."""
-    import importlib
-
-    if case.exercise is None:
-        return []
-    key = ("on top", upstream, reached)
-    if key not in case._memo:
-        twins = getattr(importlib.import_module(f"grader.assignments.{case.exercise}.cases"), "TWINS", ())
-        entered = reached | {case.function.rpartition(".")[2]}
-        unders = [twin for twin in twins if (twin.target.rpartition(".")[2], twin.misconception) in upstream]
-        case._memo[key] = [((top.misconception, top.label), (under.misconception, under.label),
-                            outcome_of(patched(case.exercise, replace(top, under=(under,))), case))
-                           for under in unders for top in twins
-                           if top.target.rpartition(".")[2] in entered and top.target != under.target]
-    return case._memo[key]
 
 
 @dataclass(frozen=True)

@@ -110,17 +110,9 @@ def expect_values(student: StudentCode, cases) -> None:
         further = []
         for failure in failures:
             readings = {failure.misconception, *(part.misconception for part in failure.alternatives)}
-            if failure is best or _unexplained(failure):
-                continue
-            if not readings & named:
+            if failure is not best and not _unexplained(failure) and not readings & named:
                 named.add(failure.misconception)
                 further.append(failure)
-                continue
-            # its own mistake is named already; one it names beside it (two mistakes together) may not be
-            for part in failure.others:
-                if part.misconception not in named and not _unexplained(part):
-                    named.add(part.misconception)
-                    further.append(part)
         best.others = (*best.others, *further)
         raise best
 
@@ -250,10 +242,9 @@ def failure_from_value(case: Case, got, *, student: StudentCode | None = None, r
     else:
         findings = (_companion_findings(case, student, got) or explain(_rules_case(case, student), got)) \
             if case.names_mistakes else []
-        on_top = _on_top(case, got, student, reached) if case.names_mistakes and not findings else None
-        failure = _from_findings(case, findings, reached) if findings else on_top or generic_failure(case, got)
+        failure = _from_findings(case, findings, reached) if findings else generic_failure(case, got)
         _rule_out_twins(case, student, findings)
-        if on_top is None and case.overflow_ids and failure.misconception in case.overflow_ids:
+        if case.overflow_ids and failure.misconception in case.overflow_ids:
             failure.misconception = _seen_overflow(case, student, failure.misconception, reached)
     failure.function, failure.reached = case.function, reached
     failure.detail = tuple(Message(*text) for text in showing.value_detail(case, got))
@@ -278,7 +269,6 @@ def _matching_twins(case: Case, got, student: StudentCode | None) -> list[tuple[
         found = [(misconception, label) for misconception, label, value in case.twins_among(hinted)
                  if _same_outcome(got, value)]
         if found:
-            _seen(student, case, found)
             return found
     ruled_out = getattr(student, "twins_ruled_out", None)
     if ruled_out and not hinted and not case.twins_ready and _size_pattern(case) in ruled_out:
@@ -288,14 +278,7 @@ def _matching_twins(case: Case, got, student: StudentCode | None) -> list[tuple[
         value for _, _, value in twins])) if same]
     if hints is not None and found:
         hints[case.function] = frozenset(found)
-    _seen(student, case, found)
     return found
-
-
-def _seen(student: StudentCode | None, case: Case, found: list) -> None:
-    seen = getattr(student, "twins_seen", None)
-    if seen is not None and found:
-        seen.setdefault(case.function, set()).update(misconception for misconception, _ in found)
 
 
 def _rules_case(case: Case, student: StudentCode | None) -> Case:
@@ -360,33 +343,6 @@ def _seen_overflow(case: Case, student: StudentCode | None, guessed: str, reache
         return guessed  # the call never entered that function: the overflow is in the checked one's own code
     seen = {misconception for misconception, _ in hints.get(home, ())} & set(case.overflow_ids)
     return next(iter(seen)) if len(seen) == 1 else guessed
-
-
-def _on_top(case: Case, got, student: StudentCode | None, reached: tuple) -> CheckFailure | None:
-    """Two mistakes, one hiding the other: a function this call entered fails its own checks with a mistake its
-    twins matched there, and the checked function's value is exactly one of its own twins' on top of that one
-    (a broken softmax inside an attention that also leaves out the scale). The checked function's own mistake
-    is named, and the other one beside it, each in its own function; None when no such pair gives ``got``."""
-    seen = getattr(student, "twins_seen", None)
-    if not seen or not reached:
-        return None
-    own = _short(case.function)
-    # each entered function's own mistakes as its own checks showed them (not one of a function it calls)
-    upstream = frozenset((name, misconception) for name in reached if name != own
-                         for misconception in seen.get(name, ()))
-    if not upstream:
-        return None
-    from grader.assignments.twinning import twins_on_top
-
-    for (misconception, label), (beneath, under_label), value in twins_on_top(case, upstream, frozenset(reached)):
-        if _same_outcome(got, value):
-            what = _what(case)
-            first = _diagnosed(case, misconception, label, Message("matches_mistakes_on_top", {
-                "what": what, "label": TwinLabel(label), "under": TwinLabel(under_label)}), reached)
-            first.others = (_diagnosed(case, beneath, under_label, Message("other_of_two", {
-                "label": TwinLabel(under_label)}), reached),)
-            return first
-    return None
 
 
 def _hinted_twins(case: Case, got, student: StudentCode | None) -> list[tuple[str, str]]:

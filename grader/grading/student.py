@@ -73,9 +73,6 @@ class StudentCode:
         self.ledger = Ledger()
         # function -> the (misconception, label) of the twins its last explained failure matched
         self.twin_hints: dict[str, frozenset] = {}
-        # function -> the misconceptions of its own twins that its failures matched (read by the rule for two
-        # mistakes on one path; unlike the hints, a record, never a shortcut)
-        self.twins_seen: dict[str, set[str]] = {}
         # (function, size pattern) of failures no twin explained (grading.checks._rule_out_twins): a mistake
         # the catalogue's twins do not make, so later failures of that kind are not run through every twin
         self.twins_ruled_out: set[tuple] = set()
