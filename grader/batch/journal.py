@@ -23,7 +23,6 @@ or, asked to ``--overwrite``, moves the earlier run to ``previous/<time>/``.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import hashlib
 import json
@@ -190,8 +189,7 @@ class Journal:
         """Store a finished result (as its JSON), then forget that it was in flight (in this order)."""
         atomic_write_text(self.done_dir / f"{file_key(student)}.json",
                           json.dumps(result.to_dict(), ensure_ascii=False, allow_nan=False), durable=True)
-        with contextlib.suppress(FileNotFoundError):
-            (self.running_dir / f"{file_key(student)}.json").unlink()
+        self.finished(student)
 
     # ---- what was graded ------------------------------------------------------------------
     def remember(self, student: str, digest: str) -> None:

@@ -103,8 +103,9 @@ def expect_values(student: StudentCode, cases) -> None:
         best = min(failures, key=_unexplained)
         # a mistake named from a raise by the exercise's rules is shown by its values where another input shows
         # the same mistake in them (a fixed axis raises on a 1-D input and gives wrong rows on a matrix)
-        best = next((failure for failure in failures if best.outcome == "error" and failure.outcome != "error"
-                     and failure.misconception == best.misconception), best)
+        if best.outcome == "error":
+            best = next((failure for failure in failures
+                         if failure.outcome != "error" and failure.misconception == best.misconception), best)
         # a mistake another reading of the same values gives (a twin that matched too) is no further mistake
         named = {part.misconception for part in (best, *best.others, *best.alternatives)}
         further = []
