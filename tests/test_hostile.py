@@ -158,7 +158,8 @@ def test_values_that_are_not_plain_arrays_are_wrong_type(server):
     result = graded(HOSTILE / "always_equal.py", server)
     value_checks = [test for test in result.tests if "unchanged" not in test.name and test.function != "__init__"]
     assert value_checks and all(test.outcome == "failed" for test in value_checks)
-    assert {test.misconception for test in value_checks if test.function in ("softmax", "split_heads")} == {"wrong-type"}
+    assert {test.misconception for test in value_checks if test.function in ("softmax", "split_heads",
+                                                                              "scaled_dot_product_attention")} == {"wrong-type"}
     odd = graded(HOSTILE / "odd_arrays.py", server)
     softmax_checks = [test for test in odd.tests if test.function == "softmax"]
     assert all(test.outcome == "passed" for test in softmax_checks)  # a strided view of the right numbers is right

@@ -203,3 +203,15 @@ def test_a_hang_shows_the_spinner_and_ctrl_c_stops_it_as_a_cold_check_does(warm,
     assert outcomes["on"] == outcomes["off"], outcomes
     assert warm_logs.served(warm) == 1
     assert _check(REFERENCE).returncode == 0 and warm_logs.served(warm) == 2  # the server goes on
+
+
+def test_the_workers_sources_are_watched_though_another_process_reads_them():
+    """The fork server reads the worker's files in its own process, unseen by the server's audit hook: an
+    edited worker would go on serving checks with the code it had (a named tuple refused after the fix)."""
+    code = ("import json; from grader.warm.server import module_files; import sys;"
+            "print(json.dumps(['grader.sandbox.worker.worker_main' in sys.modules, sorted(module_files())]))")
+    loaded, files = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                              cwd=PROJECT, check=True).stdout)
+    worker = PROJECT / "grader" / "sandbox" / "worker"
+    assert not loaded
+    assert {str(worker / name) for name in ("worker_main.py", "forkserver.py", "arrays.py")} <= set(files)

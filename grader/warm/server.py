@@ -24,6 +24,7 @@ import socket
 import stat
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from grader.warm import place
 
@@ -99,8 +100,11 @@ class OpenedFiles:
 
 
 def module_files() -> set[str]:
-    """The source (and compiled) file of every module imported."""
-    files = set()
+    """The source (and compiled) file of every module imported, and the worker's sources: the fork
+    server reads those in its own process, which this one's audit hook never sees."""
+    from grader.sandbox import worker
+
+    files = {str(path) for path in Path(worker.__file__).parent.glob("*.py")}
     for module in list(sys.modules.values()):
         for name in ("__file__", "__cached__"):
             value = getattr(module, name, None)

@@ -49,9 +49,13 @@ def encode(value, blobs, codec, limit=MESSAGE_LIMIT):
         return {"__array__": len(blobs) - 1}
     if isinstance(value, codec.generic) and type(value).__module__ == "numpy" and value.dtype.kind in "biuf":
         return {"__scalar__": value.item(), "dtype": str(value.dtype)}
-    if type(value) in (tuple, list) and len(value) <= 16:
-        items = [encode(item, blobs, codec, limit) for item in value]
-        return {"__tuple__": items} if type(value) is tuple else items
+    if type(value) is list and len(value) <= 16:
+        return [encode(item, blobs, codec, limit) for item in value]
+    if issubclass(type(value), tuple) and tuple.__len__(value) <= 16:
+        # A named tuple is a tuple: its items are read through tuple's own methods, which a
+        # subclass cannot override, so a hostile subclass gives back exactly what it holds.
+        items = [encode(tuple.__getitem__(value, i), blobs, codec, limit) for i in range(tuple.__len__(value))]
+        return {"__tuple__": items}
     return {"__object__": _describe(value, codec)}
 
 
