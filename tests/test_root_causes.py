@@ -649,3 +649,86 @@ def test_sizes_a_layer_keeps_from_its_first_split_are_the_hardcoded_shape_not_th
     assert split.misconception == "split-heads-hardcoded-shape", split.message
     forward = _failing(result, "test_forward_shape_for_cross_attention")
     assert forward.misconception == "split-heads-hardcoded-shape" and forward.root_cause == "split_heads"
+
+
+@pytest.mark.parametrize("name, check, own, beneath", [
+    ("batch_axis_softmax_under_unscaled_scores", "test_attention_is_stable_for_large_scores",
+     "attention-no-scale", "softmax-wrong-axis"),
+])
+def test_a_mistake_beneath_a_callees_is_named_from_the_call_with_a_right_callee(tmp_path, name, check, own,
+                                                                              beneath):
+    """A function's own mistake beneath a mistake of the function it calls, on the same call: no twin of either
+    alone gives the value (it was a plain mismatch), and the call made again with a right callee shows the
+    checked function's own; each function's checks name the mistake in its code."""
+    result = _library(tmp_path, name)
+    failing = _failing(result, check)
+    assert own in failing.additional_misconceptions and "With right softmax in place of yours" in failing.message
+    assert {own, beneath} <= set(result.misconceptions)
+
+
+OUTPUT = "        out = self.combine_heads(heads) @ self.W_O  # (B, T, D)"
+SPLIT_TAIL = "        return x.transpose(0, 2, 1, 3)  # (B, H, T, d_k)"
+
+
+def test_an_output_projection_left_out_under_scrambled_heads_is_named_from_the_call_with_right_heads(tmp_path):
+    # heads cut to (B, H, d_k, T): no twin of either mistake alone gives forward's value, and most calls raise
+    source = _changed(SPLIT_TAIL, "        return x.transpose(0, 2, 3, 1)", _changed(OUTPUT, "        out = self.combine_heads(heads)"))
+    result = graded(tmp_path, source)
+    assert {"split-heads-wrong-axes", "mha-no-output-projection"} <= set(result.misconceptions)
+    said = [test for test in result.tests if "mha-no-output-projection" in test.additional_misconceptions]
+    assert said and all("With right split_heads" in test.message or "split_heads, " in test.message and
+                        "in place of yours" in test.message for test in said)
+
+
+def test_weights_returned_head_major_are_named_though_a_softmax_mistake_spoils_the_output(tmp_path):
+    # a softmax over the first axis: on attention's (B, H, T, S) scores it normalises over the batch, which no
+    # twin of the returned weights' mistake on top of it shows; the weights' axes are another order of (B, H, T, S)
+    source = _changed("    shifted = x - np.max(x, axis=-1, keepdims=True)  # (..., N)\n"
+                      "    exponentials = np.exp(shifted)  # (..., N)\n"
+                      "    return exponentials / np.sum(exponentials, axis=-1, keepdims=True)",
+                      "    shifted = x - np.max(x, axis=0, keepdims=True)\n"
+                      "    exponentials = np.exp(shifted)\n"
+                      "    return exponentials / np.sum(exponentials, axis=0, keepdims=True)")
+    source = _changed("            return out, weights  # weights: (B, H, T, S)",
+                      "            return out, weights.transpose(1, 0, 2, 3)", source)
+    result = graded(tmp_path, source)
+    assert {"softmax-wrong-axis", "mha-wrong-weights-returned"} <= set(result.misconceptions)
+
+
+SOFTMAX_SUM = "    return exponentials / np.sum(exponentials, axis=-1, keepdims=True)"
+ATTENTION_SCORES = "    scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(d_k)  # (B, H, T, S)"
+VALUE_PRODUCT = "    out = weights @ V  # (B, H, T, d_k)"
+
+
+def test_a_scale_put_after_a_softmax_that_raises_is_named_from_the_call_with_a_right_softmax(tmp_path):
+    # the row sum without keepdims raises on every non-square input, so attention never shows its own values
+    source = _changed(SOFTMAX_SUM, "    return exponentials / np.sum(exponentials, axis=-1)")
+    source = _changed(ATTENTION_SCORES + "\n    weights = softmax(scores)  # (B, H, T, S), rows sum to 1 over S",
+                      "    weights = softmax(Q @ np.swapaxes(K, -1, -2)) / np.sqrt(d_k)", source)
+    result = graded(tmp_path, source)
+    assert {"softmax-no-keepdims", "attention-scale-after-softmax"} <= set(result.misconceptions)
+    said = [test for test in result.tests if "attention-scale-after-softmax" in test.additional_misconceptions]
+    assert said and all("With right softmax in place of yours" in test.message for test in said)
+
+
+def test_keys_projected_with_w_k_transposed_under_an_attention_that_breaks_forward_are_named(tmp_path):
+    # attention hands back its output with the last two axes swapped: forward never gets as far as its values
+    source = _changed(VALUE_PRODUCT, "    out = np.swapaxes(weights @ V, -1, -2)")
+    source = _changed("        keys = self.split_heads(K @ self.W_K)  # (B, H, S, d_k)",
+                      "        keys = self.split_heads(K @ self.W_K.T)", source)
+    result = graded(tmp_path, source)
+    assert "mha-wrong-projection" in result.misconceptions
+    forward = [test for test in result.tests if "mha-wrong-projection" in test.additional_misconceptions]
+    assert forward and all(test.function == "forward" and "in place of yours" in test.message for test in forward)
+
+
+def test_keys_cut_with_the_query_length_under_an_attention_that_spoils_the_companion_are_named(tmp_path):
+    # the product summed over the queries instead of the keys (no twin makes it) gives (B, H, S, d_k): wrong
+    # on the S = T companion as well, which hides the lengths from the companion rule itself
+    source = _changed(VALUE_PRODUCT, '    out = np.einsum("bhts,bhsd->bhsd", weights, V)')
+    source = _changed("        keys = self.split_heads(K @ self.W_K)  # (B, H, S, d_k)",
+                      "        keys = self.split_heads((K @ self.W_K).reshape(Q.shape))", source)
+    source = _changed("        values = self.split_heads(V @ self.W_V)  # (B, H, S, d_k)",
+                      "        values = self.split_heads((V @ self.W_V).reshape(Q.shape))", source)
+    result = graded(tmp_path, source)
+    assert "mha-kv-uses-query-length" in result.misconceptions

@@ -698,3 +698,44 @@ def test_the_in_process_stand_in_records_the_same_names(tmp_path):
     forward = box.call_method("MultiHeadAttention", init=(8, 2), method="forward", args=(x, x, x))
     assert forward.reached == ("__init__", "forward", "split_heads", "scaled_dot_product_attention", "softmax")
     assert box.call("fails", x).reached == ("fails", "softmax")
+
+
+STOOD_IN = """
+    import numpy as np
+
+    def double(x):
+        return x * 3.0  # the submission's own (wrong) helper
+
+    def outer(x):
+        return double(x) + 1.0
+
+    def greedy(x):
+        try:
+            return double(x)
+        except BaseException:  # a stand-in with no answer: its call still ends
+            return "swallowed"
+
+    class Layer:
+        def part(self, x):
+            return x - 100.0
+
+        def whole(self, x):
+            return self.part(x) * 2.0
+"""
+
+
+def test_stand_ins_answer_from_their_table_ask_for_what_they_lack_and_leave_the_submission_as_it_was(server):
+    x = np.arange(3.0)
+    with Sandbox.open(source=source(STOOD_IN), limits=FAST, server=server) as box:
+        asked = box.run({"function": "outer", "stand_ins": [["double", "function", []]]}, (x,))
+        answered = box.run({"function": "outer", "stand_ins": [["double", "function", [[(x,), x * 2.0]]]]}, (x,))
+        caught = box.run({"function": "greedy", "stand_ins": [["double", "function", []]]}, (x,))
+        method = box.run({"class": "Layer", "init": [], "attributes": {}, "method": "whole",
+                          "stand_ins": [["part", "method", [[(x,), x]]]]}, (x,))
+        plain = box.call("outer", x)
+    assert asked.missing == "double" and isinstance(asked.value, tuple) and np.array_equal(asked.value[0], x)
+    assert answered.missing is None and np.array_equal(answered.value, x * 2.0 + 1.0)
+    assert answered.stood_in == ("double",) and "double" not in answered.reached
+    assert caught.missing == "double"  # the call's own except clause does not hide the question
+    assert method.missing is None and np.array_equal(method.value, x * 2.0) and method.stood_in == ("part",)
+    assert plain.missing is None and plain.stood_in == () and np.array_equal(plain.value, x * 3.0 + 1.0)

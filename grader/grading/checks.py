@@ -24,7 +24,8 @@ from grader.content.catalog import load_catalog
 from grader.content.messages import Message, TwinLabel, cell_label
 from grader.grading import showing
 from grader.grading.case import Case, Raised, same_as_each, same_value
-from grader.grading.findings import Finding, companion_rule, explain, overflow_kind, quiet_overflow_kind
+from grader.grading.findings import Finding, alone_rule, companion_rule, explain, overflow_kind, quiet_overflow_kind
+from grader.grading.reference import load_reference, reference_installed
 from grader.sandbox.codec import ForeignObject
 from grader.sandbox.endings import DID_NOT_RETURN, TIMEOUT
 
@@ -78,10 +79,90 @@ def expect_value(student: StudentCode, case: Case):
     """The student's value for ``case``; raises CheckFailure unless it is right."""
     outcome = student.invoke(case)
     if outcome.error is not None:
-        raise failure_from_error(case.function, outcome, case, student=student)
+        raise _alone(case, student, failure_from_error(case.function, outcome, case, student=student))
     if same_value(outcome.value, case.expected):
         return outcome.value
-    raise failure_from_value(case, outcome.value, student=student, reached=outcome.reached)
+    raise _alone(case, student, failure_from_value(case, outcome.value, student=student, reached=outcome.reached))
+
+
+def _alone(case: Case, student: StudentCode, failure: CheckFailure) -> CheckFailure:
+    """The exercise's ``ALONE`` rule (``grader.grading.findings.AloneRule``): the failing call made again
+    with the callees it entered stood in for by right ones; a mistake of the checked function's own that
+    this call shows is added to ``failure``. Nothing when the values already name one, when the call
+    entered no callee, or when the function had its share of such calls. A call that raised before it
+    entered any is judged by its companion's call (as many keys as queries) made so."""
+    callees = alone_rule(case)
+    if not callees or not case.names_mistakes or getattr(student, "alone", None) is None \
+            or failure.outcome not in ("failed", "error") or not reference_installed(case.exercise) \
+            or failure.messages and failure.messages[0].key == "worker_gone":
+        return failure  # a student's own install holds no reference to stand in with
+    catalog, own = load_catalog(), _short(case.function)
+    named = {part.misconception for part in (failure, *failure.others)}
+    tried = student.alone.setdefault(case.function, set())
+    if tried is None or case.id in tried or len(tried) >= ALONE_RUNS or any(
+            getattr(catalog.get(misconception), "function", None) == own for misconception in named):
+        return failure
+    entered = tuple((name, kind) for name, kind in callees if name in failure.reached)
+    parts = []
+    if entered:
+        tried.add(case.id)
+        outcome = student.stood_in(case, entered, _reference_answer(case))
+        if outcome is None or outcome.error is None and same_value(outcome.value, case.expected):
+            return failure
+        parts = _lengths_alone(case, student, callees) if outcome.error is not None else []
+        if not parts and outcome.stood_in:
+            alone = failure_from_error(case.function, outcome, case) if outcome.error is not None else \
+                failure_from_value(case, outcome.value, reached=outcome.reached)
+            what, names = _what(case), ", ".join(outcome.stood_in)
+            parts = [CheckFailure(Message("alone", {"what": what, "callees": names}), *part.messages,
+                                  misconception=part.misconception, function=case.function)
+                     for part in (alone, *alone.others)]
+    elif failure.outcome == "error":
+        tried.add(case.id)
+        parts = _lengths_alone(case, student, callees)
+    found = tuple(part for part in parts if getattr(catalog.get(part.misconception), "function", None) == own
+                  and part.misconception not in named)
+    if found:
+        student.alone[case.function] = None  # its own mistake is named: no more such calls
+        failure.others = (*failure.others, *found)
+    return failure
+
+
+ALONE_RUNS = 3  # cases a function is called on with stand-ins, per submission
+
+
+def _lengths_alone(case: Case, student: StudentCode, callees: tuple) -> list[CheckFailure]:
+    """The exercise's ``COMPANION`` rule with right callees, for a call that raises here (so too, when it
+    was made so): its companion (as many keys as queries) right with the ``callees`` its own call entered
+    stood in for takes the keys' length from the queries.
+    A broken attention leaves the companion wrong as well, which hides that from the rule itself."""
+    rule, companion = companion_rule(case), case.companion_case
+    if rule is None or companion is None:
+        return []
+    callees = tuple((name, kind) for name, kind in callees if name in student.invoke(companion).reached)
+    if not callees:
+        return []
+    there = student.stood_in(companion, callees, _reference_answer(companion))
+    if there is None or there.error is not None or not there.stood_in or not same_value(there.value,
+                                                                                        companion.expected):
+        return []
+    return [CheckFailure(Message("alone", {"what": _what(case), "callees": ", ".join(there.stood_in)}),
+                         Message(*rule.evidence(case, companion)), misconception=rule.misconception,
+                         function=case.function)]
+
+
+def _reference_answer(case: Case):
+    """``answer(name, args)``: the reference's value of its function or method ``name`` on ``args`` (an
+    instance of the case's class and sizes for a method); raises where there is no reference."""
+    reference = load_reference(case.exercise)
+
+    def answer(name: str, args: tuple):
+        with np.errstate(all="ignore"):
+            if case.class_name is not None and hasattr(getattr(reference, case.class_name), name):
+                return getattr(getattr(reference, case.class_name)(*case.init), name)(*args)
+            return getattr(reference, name)(*args)
+
+    return answer
 
 
 def expect_values(student: StudentCode, cases) -> None:
@@ -111,9 +192,17 @@ def expect_values(student: StudentCode, cases) -> None:
         further = []
         for failure in failures:
             readings = {failure.misconception, *(part.misconception for part in failure.alternatives)}
-            if failure is not best and not _unexplained(failure) and not readings & named:
+            if failure is best or _unexplained(failure):
+                continue
+            if not readings & named:
                 named.add(failure.misconception)
                 further.append(failure)
+                continue
+            # its own mistake is named already; one it names beside it (two mistakes together) may not be
+            for part in failure.others:
+                if part.misconception not in named and not _unexplained(part):
+                    named.add(part.misconception)
+                    further.append(part)
         best.others = (*best.others, *further)
         raise best
 
@@ -480,7 +569,7 @@ def generic_failure(case: Case, got) -> CheckFailure:
                     # an item after it with axes left out or of size 1 is a mistake of its own, whatever this one's is
                     afters = [after for after in range(position + 1, len(expected))
                               if isinstance(expected[after], np.ndarray) and not same_value(got[after], expected[after])
-                              and _fewer_or_single(got[after], expected[after])]
+                              and _picked_wrongly(got[after], expected[after])]
                     later = [_compare_item(case, got[after], expected[after], f"{what}[{after}]", after,
                                            structure_mistake) for after in afters]
                     failure.others = tuple(other for other in later if other.misconception == structure_mistake)[:1]
@@ -488,13 +577,17 @@ def generic_failure(case: Case, got) -> CheckFailure:
     return _compare_array(case, got, expected, what, legends if isinstance(legends, str) else legends[0])
 
 
-def _fewer_or_single(got, expected: np.ndarray) -> bool:
+def _picked_wrongly(got, expected: np.ndarray) -> bool:
     """An array with axes left out, or of size 1 where the expected one has more (one head, or the heads
-    averaged): what was picked to return is wrong. A size of another kind (the keys' length, a head count
-    fixed in the code) is a mistake upstream of it."""
+    averaged), or the expected axes in another order, each told apart by its size (the heads stacked ahead
+    of the batch): what was picked to return is wrong. A size of another kind (the keys' length, a head
+    count fixed in the code) is a mistake upstream of it."""
     shape = getattr(got, "shape", None)
     if shape is None or len(shape) > expected.ndim:
         return False
+    if len(shape) == expected.ndim and shape != expected.shape and sorted(shape) == sorted(expected.shape) \
+            and len(set(expected.shape)) == expected.ndim:
+        return True
     return len(shape) < expected.ndim or all(got_size in (1, size) for got_size, size in zip(shape, expected.shape))
 
 

@@ -93,6 +93,25 @@ def companion_rule(case: Case) -> CompanionRule | None:
     return getattr(module, "COMPANION", None) if module is not None else None
 
 
+@dataclass(frozen=True)
+class AloneRule:
+    """Each function judged apart from the ones it calls: ``callees`` maps a checked function to the
+    submission's functions to stand in for, ``(name, "function" | "method")``, when its values name none of
+    its own mistakes and a callee it entered fails its own checks (a softmax that raises hides a scale
+    put after it; heads cut wrongly hide an output projection left out). The call is made again with
+    right callees (the reference's values, ``grader.sandbox.worker.standins``); a mistake of its own that
+    call shows is named beside the callee's."""
+
+    callees: dict
+
+
+def alone_rule(case: Case) -> tuple:
+    """The callees to stand in for when ``case``'s function is judged alone (empty: it is not)."""
+    module = rules_module(case.exercise)
+    rule = getattr(module, "ALONE", None) if module is not None else None
+    return tuple(rule.callees.get(case.function, ())) if rule is not None else ()
+
+
 def overflow_kind(x: np.ndarray, got: np.ndarray, ids: tuple[str, str], expected: np.ndarray | None = None, *,
                   broken: np.ndarray | None = None) -> str:
     """Tell an unstable softmax from a global-max one by which rows broke.

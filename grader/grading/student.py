@@ -31,6 +31,7 @@ PRINTED_LIMIT = 2000  # bytes of one call's printed output kept
 REPLY_FACTOR = 16
 REPLY_ROOM = 1 << 16
 KEPT_BYTES = 64 << 20  # of arrays the trusted side keeps of one submission's outcomes, in all
+STAND_IN_ROUNDS = 8  # rounds of one call with stand-ins: each answers one more of their calls
 
 
 class Box(Protocol):
@@ -76,6 +77,9 @@ class StudentCode:
         # (function, size pattern) of failures no twin explained (grading.checks._rule_out_twins): a mistake
         # the catalogue's twins do not make, so later failures of that kind are not run through every twin
         self.twins_ruled_out: set[tuple] = set()
+        # function -> the cases it was called on with its callees stood in for (grading.checks._alone), None
+        # once that named a mistake of its own: bounded per submission
+        self.alone: dict[str, set | None] = {}
         self._cache: dict[str, tuple[CallOutcome, Stop | None]] = {}
         self._printed: dict[str, str] = {}  # case id -> what its call printed
         self._check_printed: list[str] | None = None  # what the calls of the running check printed
@@ -198,6 +202,34 @@ class StudentCode:
         # nothing printed, or a fresh worker (whose output is not this call's alone): nothing to show
         printed = self.sandbox.output_since(before, min(after - before, PRINTED_LIMIT)) if after > before else ""
         return self._learn(function, outcome, construction), printed
+
+    def stood_in(self, case: Case, callees: tuple, answer) -> CallOutcome | None:
+        """``case``'s call with the submission's ``callees`` (``(name, "function" | "method")``) stood in for
+        (``grader.sandbox.worker.standins``): each answers from a table of ``answer(name, args)``, the
+        reference's value, grown by one entry a round. None when the call cannot be made so (a function that
+        hung, arguments the reference takes no answer for, more rounds than ``STAND_IN_ROUNDS``). Only
+        feedback reads it: the call is not the checks' own, and the ledger learns nothing from it."""
+        if self.ledger.settled(case.function, construction_of(case)) is not None:
+            return None
+        tables = {name: [] for name, _ in callees}
+        target, args, kwargs = request_of(case)
+        for _ in range(STAND_IN_ROUNDS):
+            target = {**target, "stand_ins": [[name, kind, tables[name]] for name, kind in callees]}
+            outcome = self.sandbox.run(target, args, kwargs, timeout=self.limit(case.function),
+                                       stop_on=self.ledger.stop_on(), reply_limit=reply_limit_of(case))
+            if outcome.ended is not None:
+                return None
+            if outcome.missing is None:
+                return outcome
+            given = outcome.value
+            if outcome.missing not in tables or not isinstance(given, tuple) or \
+                    not all(isinstance(arg, np.ndarray) for arg in given):
+                return None
+            try:
+                tables[outcome.missing].append([given, answer(outcome.missing, given)])
+            except Exception:  # noqa: BLE001 - arguments the reference refuses: no right callee to stand in
+                return None
+        return None
 
     def _learn(self, function: str, outcome: CallOutcome, construction: tuple | None) -> tuple[CallOutcome, Stop | None]:
         given, stop = self.ledger.record(function, outcome, construction=construction, limit=self.limit(function),

@@ -109,6 +109,10 @@ class CallOutcome:
     # unknown. Untrusted: for hints and for which checks a hang affects, never for a score.
     reached: tuple[str, ...] = ()
     seconds: float | None = None  # wall clock from sending the call (or the end of the one before) to its reply
+    # A call with stand-ins (``grader.sandbox.worker.standins``): the one asked for arguments it holds no answer
+    # for (``value`` is then those arguments), and the names of those the call used. Untrusted, like ``reached``.
+    missing: str | None = None
+    stood_in: tuple[str, ...] = ()
 
     @property
     def timed_out(self) -> bool:
@@ -393,7 +397,8 @@ class Sandbox:
                                seconds=seconds)
         reached = _names(reply.get("reached"))
         if not reply.get("ok"):
-            return CallOutcome(error=_call_error(reply.get("error")), reached=reached, seconds=seconds)
+            return CallOutcome(error=_call_error(reply.get("error")), reached=reached, seconds=seconds,
+                               stood_in=_names(reply.get("stood_in")))
         try:
             value = decode_reply(reply.get("value"), reply_blobs, limit)
             after = decode_arguments_after(reply.get("args_after", []), reply_blobs, limit, sent)
@@ -401,8 +406,10 @@ class Sandbox:
             return CallOutcome(error=CallError("BadReply", str(bad)[:300]), ended=REFUSED, reached=reached,
                                seconds=seconds)
         peak = reply.get("peak_memory")
+        missing = reply.get("stand_in_missing")
         return CallOutcome(value=value, args_after=after, peak_memory=peak if type(peak) is int else None,
-                           reached=reached, seconds=seconds)
+                           reached=reached, seconds=seconds, missing=missing[:100] if type(missing) is str else None,
+                           stood_in=_names(reply.get("stood_in")))
 
     def _timed_out(self, limit: float | None, seconds: float | None = None) -> CallOutcome:
         """A timeout, naming the limit that ended it (the message is the limit in seconds; None: the budget's)."""

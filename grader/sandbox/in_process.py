@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,7 @@ import numpy as np
 from grader.sandbox.client import CallError, CallOutcome, Limits
 from grader.sandbox.codec import ForeignObject
 from grader.sandbox.worker.recording import Recorder
+from grader.sandbox.worker.standins import Missing, StandIns
 
 
 class InProcessBox:
@@ -60,6 +62,8 @@ class InProcessBox:
 
     def run(self, target: dict, args: tuple = (), kwargs: dict | None = None, **limits) -> CallOutcome:
         """A request target as ``grader.grading.student.request_of`` builds it (``limits`` are not enforced here)."""
+        if target.get("stand_ins") is not None:
+            return self._stood_in(target, args, kwargs)
         if "class" not in target:
             return self.call(target["function"], *args, **(kwargs or {}))
         if target.get("calls") is not None:
@@ -89,12 +93,39 @@ class InProcessBox:
             results.append(value if step_args is None else value(*copy.deepcopy(step_args), **(step_kwargs or {})))
         return tuple(results)
 
-    def _run(self, function, args) -> CallOutcome:
+    def _stood_in(self, target: dict, args: tuple, kwargs: dict | None) -> CallOutcome:
+        """The call with the worker's stand-ins in place (``grader.sandbox.worker.standins``), as it makes it."""
+        stand_ins = StandIns(np, target["stand_ins"])
+        namespace = vars(self.module)
+
+        def run(arguments):
+            stand_ins.install(namespace)
+            if "class" not in target:
+                return namespace[target["function"]](*arguments, **(kwargs or {}))
+            instance = namespace[target["class"]](*target.get("init", ()))
+            for name, value in (target.get("attributes") or {}).items():
+                setattr(instance, name, value.copy())
+            stand_ins.install_methods(instance)
+            return getattr(instance, target["method"])(*arguments, **(kwargs or {}))
+
+        try:
+            outcome = self._run(run, args, stopped=Missing)
+        finally:
+            stand_ins.restore(namespace)
+        used = tuple(sorted(stand_ins.used))
+        if stand_ins.missing is not None:
+            name, given = stand_ins.missing
+            return CallOutcome(value=_plain(given), missing=name, stood_in=used, reached=outcome.reached)
+        return replace(outcome, stood_in=used)
+
+    def _run(self, function, args, stopped=()) -> CallOutcome:
         arguments = tuple(copy.deepcopy(a) for a in args)
         with self.recorder.call() as reached:
             try:
                 with np.errstate(all="ignore"):
                     value = function(arguments)
+            except stopped:
+                return CallOutcome(reached=tuple(reached))  # a stand-in with no answer ended the call
             except Exception as error:  # noqa: BLE001 - reported like the worker does
                 return CallOutcome(error=CallError(type(error).__name__, str(error)), reached=tuple(reached))
         return CallOutcome(value=_plain(value), args_after=arguments, reached=tuple(reached))

@@ -43,7 +43,7 @@ from grader.assignments.multihead_attention.fitting import (FIT_TOLERANCE, atten
                                                             returned_scores, right_in_every_respect, sums_to_one,
                                                             uniform_rows, weights_findings)
 from grader.grading.case import Case, same_value
-from grader.grading.findings import CompanionRule, Finding, message_data
+from grader.grading.findings import AloneRule, CompanionRule, Finding, message_data
 
 
 # ---- softmax ----------------------------------------------------------------------------------
@@ -457,3 +457,10 @@ COMPANION = CompanionRule(
     # checks find that, it is the one mistake
     stand_ins={"forward": (("split-heads-hardcoded-shape", "split_heads"),)},
 )
+
+
+# Attention judged with a right softmax; forward with right attention and head layout.
+ALONE = AloneRule(callees={
+    "scaled_dot_product_attention": (("softmax", "function"),),
+    "forward": (("scaled_dot_product_attention", "function"), ("split_heads", "method"), ("combine_heads", "method")),
+})
