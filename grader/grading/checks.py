@@ -107,6 +107,8 @@ def _alone(case: Case, student: StudentCode, failure: CheckFailure) -> CheckFail
     if entered:
         tried.add(case.id)
         outcome = student.stood_in(case, entered, _reference_answer(case))
+        if outcome is not None and outcome.error is None and same_value(outcome.value, case.expected):
+            student.alone[case.function] = None  # right alone: the mistakes are the callees'
         if outcome is None or outcome.error is None and same_value(outcome.value, case.expected):
             return failure
         parts = _lengths_alone(case, student, callees) if outcome.error is not None else []
