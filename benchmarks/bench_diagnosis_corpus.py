@@ -22,7 +22,7 @@ measures the second corpus (``mutants/*/corpus2/``), written in styles neither
 corpus nor the rest of the library holds, after the rules had been fixed
 against the first; ``--corpus corpus3`` the third, written the same way after corpus2's fixes;
 ``--corpus corpus4`` the fourth, written after corpus3's; ``--corpus corpus5`` the fifth, after
-corpus4's; ``--corpus corpus6`` the sixth, after corpus5's;
+corpus4's; ``--corpus corpus6`` the sixth, after corpus5's; ``--corpus corpus7`` the seventh, after corpus6's;
 ``--corpus`` is repeatable. FOLDER
 (repeatable) replaces the corpus, for example the whole library:
 ``grader/assignments/multihead_attention/mutants``.
@@ -46,7 +46,7 @@ from grader.authoring.audit import CORRECT, UNCATALOGUED, library_modules  # noq
 
 LIBRARY = PROJECT / "grader" / "assignments" / "multihead_attention" / "mutants"
 # each written after the rules were fixed against the ones before it
-CORPORA = ("corpus", "corpus2", "corpus3", "corpus4", "corpus5", "corpus6")
+CORPORA = ("corpus", "corpus2", "corpus3", "corpus4", "corpus5", "corpus6", "corpus7")
 
 
 def corpus_folders(name: str) -> tuple[Path, Path]:

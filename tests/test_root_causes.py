@@ -732,3 +732,22 @@ def test_keys_cut_with_the_query_length_under_an_attention_that_spoils_the_compa
                       "        values = self.split_heads((V @ self.W_V).reshape(Q.shape))", source)
     result = graded(tmp_path, source)
     assert "mha-kv-uses-query-length" in result.misconceptions
+
+
+def test_inputs_changed_by_an_attention_whose_softmax_raises_are_named_from_the_call_with_a_right_softmax(tmp_path):
+    # Q divided in place before the scores; the row sum without keepdims raises before the call can return
+    source = _changed(SOFTMAX_SUM, "    return exponentials / np.sum(exponentials, axis=-1)")
+    source = _changed(ATTENTION_SCORES, "    Q /= np.sqrt(d_k)\n    scores = Q @ np.swapaxes(K, -1, -2)", source)
+    result = graded(tmp_path, source)
+    assert {"softmax-no-keepdims", "attention-mutates-input"} <= set(result.misconceptions)
+    unchanged = _failing(result, "test_attention_leaves_its_inputs_unchanged")
+    assert "attention-mutates-input" in unchanged.additional_misconceptions and "in place of yours" in unchanged.message
+
+
+def test_scores_returned_beside_a_global_shift_claim_no_value_product_mistake(tmp_path):
+    # the global shift underflows rows of large scores, so out fits no scaling of the returned scores: that is
+    # the softmax's doing, named by its own checks, and no sign of a product other than weights @ V
+    source = _changed("    shifted = x - np.max(x, axis=-1, keepdims=True)  # (..., N)", "    shifted = x - x.max()")
+    source = _changed("    return out, weights\n", "    return out, scores\n", source)
+    result = graded(tmp_path, source)
+    assert set(result.misconceptions) == {"softmax-global-max", "attention-returns-scores"}

@@ -235,19 +235,39 @@ def expect_unchanged(student: StudentCode, case: Case) -> None:
     structure and shapes, so an empty body that returns None earns nothing here.
     """
     outcome = student.invoke(case)
+    failure = None
     if outcome.error is not None:
-        raise failure_from_error(case.function, outcome, case, student=student)
-    if not _same_structure(outcome.value, case.expected):
-        raise failure_from_value(case, outcome.value, student=student, reached=outcome.reached)
+        failure = failure_from_error(case.function, outcome, case, student=student)
+    elif not _same_structure(outcome.value, case.expected):
+        failure = failure_from_value(case, outcome.value, student=student, reached=outcome.reached)
+    if failure is not None:
+        # a callee that breaks the call hides what it does to its inputs: the call with right callees shows it
+        entered = tuple((name, kind) for name, kind in alone_rule(case) if name in failure.reached)
+        alone = student.stood_in(case, entered, _reference_answer(case)) if entered and case.names_mistakes and \
+            reference_installed(case.exercise) and hasattr(student, "stood_in") else None
+        changed = _changed_argument(case, alone) if alone is not None and alone.error is None else None
+        if changed is not None and case.mutation_id not in {part.misconception for part in (failure, *failure.others)}:
+            failure.others = (*failure.others, CheckFailure(
+                Message("alone", {"what": _what(case), "callees": ", ".join(alone.stood_in)}),
+                Message("mutated", {"function": case.function, "argument": changed}),
+                misconception=case.mutation_id, function=case.function))
+        raise failure
+    changed = _changed_argument(case, outcome)
+    if changed is not None:
+        raise CheckFailure(Message("mutated", {"function": case.function, "argument": changed}),
+                           misconception=case.mutation_id, function=case.function)
+
+
+def _changed_argument(case: Case, outcome) -> str | None:
+    """The name of the first array argument the call left changed (None: it changed none)."""
     names = case.argument_names or ()
     for position, (before, after) in enumerate(zip(case.args, outcome.args_after)):
         if not isinstance(before, np.ndarray):
             continue  # a number (a temperature, a k) cannot be changed in place
         if not isinstance(after, np.ndarray) or before.shape != after.shape or not np.array_equal(
                 before, after, equal_nan=True):
-            name = names[position] if position < len(names) else f"#{position + 1}"
-            raise CheckFailure(Message("mutated", {"function": case.function, "argument": name}),
-                               misconception=case.mutation_id, function=case.function)
+            return names[position] if position < len(names) else f"#{position + 1}"
+    return None
 
 
 def _same_structure(got, expected) -> bool:
