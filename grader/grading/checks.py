@@ -115,10 +115,7 @@ def _alone(case: Case, student: StudentCode, failure: CheckFailure) -> CheckFail
         if not parts and outcome.stood_in:
             alone = failure_from_error(case.function, outcome, case) if outcome.error is not None else \
                 failure_from_value(case, outcome.value, reached=outcome.reached)
-            what, names = _what(case), ", ".join(outcome.stood_in)
-            parts = [CheckFailure(Message("alone", {"what": what, "callees": names}), *part.messages,
-                                  misconception=part.misconception, function=case.function)
-                     for part in (alone, *alone.others)]
+            parts = [_shown_alone(case, outcome, part.misconception, *part.messages) for part in (alone, *alone.others)]
     elif failure.outcome == "error":
         tried.add(case.id)
         parts = _lengths_alone(case, student, callees)
@@ -148,9 +145,13 @@ def _lengths_alone(case: Case, student: StudentCode, callees: tuple) -> list[Che
     if there is None or there.error is not None or not there.stood_in or not same_value(there.value,
                                                                                         companion.expected):
         return []
-    return [CheckFailure(Message("alone", {"what": _what(case), "callees": ", ".join(there.stood_in)}),
-                         Message(*rule.evidence(case, companion)), misconception=rule.misconception,
-                         function=case.function)]
+    return [_shown_alone(case, there, rule.misconception, Message(*rule.evidence(case, companion)))]
+
+
+def _shown_alone(case: Case, outcome, misconception: str, *messages: Message) -> CheckFailure:
+    """A mistake of the checked function's own that the call with stand-ins (``outcome``) shows, told as such."""
+    return CheckFailure(Message("alone", {"what": _what(case), "callees": ", ".join(outcome.stood_in)}), *messages,
+                        misconception=misconception, function=case.function)
 
 
 def _reference_answer(case: Case):
@@ -247,10 +248,8 @@ def expect_unchanged(student: StudentCode, case: Case) -> None:
             reference_installed(case.exercise) and hasattr(student, "stood_in") else None
         changed = _changed_argument(case, alone) if alone is not None and alone.error is None else None
         if changed is not None and case.mutation_id not in {part.misconception for part in (failure, *failure.others)}:
-            failure.others = (*failure.others, CheckFailure(
-                Message("alone", {"what": _what(case), "callees": ", ".join(alone.stood_in)}),
-                Message("mutated", {"function": case.function, "argument": changed}),
-                misconception=case.mutation_id, function=case.function))
+            failure.others = (*failure.others, _shown_alone(case, alone, case.mutation_id, Message(
+                "mutated", {"function": case.function, "argument": changed})))
         raise failure
     changed = _changed_argument(case, outcome)
     if changed is not None:
