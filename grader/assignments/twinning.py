@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import copy
 import functools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Callable
 
 import numpy as np
 
-from grader.grading.case import PUBLIC_SIZES, Case, Raised, draw_sizes, link_companions, same_values
+from grader.grading.case import PUBLIC_SIZES, Case, Raised, draw_sizes, evolved, link_companions, same_values
 from grader.grading.reference import fresh_reference, load_reference
 from grader.sandbox.worker.recording import Recorder
 
@@ -189,8 +189,8 @@ def with_expectations(case: Case, assignment: str, twins: tuple[Twin, ...], *, e
     """``case`` with its expected value (the reference's, unless ``expected`` is given) and the twins that
     differ from it, made on first use; a new case, ``case`` itself is left as it is."""
     if expected is _REFERENCE:
-        with np.errstate(all="ignore"):
-            expected = run_case(load_reference(assignment), case)
+        with np.errstate(all="ignore"):  # a copied instance where that is the same as a fresh one, as for twins
+            expected = run_case(load_reference(assignment), case, copied_instances=True)
 
     # each twin's outcome on this case, run once however many checks ask (None: the same as the expected value)
     outcomes: dict[Twin, object] = {}
@@ -208,7 +208,7 @@ def with_expectations(case: Case, assignment: str, twins: tuple[Twin, ...], *, e
             outcomes[twin] = None if same else (value,)
         return [(twin.misconception, twin.label, outcomes[twin][0]) for twin in asked if outcomes[twin] is not None]
 
-    return replace(case, expected=expected, twins=None, twin_builder=differing)
+    return evolved(case, expected=expected, twins=None, twin_builder=differing)
 
 
 @dataclass(frozen=True)
@@ -230,7 +230,7 @@ class CaseSets:
         inputs repeat when the submission is graded again, so their expected values stay unseen."""
         rng = np.random.default_rng(self.public_seed if seed is None else seed)
         cases = self.build(rng, self.public_sizes, "")
-        return link_companions({name: replace(case, shows_values=seed is None, companion_case=None)
+        return link_companions({name: evolved(case, shows_values=seed is None, companion_case=None)
                                 for name, case in cases.items()})
 
     def hidden(self, seed: int) -> dict[str, Case]:

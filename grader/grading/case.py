@@ -14,7 +14,7 @@ hide behind a coincidence of sizes.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields
 from typing import Callable
 
 import numpy as np
@@ -167,12 +167,31 @@ class Case:
         return self.twin_builder(self, only=keys)
 
 
+_CASE_FIELDS = frozenset(item.name for item in fields(Case))
+# what ``evolved`` relies on: every field is the constructor's to set, and the constructor does nothing else
+assert all(item.init for item in fields(Case)) and not hasattr(Case, "__post_init__")
+
+
+def evolved(case: "Case", **changes) -> "Case":
+    """``dataclasses.replace(case, **changes)``, made without running ``Case.__init__``: a case has some thirty
+    fields, all set by its constructor and none checked or derived there, so the copy of its fields with
+    ``changes`` over them is the object ``replace`` makes (``_memo`` the same dict in both, as ``replace``
+    passes it on), at a tenth of the cost. A grading makes about 150 (every case drawn for the student)."""
+    unknown = changes.keys() - _CASE_FIELDS
+    if unknown:
+        raise TypeError(f"Case has no field {sorted(unknown)[0]!r}")
+    copy = object.__new__(Case)
+    copy.__dict__.update(case.__dict__)
+    copy.__dict__.update(changes)
+    return copy
+
+
 def link_companions(cases: dict[str, "Case"]) -> dict[str, "Case"]:
     """The same cases, each with a ``companion`` given the companion case itself (a companion has none)."""
     for case in cases.values():
         if case.companion and cases[case.companion].companion:
             raise ValueError(f"{case.id}: its companion {case.companion} has a companion of its own")
-    return {name: replace(case, companion_case=cases[case.companion]) if case.companion else case
+    return {name: evolved(case, companion_case=cases[case.companion]) if case.companion else case
             for name, case in cases.items()}
 
 

@@ -269,10 +269,16 @@ def nbytes(value) -> int:
 
 
 def reply_limit_of(case: Case) -> int:
-    """The most bytes of arrays the reply to ``case``'s call may hold, sized from the value it expects."""
-    inputs = nbytes((case.args, case.kwargs, case.calls))
-    expected = nbytes(case.expected)
-    return (REPLY_FACTOR * expected + inputs if expected else REPLY_FACTOR * inputs) + REPLY_ROOM
+    """The most bytes of arrays the reply to ``case``'s call may hold, sized from the value it expects (kept in
+    the case's memo: a grading asks it about 150 times, for a few dozen cases whose arrays keep their sizes)."""
+    # a copy of the case (``dataclasses.replace``) shares its memo: the key names the very values sized
+    key = ("reply_limit", id(case.args), id(case.kwargs), id(case.calls), id(case.expected))
+    limit = case._memo.get(key)
+    if limit is None:
+        inputs = nbytes((case.args, case.kwargs, case.calls))
+        expected = nbytes(case.expected)
+        limit = case._memo[key] = (REPLY_FACTOR * expected + inputs if expected else REPLY_FACTOR * inputs) + REPLY_ROOM
+    return limit
 
 
 def _described(value):
