@@ -134,13 +134,25 @@ def _field_kb(path: str, name: str) -> int:
     return 0
 
 
+# the processes whose trees TreeCpu counts apart, by what their command line holds: the sandbox's fork server
+# (its keepers and workers are forked from it) and the fork server the grading processes come from
+PARTS = {"sandbox": "sandbox/worker/forkserver.py", "lanes": "multiprocessing.forkserver import main"}
+
+
 class TreeCpu:
     """Exact CPU of a command and every process under it, where a cgroup v1 ``cpuacct`` can be made (root):
     the command starts in a cgroup of its own there, which everything it starts stays in (the sandbox makes
-    its workers' cgroups in other hierarchies), and ``cpuacct.usage`` counts them all, the short-lived too."""
+    its workers' cgroups in other hierarchies), and ``cpuacct.usage`` counts them all, the short-lived too.
+
+    Its parts (``PARTS``) are counted apart too: a thread moves each into a child cgroup as soon as it
+    appears (every 2 ms, until all are found), and whatever it forks from then on is counted with it; the
+    rest (the command's own process) is what the parts leave of the whole. A process a part forked in the
+    first milliseconds, before the move, stays in the rest."""
 
     def __init__(self):
         self.folder = None
+        self.parts: dict[str, str] = {}
+        self.stopped = threading.Event()
         try:
             with open("/proc/self/cgroup") as listing:
                 own = next(path for _, names, path in (line.rstrip("\n").split(":", 2) for line in listing)
@@ -151,8 +163,12 @@ class TreeCpu:
             folder = os.path.join(point, own.lstrip("/"), f"mha-bench-{os.getpid()}-{time.monotonic_ns()}")
             os.mkdir(folder)
             self.folder = folder
+            for name in PARTS:
+                os.mkdir(os.path.join(folder, name))
+                self.parts[name] = os.path.join(folder, name)
         except (OSError, StopIteration, IndexError):
             pass
+        self.mover = threading.Thread(target=self._move_parts, daemon=True)
 
     def join(self) -> None:
         """In the command's process, before it runs (``preexec_fn``)."""
@@ -160,21 +176,60 @@ class TreeCpu:
             with open(os.path.join(self.folder, "cgroup.procs"), "w") as procs:
                 procs.write(str(os.getpid()))
 
-    def seconds(self) -> float | None:
+    def start(self) -> None:
+        if self.parts:
+            self.mover.start()
+
+    def _move_parts(self) -> None:
+        left = dict(PARTS)
+        while left and not self.stopped.wait(0.002):
+            try:
+                with open(os.path.join(self.folder, "cgroup.procs")) as procs:
+                    pids = procs.read().split()
+            except OSError:
+                return
+            for pid in pids:
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as handle:
+                        command = handle.read().replace(b"\0", b" ").decode(errors="replace")
+                except OSError:
+                    continue
+                name = next((name for name, mark in left.items() if mark in command), None)
+                if name is not None:
+                    try:
+                        with open(os.path.join(self.parts[name], "cgroup.procs"), "w") as procs:
+                            procs.write(pid)
+                        del left[name]
+                    except OSError:
+                        pass
+
+    def seconds(self, part: str | None = None) -> float | None:
         try:
-            with open(os.path.join(self.folder, "cpuacct.usage")) as usage:
+            with open(os.path.join(self.parts[part] if part else self.folder, "cpuacct.usage")) as usage:
                 return int(usage.read()) / 1e9
-        except (OSError, TypeError, ValueError):
+        except (OSError, TypeError, ValueError, KeyError):
             return None
 
+    def split(self) -> dict[str, float]:
+        """CPU seconds so far of each part and of the rest (``grader``: the command's own process)."""
+        whole = self.seconds()
+        if whole is None or not self.parts:
+            return {}
+        parts = {name: self.seconds(name) or 0.0 for name in self.parts}
+        return {"grader": whole - sum(parts.values()), **parts}
+
     def remove(self) -> None:
-        for _ in range(100):
-            try:
-                if self.folder is not None:
-                    os.rmdir(self.folder)
-                return
-            except OSError:
-                time.sleep(0.05)
+        self.stopped.set()
+        if self.mover.is_alive():
+            self.mover.join()
+        for folder in [*self.parts.values(), self.folder]:
+            for _ in range(100):
+                try:
+                    if folder is not None:
+                        os.rmdir(folder)
+                    break
+                except OSError:
+                    time.sleep(0.05)
 
 
 def mha_command() -> list[str]:
@@ -190,16 +245,18 @@ def run_mha(folder: Path, out: Path, *, jobs: int | None) -> dict:
     accounted = TreeCpu()
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment,
                                preexec_fn=accounted.join)
+    accounted.start()
     sampler = TreeSampler(process.pid)
     sampler.start()
     first = last = None
     cpu_first = cpu_last = 0.0
+    split_first = split_last = {}
     for line in process.stdout:
         now = time.perf_counter()
         if line.startswith("grading "):
-            first, cpu_first = now, accounted.seconds() or sampler.cpu_seconds
+            first, cpu_first, split_first = now, accounted.seconds() or sampler.cpu_seconds, accounted.split()
         elif line.startswith("["):
-            last, cpu_last = now, accounted.seconds() or sampler.cpu_seconds
+            last, cpu_last, split_last = now, accounted.seconds() or sampler.cpu_seconds, accounted.split()
     process.wait()
     finished = time.perf_counter()
     sampler.stop()
@@ -212,6 +269,8 @@ def run_mha(folder: Path, out: Path, *, jobs: int | None) -> dict:
             # every process under it, from the first to the last progress line (exact where a cpuacct cgroup
             # could be made; else sampled every 50 ms, which misses part of each short-lived worker)
             "grading_cpu": cpu_last - cpu_first, "cpu_exact": accounted.folder is not None,
+            # the grading phase's CPU by part: the grader's own process, the grading processes, the sandbox
+            "grading_cpu_split": {name: split_last[name] - split_first.get(name, 0.0) for name in split_last},
             "peak_pss_mb": sampler.peak_pss / 1024, "peak_rss_mb": sampler.peak_rss / 1024,
             "grader_peak_rss_mb": sampler.peak_root_rss / 1024, "processes": sampler.peak_processes,
             "scores": {r["student"]: r["score"] for r in results},
@@ -383,8 +442,12 @@ def main() -> None:
 
 
 def _rate(run: dict) -> str:
+    split = run.get("grading_cpu_split") or {}
+    cpu = (f"\n    CPU per submission while grading: {1000 * run['grading_cpu'] / run['count']:.1f} ms ("
+           + ", ".join(f"{name} {1000 * seconds / run['count']:.1f}" for name, seconds in split.items()) + ")"
+           ) if split else ""
     return (f"{run['count'] / run['grading']:6.1f} submissions/s, {1000 * run['grading'] / run['count']:6.1f} "
-            f"ms/submission (end to end {run['total']:.1f} s), peak {run['peak_pss_mb']:.0f} MB")
+            f"ms/submission (end to end {run['total']:.1f} s), peak {run['peak_pss_mb']:.0f} MB{cpu}")
 
 
 def _strip(run: dict) -> dict:
