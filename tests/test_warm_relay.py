@@ -92,10 +92,15 @@ def _quiet(done: subprocess.CompletedProcess) -> None:
     assert "Traceback" not in done.stdout, done.stdout[-3000:]
 
 
+# A call limit is the reference's time measured on this machine (at least 0.5 s): a check that hit it forgets
+# the kept measurement, so the next check measures afresh, and on a busy machine may get another figure
+_MEASURED_LIMIT = re.compile(r'(call limits |within |"limit": "?)\d+(?:\.\d+)?')
+
+
 def _comparable(done: subprocess.CompletedProcess, as_json: bool) -> tuple:
     if not as_json:
         return done.returncode, done.stdout, done.stderr
-    result = json.loads(done.stdout)
+    result = json.loads(_MEASURED_LIMIT.sub(r"\g<1>0", done.stdout))
     result.pop("duration", None)
     return done.returncode, result, done.stderr
 
