@@ -10,7 +10,8 @@ from grader.grading.student import Box
 from grader.sandbox.client import Sandbox
 from grader.sandbox.in_process import InProcessBox
 
-MEMBERS = ("limits", "worker", "restarts", "budget_left", "run", "call_batch", "output_size", "output_since")
+MEMBERS = ("limits", "worker", "restarts", "budget_left", "run", "call_batch", "output_size", "output_since",
+           "retire")
 
 
 def test_the_protocol_names_what_student_code_uses():
@@ -29,7 +30,7 @@ def _accepts(method, parameter: inspect.Parameter) -> bool:
 
 @pytest.mark.parametrize("box", [Sandbox, InProcessBox], ids=lambda box: box.__name__)
 def test_each_box_offers_every_member_with_the_parameters_student_code_passes(box):
-    for name in ("run", "call_batch", "output_size", "output_since"):
+    for name in ("run", "call_batch", "output_size", "output_since", "retire"):
         wanted = inspect.signature(getattr(Box, name)).parameters.values()
         assert all(_accepts(getattr(box, name), parameter) for parameter in wanted if parameter.name != "self"), name
     assert isinstance(inspect.getattr_static(box, "budget_left"), (property, float))

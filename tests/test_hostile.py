@@ -96,6 +96,8 @@ ATTACKS = {
     "network": Attack(),
     "forged_replies": Attack(cli=False),
     "stop_reading": Attack(cli=False),
+    # the right answers a stand-in gave (to inputs it chose: those of checks still to come) reach no later call
+    "keep_stand_in_answers": Attack(control=without_attack("keep_stand_in_answers")),
 }
 
 

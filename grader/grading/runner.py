@@ -113,14 +113,15 @@ def _show_shipped_values(outcomes, shipped: dict, student) -> None:
             pending.append((failure, dataclasses.replace(shipped[case.id], id=f"shipped:{case.id}")))
     if not pending:
         return
-    student.prefetch([fixture for _, fixture in pending])
-    for failure, fixture in pending:
-        outcome = student.invoke(fixture)
-        if outcome.error is not None:
-            continue
-        detail = showing.value_detail(fixture, outcome.value)
-        if any(key == "case_first_difference" for key, _ in detail):
-            failure.detail = tuple(Message(*text) for text in detail)
+    with student.showing():  # rows shown, never graded
+        student.prefetch([fixture for _, fixture in pending])
+        for failure, fixture in pending:
+            outcome = student.invoke(fixture)
+            if outcome.error is not None:
+                continue
+            detail = showing.value_detail(fixture, outcome.value)
+            if any(key == "case_first_difference" for key, _ in detail):
+                failure.detail = tuple(Message(*text) for text in detail)
 
 
 def _settled(failure: CheckFailure, test: SuiteTest, student) -> CheckFailure:

@@ -11,6 +11,7 @@ check whose call produced it.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import replace
 from typing import TYPE_CHECKING, Callable, Protocol
 
@@ -61,6 +62,9 @@ class Box(Protocol):
     def output_since(self, offset: int, limit: int = 4000) -> str:
         """What it printed from ``offset`` on, at most ``limit`` bytes."""
 
+    def retire(self) -> None:
+        """Let no later call meet the submission as its calls so far left it (the next starts afresh)."""
+
 
 class StudentCode:
     """``limit(function)``: seconds one call of it may take (default: the box's ``call_timeout``).
@@ -84,6 +88,12 @@ class StudentCode:
         self._printed: dict[str, str] = {}  # case id -> what its call printed
         self._check_printed: list[str] | None = None  # what the calls of the running check printed
         self.kept = 0  # bytes of arrays in the outcomes kept (cached) for this submission, within KEPT_BYTES
+        # a call with stand-ins was made in the worker: the submission may keep what they answered (the
+        # reference's values for inputs it chose, such as those of checks still to come), so the next call a
+        # check is graded on goes to a fresh worker (``_fresh``); calls made only to be shown
+        # (``showing``) may still meet this one
+        self._taught = False
+        self._showing = False
 
     def invoke(self, case: Case) -> CallOutcome:
         """The student's value for ``case`` (cached by case id)."""
@@ -129,6 +139,7 @@ class StudentCode:
                     before.append(self._output_size())  # the worker is the one the batch goes to by now
                 if self.on_call is not None:
                     self.on_call(todo[index][1])
+            self._fresh()
             outcomes = self.sandbox.call_batch([item[2] for item in todo],
                                                timeouts=[self.limit(item[1]) for item in todo],
                                                stop_on=self.ledger.stop_on(), on_start=on_start,
@@ -143,7 +154,21 @@ class StudentCode:
                 if not printed or learned[1] is not None:  # a stop is kept: it is not made again
                     self._cache[key] = (self._kept(learned[0]), learned[1])
             if printed:
+                self._one_by_one(todo)
                 return
+
+    def _one_by_one(self, todo: list) -> None:
+        """A batch that printed, its calls made again one by one at once, each case keeping what its own call
+        printed (the constructions, whose outcomes the ledger has, are not made again). At once, not when each
+        check asks: before any check's diagnosis makes a call with stand-ins, so that the calls checks are
+        graded on meet no worker a stand-in taught (a later one still goes to a fresh worker: ``_fresh``)."""
+        for key, function, request, construction, limit in todo:
+            if key in self._cache or function == CONSTRUCTOR or self.ledger.settled(function, construction) is not None:
+                continue
+            if not self._may_restart():
+                return  # what is left is made when its check asks (``invoke``)
+            (outcome, stop), printed = self._made(function, request, construction, reply_limit=limit)
+            self._cache[key], self._printed[key] = (self._kept(outcome), stop), printed
 
     def _may_restart(self) -> bool:
         """Whether prefetching may go on: a worker is there, or starting one leaves a restart for the checks."""
@@ -195,6 +220,7 @@ class StudentCode:
         if self.on_call is not None:
             self.on_call(function)
         target, args, kwargs = request
+        self._fresh()
         before = self._output_size()
         outcome = self.sandbox.run(target, args, kwargs, timeout=self.limit(function), stop_on=self.ledger.stop_on(),
                                    reply_limit=reply_limit)
@@ -213,23 +239,26 @@ class StudentCode:
             return None
         tables = {name: [] for name, _ in callees}
         target, args, kwargs = request_of(case)
-        for _ in range(STAND_IN_ROUNDS):
-            target = {**target, "stand_ins": [[name, kind, tables[name]] for name, kind in callees]}
-            outcome = self.sandbox.run(target, args, kwargs, timeout=self.limit(case.function),
-                                       stop_on=self.ledger.stop_on(), reply_limit=reply_limit_of(case))
-            if outcome.ended is not None:
-                return None
-            if outcome.missing is None:
-                return outcome
-            given = outcome.value
-            if outcome.missing not in tables or not isinstance(given, tuple) or \
-                    not all(isinstance(arg, np.ndarray) for arg in given):
-                return None
-            try:
-                tables[outcome.missing].append([given, answer(outcome.missing, given)])
-            except Exception:  # noqa: BLE001 - arguments the reference refuses: no right callee to stand in
-                return None
-        return None
+        try:
+            for _ in range(STAND_IN_ROUNDS):
+                target = {**target, "stand_ins": [[name, kind, tables[name]] for name, kind in callees]}
+                outcome = self.sandbox.run(target, args, kwargs, timeout=self.limit(case.function),
+                                           stop_on=self.ledger.stop_on(), reply_limit=reply_limit_of(case))
+                if outcome.ended is not None:
+                    return None
+                if outcome.missing is None:
+                    return outcome
+                given = outcome.value
+                if outcome.missing not in tables or not isinstance(given, tuple) or \
+                        not all(isinstance(arg, np.ndarray) for arg in given):
+                    return None
+                try:
+                    tables[outcome.missing].append([given, answer(outcome.missing, given)])
+                except Exception:  # noqa: BLE001 - arguments the reference refuses: no right callee to stand in
+                    return None
+            return None
+        finally:
+            self._taught = True
 
     def _learn(self, function: str, outcome: CallOutcome, construction: tuple | None) -> tuple[CallOutcome, Stop | None]:
         given, stop = self.ledger.record(function, outcome, construction=construction, limit=self.limit(function),
@@ -244,6 +273,22 @@ class StudentCode:
             self.kept += size
             return outcome
         return replace(outcome, value=_described(outcome.value), args_after=_described(outcome.args_after))
+
+    @contextlib.contextmanager
+    def showing(self):
+        """Calls made only for what feedback shows (a public fixture's rows), never graded: they may meet a
+        worker that stand-ins taught."""
+        self._showing = True
+        try:
+            yield
+        finally:
+            self._showing = False
+
+    def _fresh(self) -> None:
+        """Before a call a check is graded on: a worker that stand-ins taught is ended first."""
+        if self._taught and not self._showing:
+            self.sandbox.retire()
+            self._taught = False
 
     def _deliver(self, made: tuple[CallOutcome, Stop | None], printed: str) -> CallOutcome:
         outcome, stop = made

@@ -540,6 +540,14 @@ class Sandbox:
             return ""
         return self._printer.output(offset, limit).decode("utf-8", "replace")
 
+    def retire(self) -> None:
+        """End the worker now, for nothing it did: what its last calls taught the submission (the right
+        answers a stand-in gave it) must reach no call after them. The next call starts a fresh worker with
+        the submission loaded anew; that start is not one of the ``max_restarts`` a failing worker uses."""
+        if self.worker is not None:
+            self._kill()
+            self.restarts -= 1
+
     def _kill(self) -> None:
         """Kill the worker and everything it started; wait until its keeper says they are gone."""
         worker, self.worker = self.worker, None

@@ -46,7 +46,17 @@ class InProcessBox:
         spec = importlib.util.spec_from_file_location(name or f"unsandboxed_{Path(path).stem}", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        return cls(module)
+        box = cls(module)
+        box.reload = lambda: cls.load(path, name=name)
+        return box
+
+    reload = None  # how ``retire`` imports the submission afresh, a box of its own (set by ``load``)
+
+    def retire(self) -> None:
+        """As ``Sandbox.retire``: the calls after this one meet the submission imported afresh."""
+        if self.reload is not None:
+            fresh = self.reload()
+            self.module, self.recorder = fresh.module, fresh.recorder
 
     def call(self, function: str, *args, **kwargs) -> CallOutcome:
         return self._run(lambda a: getattr(self.module, function)(*a, **kwargs), args)

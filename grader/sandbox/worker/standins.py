@@ -14,7 +14,9 @@ answered is the submission's function with right callees, computed in the
 worker like any other call; nothing here changes a score.
 
 Student code can reach a stand-in and call it with anything: it learns the
-reference's value for its own inputs, which the checks' feedback shows too.
+reference's value for any input it chooses, the hidden checks' ones included.
+So the trusted side never grades a call in a worker that stand-ins answered:
+the next such call goes to a fresh worker (``StudentCode._fresh``).
 """
 
 from __future__ import annotations
