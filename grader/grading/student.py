@@ -98,9 +98,7 @@ class StudentCode:
     def invoke(self, case: Case) -> CallOutcome:
         """The student's value for ``case`` (cached by case id)."""
         if case.id not in self._cache:
-            (outcome, stop), printed = self._made(case.function, request_of(case), construction_of(case),
-                                                  reply_limit=reply_limit_of(case))
-            self._cache[case.id], self._printed[case.id] = (self._kept(outcome), stop), printed
+            self._make_and_keep(case.id, case.function, request_of(case), construction_of(case), reply_limit_of(case))
         outcome, stop = self._cache[case.id]
         self.ledger.meet(stop)
         self._heard(self._printed.get(case.id, ""))
@@ -167,8 +165,13 @@ class StudentCode:
                 continue
             if not self._may_restart():
                 return  # what is left is made when its check asks (``invoke``)
-            (outcome, stop), printed = self._made(function, request, construction, reply_limit=limit)
-            self._cache[key], self._printed[key] = (self._kept(outcome), stop), printed
+            self._make_and_keep(key, function, request, construction, limit)
+
+    def _make_and_keep(self, key: str, function: str, request: tuple, construction: tuple | None,
+                       limit: int) -> None:
+        """One call made on its own, its outcome and what it printed kept under ``key``."""
+        (outcome, stop), printed = self._made(function, request, construction, reply_limit=limit)
+        self._cache[key], self._printed[key] = (self._kept(outcome), stop), printed
 
     def _may_restart(self) -> bool:
         """Whether prefetching may go on: a worker is there, or starting one leaves a restart for the checks."""

@@ -47,15 +47,16 @@ class InProcessBox:
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         box = cls(module)
-        box.reload = lambda: cls.load(path, name=name)
+        box.loaded_from = (path, name)
         return box
 
-    reload = None  # how ``retire`` imports the submission afresh, a box of its own (set by ``load``)
+    loaded_from = None  # (path, name) that ``load`` imported, for ``retire``
 
     def retire(self) -> None:
         """As ``Sandbox.retire``: the calls after this one meet the submission imported afresh."""
-        if self.reload is not None:
-            fresh = self.reload()
+        if self.loaded_from is not None:
+            path, name = self.loaded_from
+            fresh = type(self).load(path, name=name)
             self.module, self.recorder = fresh.module, fresh.recorder
 
     def call(self, function: str, *args, **kwargs) -> CallOutcome:
